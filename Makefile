@@ -1,0 +1,49 @@
+# Two commands set everything up on a fresh machine with only Python 3.11+:
+#   make run   - create .venv, install the runtime, serve on the embedded SQLite default
+#   make test  - create .venv, install with the dev extra, lint, run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PACKAGES := eventlog statemachine projections sessionledger
+VERIFY_BUDGET_S ?= 2400
+
+.PHONY: run test lint unit verify bench docs clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.runtime: $(PY) pyproject.toml
+	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	touch $@
+
+$(VENV)/.dev: $(PY) pyproject.toml
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@ $(VENV)/.runtime
+
+$(VENV)/.bench: $(VENV)/.dev
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	touch $@
+
+run: $(VENV)/.runtime
+	$(VENV)/bin/sessionledger serve
+
+test: $(VENV)/.dev
+	$(MAKE) lint
+	$(PY) -m pytest -q -m "not slow" -n 2
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check $(PACKAGES) tests bench
+	$(VENV)/bin/mypy $(PACKAGES)
+
+# The long hypothesis profile and the many-kill crash tests, under a wall-clock budget.
+verify: $(VENV)/.dev
+	HYPOTHESIS_PROFILE=long timeout $(VERIFY_BUDGET_S) $(PY) -m pytest -q -m slow -p no:cacheprovider
+
+bench: $(VENV)/.bench
+	$(PY) bench/eventlog.py
+
+docs: $(VENV)/.dev
+	$(PY) -m sessionledger.docgen
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

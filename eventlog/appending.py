@@ -1,0 +1,89 @@
+"""Backend-neutral steps of an append: encode, check the version, chain the new rows.
+
+Backends call these inside their transaction so every store numbers, hashes and refuses
+batches the same way; only reading and writing rows differs between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .envelope import AppendBatch, AppendResult, RawRow, RecordedEvent, build_row, encode_event
+from .errors import ConcurrencyConflict, EventLogError
+
+__all__ = ["PreparedBatch", "check_expected", "plan_rows", "prepare", "result_from_rows",
+           "typed_outcomes"]
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedBatch:
+    """A batch with its payloads already encoded (done before taking the writer lock)."""
+
+    batch: AppendBatch
+    data_json: tuple[str, ...]
+
+
+def prepare(batch: AppendBatch) -> PreparedBatch:
+    """Encode every payload of the batch to canonical JSON."""
+    return PreparedBatch(batch, tuple(encode_event(new.event) for new in batch.events))
+
+
+def check_expected(batch: AppendBatch, version: int) -> None:
+    """Raise ConcurrencyConflict unless the session is at the version the caller expects."""
+    if batch.expected_version is not None and batch.expected_version != version:
+        raise ConcurrencyConflict(
+            batch.session_id, expected=batch.expected_version, actual=version
+        )
+
+
+def plan_rows(
+    prepared: PreparedBatch,
+    *,
+    version: int,
+    prev_hash: str,
+    next_position: int,
+    recorded_at: str,
+) -> list[RawRow]:
+    """The rows that extend the session's chain from ``version``/``prev_hash``."""
+    batch = prepared.batch
+    rows: list[RawRow] = []
+    for offset, (new, data_json) in enumerate(zip(batch.events, prepared.data_json, strict=True)):
+        row = build_row(
+            global_position=next_position + offset,
+            session_id=batch.session_id,
+            seq=version + offset + 1,
+            new=new,
+            data_json=data_json,
+            recorded_at=recorded_at,
+            idempotency_key=batch.idempotency_key,
+            prev_hash=prev_hash,
+        )
+        prev_hash = row[12]
+        rows.append(row)
+    return rows
+
+
+def result_from_rows(
+    prepared: PreparedBatch, rows: Sequence[RawRow], *, replayed: bool = False
+) -> AppendResult:
+    """Envelopes for freshly written rows, reusing the caller's payload objects."""
+    events = tuple(
+        RecordedEvent(
+            r[0], r[1], r[2], r[3], r[4], new.event, r[6], r[7], r[8], r[9], r[11], r[12]
+        )
+        for r, new in zip(rows, prepared.batch.events, strict=False)
+    )
+    return AppendResult(prepared.batch.session_id, events, replayed=replayed)
+
+
+def typed_outcomes(
+    outcomes: Sequence[AppendResult | BaseException],
+) -> list[AppendResult | EventLogError]:
+    """Per-batch outcomes; anything but a log error (a broken disk, a bug) is raised."""
+    typed: list[AppendResult | EventLogError] = []
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException) and not isinstance(outcome, EventLogError):
+            raise outcome
+        typed.append(outcome)
+    return typed

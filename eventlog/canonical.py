@@ -1,0 +1,59 @@
+"""Canonical JSON and the per-session hash chain (SPEC EL-4, DESIGN "Events").
+
+``hash = sha256(prev_hash_hex + canonical(envelope without hash and global_position))``. The
+first event of a session chains from :data:`GENESIS_HASH`. The envelope's fields are hashed
+under their column names (SPEC EL-9) so anyone can recheck a chain from the table alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+__all__ = ["GENESIS_HASH", "canonical_json", "envelope_hash"]
+
+GENESIS_HASH = "0" * 64
+
+_dumps = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces, UTF-8 text: equal values always give equal strings."""
+    return _dumps(value)
+
+
+def envelope_hash(
+    *,
+    prev_hash: str,
+    session_id: str,
+    seq: int,
+    event_type: str,
+    schema_version: int,
+    data_json: str,
+    recorded_at: str,
+    actor: str,
+    causation_id: str | None,
+    correlation_id: str | None,
+) -> str:
+    """Hash of one envelope; ``data_json`` must already be canonical JSON of the payload.
+
+    The string is assembled in sorted-key order, which equals ``canonical_json`` of the whole
+    envelope dict (a property test checks this) without re-serialising the payload.
+    """
+    body = (
+        '{"actor":' + _dumps(actor)
+        + ',"causation_id":' + _dumps(causation_id)
+        + ',"correlation_id":' + _dumps(correlation_id)
+        + ',"data":' + data_json
+        + ',"prev_hash":' + _dumps(prev_hash)
+        + ',"recorded_at":' + _dumps(recorded_at)
+        + ',"schema_version":' + str(schema_version)
+        + ',"seq":' + str(seq)
+        + ',"session_id":' + _dumps(session_id)
+        + ',"type":' + _dumps(event_type)
+        + "}"
+    )
+    return hashlib.sha256((prev_hash + body).encode("utf-8")).hexdigest()

@@ -1,0 +1,107 @@
+"""Checking a session's hash chain from its raw rows (SPEC EL-4).
+
+The check never trusts a row: a wrong column type, invalid JSON, an unknown event type or a
+payload its model rejects is reported as a break at that ``seq``, like an edited hash, a
+missing or reordered row, or a head record that disagrees with the rows (truncation).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .canonical import GENESIS_HASH, canonical_json, envelope_hash
+from .catalog import CATALOG
+
+__all__ = ["ChainReport", "verify_chain"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChainReport:
+    """The outcome of checking one session's chain."""
+
+    session_id: str
+    events: int
+    first_bad_seq: int | None = None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.first_bad_seq is None
+
+
+def _row_fault(row: tuple[Any, ...], expected_seq: int, prev_hash: str) -> str | None:
+    (position, _sid, seq, etype, version, data, recorded_at, actor, cause, corr, _key,
+     prev, digest) = row
+    if type(seq) is not int or seq != expected_seq:
+        return f"expected seq {expected_seq}, found {seq!r}"
+    if type(position) is not int:
+        return "global_position is not an integer"
+    strings = (etype, recorded_at, actor, prev, digest, data)
+    if not all(type(v) is str for v in strings) or type(version) is not int:
+        return "a column has the wrong type"
+    if not all(v is None or type(v) is str for v in (cause, corr)):
+        return "causation or correlation id has the wrong type"
+    if prev != prev_hash:
+        return "prev_hash does not match the previous event's hash"
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return "data is not valid JSON"
+    if type(payload) is not dict:
+        return "data is not a JSON object"
+    cls = CATALOG.get(etype)
+    if cls is None:
+        return f"unknown event type {etype!r}"
+    if version == cls.schema_version:
+        try:
+            cls.model_validate(payload)
+        except ValueError as exc:
+            return f"payload does not match {etype}: {exc.__class__.__name__}"
+    expected = envelope_hash(
+        prev_hash=prev, session_id=row[1], seq=seq, event_type=etype,
+        schema_version=version, data_json=canonical_json(payload), recorded_at=recorded_at,
+        actor=actor, causation_id=cause, correlation_id=corr,
+    )
+    if expected != digest:
+        return "hash does not match the event's content"
+    return None
+
+
+def verify_chain(
+    session_id: str,
+    rows: Iterable[tuple[Any, ...]],
+    *,
+    head: tuple[int, str] | None,
+) -> ChainReport:
+    """Check rows ordered by ``seq`` against each other and the store's head record.
+
+    ``head`` is ``(version, head_hash)`` as the store recorded them at the last append.
+    """
+    prev_hash = GENESIS_HASH
+    last_position = 0
+    count = 0
+    for row in rows:
+        expected_seq = count + 1
+        fault = _row_fault(row, expected_seq, prev_hash)
+        if fault is None and row[0] <= last_position:
+            fault = "global_position does not increase with seq"
+        if fault is not None:
+            return ChainReport(session_id, count, expected_seq, fault)
+        prev_hash, last_position, count = row[12], row[0], expected_seq
+    if head is None:
+        if count:
+            return ChainReport(session_id, count, 1, "session has events but no head record")
+        return ChainReport(session_id, 0)
+    version, head_hash = head
+    if version > count:
+        return ChainReport(session_id, count, count + 1, f"event seq {count + 1} is missing")
+    if version < count:
+        return ChainReport(
+            session_id, count, version + 1, "events beyond the recorded head"
+        )
+    if head_hash != prev_hash:
+        return ChainReport(session_id, count, count, "head hash does not match the last event")
+    return ChainReport(session_id, count)

@@ -1,0 +1,170 @@
+"""What goes into the log and what comes out of it.
+
+:class:`NewEvent` is a payload with its who/why; :class:`AppendBatch` is one atomic append to
+one session; :class:`RecordedEvent` is an envelope read back (SPEC EL-1), a slotted dataclass
+so replay stays fast; :data:`RawRow` is the row exactly as the ``events`` table holds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .canonical import canonical_json, envelope_hash
+from .catalog import Event
+from .errors import EmptyBatch, UnknownEventType, UnknownSchemaVersion
+from .upcasting import UpcasterRegistry, decode_payload, default_upcasters
+
+__all__ = [
+    "Actor",
+    "AppendBatch",
+    "AppendResult",
+    "NewEvent",
+    "RawRow",
+    "RecordedEvent",
+    "build_row",
+    "decode_row",
+    "encode_event",
+]
+
+Actor = Literal["model", "user", "host", "timer", "system"]
+
+RawRow = tuple[
+    int, str, int, str, int, str, str, str, "str | None", "str | None", "str | None", str, str
+]
+"""(global_position, session_id, seq, type, schema_version, data, recorded_at, actor,
+causation_id, correlation_id, idempotency_key, prev_hash, hash) — the EL-9 column order."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """A payload to append, with who caused it and why."""
+
+    event: Event
+    actor: Actor
+    causation_id: str | None = None
+    correlation_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AppendBatch:
+    """Events appended to one session atomically, guarded by the expected version.
+
+    ``expected_version=None`` appends at whatever the end is; ``0`` requires a new session.
+    """
+
+    session_id: str
+    events: tuple[NewEvent, ...]
+    expected_version: int | None = None
+    idempotency_key: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.events:
+            raise EmptyBatch(f"append to {self.session_id} carries no events")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedEvent:
+    """One stored event with its envelope (SPEC EL-1)."""
+
+    global_position: int
+    session_id: str
+    seq: int
+    type: str
+    schema_version: int
+    data: Event
+    recorded_at: str
+    actor: str
+    causation_id: str | None
+    correlation_id: str | None
+    prev_hash: str
+    hash: str
+
+    def to_wire(self) -> dict[str, Any]:
+        """The camelCase shape of SPEC §11 (events API, SSE, CLI ``--json``)."""
+        return {
+            "seq": self.seq,
+            "globalPosition": self.global_position,
+            "sessionId": self.session_id,
+            "type": self.type,
+            "schemaVersion": self.schema_version,
+            "data": self.data.model_dump(mode="json", by_alias=True, exclude={"type"}),
+            "recordedAt": self.recorded_at,
+            "actor": self.actor,
+            "causationId": self.causation_id,
+            "correlationId": self.correlation_id,
+            "prevHash": self.prev_hash,
+            "hash": self.hash,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """Where a batch landed; ``replayed`` is true when an idempotency key matched."""
+
+    session_id: str
+    events: tuple[RecordedEvent, ...] = field(default=())
+    replayed: bool = False
+
+    @property
+    def version(self) -> int:
+        return self.events[-1].seq
+
+    @property
+    def positions(self) -> tuple[int, ...]:
+        return tuple(e.global_position for e in self.events)
+
+
+def encode_event(event: Event) -> str:
+    """The canonical JSON stored in the ``data`` column."""
+    return canonical_json(event.model_dump(mode="json", by_alias=True, exclude={"type"}))
+
+
+def build_row(
+    *,
+    global_position: int,
+    session_id: str,
+    seq: int,
+    new: NewEvent,
+    data_json: str,
+    recorded_at: str,
+    idempotency_key: str | None,
+    prev_hash: str,
+) -> RawRow:
+    """Assemble the stored row for ``new`` and compute its chain hash."""
+    event = new.event
+    digest = envelope_hash(
+        prev_hash=prev_hash,
+        session_id=session_id,
+        seq=seq,
+        event_type=event.type,
+        schema_version=event.schema_version,
+        data_json=data_json,
+        recorded_at=recorded_at,
+        actor=new.actor,
+        causation_id=new.causation_id,
+        correlation_id=new.correlation_id,
+    )
+    return (
+        global_position, session_id, seq, event.type, event.schema_version, data_json,
+        recorded_at, new.actor, new.causation_id, new.correlation_id, idempotency_key,
+        prev_hash, digest,
+    )
+
+
+def decode_row(
+    row: RawRow, *, upcasters: UpcasterRegistry = default_upcasters
+) -> RecordedEvent:
+    """Turn a stored row into a typed envelope (the store is trusted: no chain check)."""
+    try:
+        data = decode_payload(row[3], row[4], row[5], upcasters=upcasters)
+    except UnknownEventType as exc:
+        raise UnknownEventType(row[3], session_id=row[1], seq=row[2]) from exc
+    except UnknownSchemaVersion as exc:
+        raise UnknownSchemaVersion(
+            exc.event_type, exc.version, session_id=row[1], seq=row[2]
+        ) from exc
+    return RecordedEvent(
+        row[0], row[1], row[2], row[3], row[4], data, row[6], row[7], row[8], row[9],
+        row[11], row[12],
+    )

@@ -1,0 +1,81 @@
+"""Errors raised by the event log.
+
+Every error the log raises derives from one base class, so callers can catch the family::
+
+    EventLogError
+    ├── ConcurrencyConflict      expected version did not match; nothing was appended
+    ├── UnknownEventType         a stored row names a type the catalog does not hold
+    ├── UnknownSchemaVersion     a stored row has a version no upcaster chain reaches
+    ├── InvalidStoreUrl          a store URL this build cannot open
+    ├── StoreBusy                another process held the write lock past every retry
+    ├── StoreClosed              append or read after ``close()``
+    └── EmptyBatch               an append with no events
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConcurrencyConflict",
+    "EmptyBatch",
+    "EventLogError",
+    "InvalidStoreUrl",
+    "StoreBusy",
+    "StoreClosed",
+    "UnknownEventType",
+    "UnknownSchemaVersion",
+]
+
+
+class EventLogError(Exception):
+    """Base class of every error the event log raises."""
+
+
+class ConcurrencyConflict(EventLogError):
+    """The session's version was not the one the caller expected."""
+
+    def __init__(self, session_id: str, *, expected: int, actual: int) -> None:
+        super().__init__(
+            f"session {session_id}: expected version {expected}, found {actual}"
+        )
+        self.session_id = session_id
+        self.expected = expected
+        self.actual = actual
+
+
+class UnknownEventType(EventLogError):
+    """A stored event names a type that is not in the closed catalog."""
+
+    def __init__(self, event_type: str, *, session_id: str = "", seq: int = 0) -> None:
+        where = f" (session {session_id} seq {seq})" if session_id else ""
+        super().__init__(f"unknown event type {event_type!r}{where}")
+        self.event_type = event_type
+
+
+class UnknownSchemaVersion(EventLogError):
+    """A stored event has a schema version that no registered upcaster reaches."""
+
+    def __init__(
+        self, event_type: str, version: int, *, session_id: str = "", seq: int = 0
+    ) -> None:
+        where = f" (session {session_id} seq {seq})" if session_id else ""
+        super().__init__(
+            f"unknown schema version {version} of event type {event_type!r}{where}"
+        )
+        self.event_type = event_type
+        self.version = version
+
+
+class InvalidStoreUrl(EventLogError):
+    """The store URL names a scheme or option this build does not support."""
+
+
+class StoreBusy(EventLogError):
+    """Another process kept the database locked through every retry."""
+
+
+class StoreClosed(EventLogError):
+    """The store was closed; no more appends or reads are accepted."""
+
+
+class EmptyBatch(EventLogError):
+    """An append must carry at least one event."""

@@ -1,0 +1,183 @@
+"""In-memory twin of the SQLite store, for fast tests (STYLE: hypothesis' in-memory database).
+
+It keeps the very rows the SQLite table would hold, so numbering, hashing, idempotency and
+chain checks behave identically; the conformance suite runs against both.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from .appending import (
+    PreparedBatch,
+    check_expected,
+    plan_rows,
+    prepare,
+    result_from_rows,
+    typed_outcomes,
+)
+from .canonical import GENESIS_HASH
+from .chain import ChainReport, verify_chain
+from .clock import Clock, SystemClock, format_instant
+from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent, decode_row
+from .errors import EventLogError, StoreClosed
+from .group_commit import GroupCommitter
+from .store import Listener, SessionHead
+from .upcasting import UpcasterRegistry, default_upcasters
+
+__all__ = ["MemoryEventStore"]
+
+
+class MemoryEventStore:
+    """Event store held in process memory; lost on exit."""
+
+    def __init__(
+        self, *, clock: Clock | None = None, upcasters: UpcasterRegistry = default_upcasters
+    ) -> None:
+        self._clock = clock or SystemClock()
+        self._upcasters = upcasters
+        self.rows: list[RawRow] = []
+        self.heads: dict[str, SessionHead] = {}
+        self._by_session: dict[str, list[int]] = {}
+        self._listeners: list[Listener] = []
+        self._lock = threading.RLock()
+        self._closed = False
+        self._committer: GroupCommitter[PreparedBatch, AppendResult] = GroupCommitter(
+            self._commit
+        )
+
+    @property
+    def url(self) -> str:
+        return "memory://"
+
+    def append(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        batch = AppendBatch(session_id, tuple(events), expected_version, idempotency_key)
+        return self._committer.submit(prepare(batch))
+
+    def append_many(self, batches: Sequence[AppendBatch]) -> list[AppendResult | EventLogError]:
+        return typed_outcomes(self._committer.submit_many([prepare(b) for b in batches]))
+
+    def _commit(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
+        with self._lock:
+            if self._closed:
+                raise StoreClosed("the store is closed")
+            outcomes: list[AppendResult | BaseException] = []
+            committed: list[RecordedEvent] = []
+            for prepared in group:
+                try:
+                    result = self._apply(prepared)
+                except EventLogError as exc:
+                    outcomes.append(exc)
+                    continue
+                outcomes.append(result)
+                if not result.replayed:
+                    committed.extend(result.events)
+            if committed:
+                for listener in list(self._listeners):
+                    listener(committed)
+            return outcomes
+
+    def _apply(self, prepared: PreparedBatch) -> AppendResult:
+        batch = prepared.batch
+        indexes = self._by_session.get(batch.session_id, [])
+        if batch.idempotency_key is not None:
+            earlier = [self.rows[i] for i in indexes if self.rows[i][10] == batch.idempotency_key]
+            if earlier:
+                events = tuple(decode_row(r, upcasters=self._upcasters) for r in earlier)
+                return AppendResult(batch.session_id, events, replayed=True)
+        head = self.heads.get(batch.session_id)
+        version = head.version if head else 0
+        check_expected(batch, version)
+        now = format_instant(self._clock.now())
+        rows = plan_rows(
+            prepared,
+            version=version,
+            prev_hash=head.head_hash if head else GENESIS_HASH,
+            next_position=len(self.rows) + 1,
+            recorded_at=now,
+        )
+        start = len(self.rows)
+        self.rows.extend(rows)
+        self._by_session.setdefault(batch.session_id, []).extend(
+            range(start, start + len(rows))
+        )
+        self.heads[batch.session_id] = SessionHead(
+            batch.session_id, rows[-1][2], rows[-1][12], head.created_at if head else now, now
+        )
+        return result_from_rows(prepared, rows)
+
+    def read_session(
+        self, session_id: str, *, after: int = 0, limit: int | None = None
+    ) -> Iterator[RecordedEvent]:
+        with self._lock:
+            rows = [self.rows[i] for i in self._by_session.get(session_id, [])]
+        picked = [r for r in rows if r[2] > after]
+        for row in picked[:limit] if limit is not None else picked:
+            yield decode_row(row, upcasters=self._upcasters)
+
+    def read_all(self, *, after: int = 0, limit: int | None = None) -> Iterator[RecordedEvent]:
+        with self._lock:
+            picked = self.rows[after:] if limit is None else self.rows[after : after + limit]
+        for row in picked:
+            yield decode_row(row, upcasters=self._upcasters)
+
+    def raw_session(self, session_id: str) -> Iterator[tuple[Any, ...]]:
+        with self._lock:
+            rows = sorted(
+                (self.rows[i] for i in self._by_session.get(session_id, [])),
+                key=lambda r: r[2] if isinstance(r[2], int) else 0,
+            )
+        yield from rows
+
+    def version(self, session_id: str) -> int:
+        head = self.heads.get(session_id)
+        return head.version if head else 0
+
+    def head_position(self) -> int:
+        return len(self.rows)
+
+    def session_heads(self) -> list[SessionHead]:
+        with self._lock:
+            return sorted(self.heads.values(), key=lambda h: (h.updated_at, h.session_id),
+                          reverse=True)
+
+    def session_head(self, session_id: str) -> SessionHead | None:
+        return self.heads.get(session_id)
+
+    def verify(self, session_id: str | None = None) -> list[ChainReport]:
+        with self._lock:
+            ids = [session_id] if session_id is not None else sorted(
+                set(self.heads) | set(self._by_session)
+            )
+        return [
+            verify_chain(
+                sid,
+                self.raw_session(sid),
+                head=(h.version, h.head_hash) if (h := self.heads.get(sid)) else None,
+            )
+            for sid in ids
+        ]
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def close(self) -> None:
+        with self._committer.writer_lock, self._lock:
+            self._closed = True

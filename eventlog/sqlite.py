@@ -1,0 +1,365 @@
+"""The embedded default backend: one SQLite file, WAL, group commit (SPEC EL-7 … EL-9).
+
+Schema is created with sqlite-utils (so other tools see a plain, documented table); the hot
+paths use the connection directly. Writes go through one write connection owned by the
+:class:`GroupCommitter`; every group is one ``BEGIN IMMEDIATE`` transaction in which each batch
+runs inside its own savepoint, so a batch failing its version check fails alone. Readers use
+one connection per thread; WAL lets them read while the writer writes. Other processes are
+waited for with a busy timeout and bounded, jittered retries: callers never see
+"database is locked".
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from .appending import (
+    PreparedBatch,
+    check_expected,
+    plan_rows,
+    prepare,
+    result_from_rows,
+    typed_outcomes,
+)
+from .canonical import GENESIS_HASH
+from .chain import ChainReport, verify_chain
+from .clock import Clock, SystemClock, format_instant
+from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent, decode_row
+from .errors import ConcurrencyConflict, EventLogError, StoreBusy, StoreClosed
+from .group_commit import GroupCommitter
+from .store import Listener, SessionHead
+from .upcasting import UpcasterRegistry, default_upcasters
+
+__all__ = ["SQLiteEventStore", "create_schema"]
+
+_COLUMNS = (
+    "global_position, session_id, seq, type, schema_version, data, recorded_at, actor, "
+    "causation_id, correlation_id, idempotency_key, prev_hash, hash"
+)
+_INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+_UPSERT_HEAD = (
+    "INSERT INTO streams (session_id, version, head_hash, created_at, updated_at) "
+    "VALUES (?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET version=excluded.version, "
+    "head_hash=excluded.head_hash, updated_at=excluded.updated_at"
+)
+_PAGE = 2000
+_BUSY_TIMEOUT_MS = 5000
+_MAX_ATTEMPTS = 12
+
+
+def create_schema(db: sqlite_utils.Database) -> None:
+    """Create the ``events`` table of SPEC EL-9 and the per-session head records."""
+    db["events"].create(  # type: ignore[union-attr]
+        {
+            "global_position": int, "session_id": str, "seq": int, "type": str,
+            "schema_version": int, "data": str, "recorded_at": str, "actor": str,
+            "causation_id": str, "correlation_id": str, "idempotency_key": str,
+            "prev_hash": str, "hash": str,
+        },
+        pk="global_position",
+        not_null={"session_id", "seq", "type", "schema_version", "data", "recorded_at",
+                  "actor", "prev_hash", "hash"},
+        if_not_exists=True,
+    )
+    db["events"].create_index(  # type: ignore[union-attr]
+        ["session_id", "seq"], index_name="events_session_seq", unique=True,
+        if_not_exists=True,
+    )
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS events_idempotency ON events (session_id, idempotency_key)"
+        " WHERE idempotency_key IS NOT NULL"
+    )
+    db["streams"].create(  # type: ignore[union-attr]
+        {"session_id": str, "version": int, "head_hash": str, "created_at": str,
+         "updated_at": str},
+        pk="session_id",
+        not_null={"version", "head_hash", "created_at", "updated_at"},
+        if_not_exists=True,
+    )
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+class SQLiteEventStore:
+    """Event store in one SQLite file (the embedded default)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "full",
+        clock: Clock | None = None,
+        upcasters: UpcasterRegistry = default_upcasters,
+    ) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._synchronous = synchronous.upper()
+        self._clock = clock or SystemClock()
+        self._upcasters = upcasters
+        self._listeners: list[Listener] = []
+        self._listeners_lock = threading.Lock()
+        self._readers: list[sqlite3.Connection] = []
+        self._local = threading.local()
+        self._closed = False
+        self._writer = self._connect()
+        self._retry(lambda: create_schema(sqlite_utils.Database(self._writer)))
+        self._committer: GroupCommitter[PreparedBatch, AppendResult] = GroupCommitter(
+            self._commit
+        )
+
+    @property
+    def url(self) -> str:
+        suffix = "?synchronous=normal" if self._synchronous == "NORMAL" else ""
+        return f"sqlite:///{self.path}{suffix}"
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False,
+            timeout=_BUSY_TIMEOUT_MS / 1000,
+        )
+        conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        self._retry(lambda: conn.execute("PRAGMA journal_mode = WAL"))
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        return conn
+
+    def _retry(self, action: Callable[[], Any]) -> Any:
+        for attempt in range(_MAX_ATTEMPTS):
+            try:
+                return action()
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                time.sleep(random.uniform(0.001, 0.01 * (attempt + 1)))
+        raise StoreBusy(f"{self.path}: database stayed locked through {_MAX_ATTEMPTS} tries")
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def append(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        batch = AppendBatch(session_id, tuple(events), expected_version, idempotency_key)
+        return self._committer.submit(prepare(batch))
+
+    def append_many(self, batches: Sequence[AppendBatch]) -> list[AppendResult | EventLogError]:
+        return typed_outcomes(self._committer.submit_many([prepare(b) for b in batches]))
+
+    def _commit(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        outcomes: list[AppendResult | BaseException] = self._retry(
+            lambda: self._commit_once(group)
+        )
+        committed = [
+            e for o in outcomes if isinstance(o, AppendResult) and not o.replayed
+            for e in o.events
+        ]
+        if committed:
+            self._publish(committed)
+        return outcomes
+
+    def _commit_once(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
+        conn = self._writer
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            (position,) = conn.execute(
+                "SELECT coalesce(max(global_position), 0) FROM events"
+            ).fetchone()
+            now = format_instant(self._clock.now())
+            outcomes: list[AppendResult | BaseException] = []
+            for prepared in group:
+                conn.execute("SAVEPOINT batch")
+                try:
+                    result = self._apply(conn, prepared, position + 1, now)
+                except (EventLogError, sqlite3.IntegrityError) as exc:
+                    conn.execute("ROLLBACK TO batch")
+                    conn.execute("RELEASE batch")
+                    outcomes.append(self._conflict(prepared, exc))
+                    continue
+                conn.execute("RELEASE batch")
+                outcomes.append(result)
+                if not result.replayed:
+                    position = result.events[-1].global_position
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return outcomes
+
+    def _conflict(self, prepared: PreparedBatch, exc: Exception) -> EventLogError:
+        if isinstance(exc, EventLogError):
+            return exc
+        batch = prepared.batch
+        return ConcurrencyConflict(
+            batch.session_id, expected=batch.expected_version or 0,
+            actual=self._read_version(self._writer, batch.session_id),
+        )
+
+    def _apply(
+        self, conn: sqlite3.Connection, prepared: PreparedBatch, next_position: int, now: str
+    ) -> AppendResult:
+        batch = prepared.batch
+        if batch.idempotency_key is not None:
+            earlier = conn.execute(
+                f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND idempotency_key = ? "
+                "ORDER BY seq", (batch.session_id, batch.idempotency_key),
+            ).fetchall()
+            if earlier:
+                events = tuple(decode_row(r, upcasters=self._upcasters) for r in earlier)
+                return AppendResult(batch.session_id, events, replayed=True)
+        head = conn.execute(
+            "SELECT version, head_hash FROM streams WHERE session_id = ?", (batch.session_id,)
+        ).fetchone()
+        version, prev_hash = head if head else (0, GENESIS_HASH)
+        check_expected(batch, version)
+        rows = plan_rows(
+            prepared, version=version, prev_hash=prev_hash, next_position=next_position,
+            recorded_at=now,
+        )
+        conn.executemany(_INSERT, rows)
+        last = rows[-1]
+        conn.execute(_UPSERT_HEAD, (batch.session_id, last[2], last[12], now, now))
+        return result_from_rows(prepared, rows)
+
+    def _publish(self, events: Sequence[RecordedEvent]) -> None:
+        with self._listeners_lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(events)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _reader(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._listeners_lock:
+                self._readers.append(conn)
+        return conn
+
+    def _pages(
+        self, sql: str, key: tuple[Any, ...], after: int, limit: int | None
+    ) -> Iterator[RawRow]:
+        remaining = limit
+        while remaining is None or remaining > 0:
+            size = _PAGE if remaining is None else min(_PAGE, remaining)
+            rows = self._retry(
+                lambda: self._reader().execute(sql, (*key, after, size)).fetchall()
+            )
+            yield from rows
+            if len(rows) < size:
+                return
+            after = rows[-1][2] if key else rows[-1][0]
+            if remaining is not None:
+                remaining -= len(rows)
+
+    def read_session(
+        self, session_id: str, *, after: int = 0, limit: int | None = None
+    ) -> Iterator[RecordedEvent]:
+        sql = (f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND seq > ? "
+               "ORDER BY seq LIMIT ?")
+        upcasters = self._upcasters
+        for row in self._pages(sql, (session_id,), after, limit):
+            yield decode_row(row, upcasters=upcasters)
+
+    def read_all(self, *, after: int = 0, limit: int | None = None) -> Iterator[RecordedEvent]:
+        sql = f"SELECT {_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?"
+        upcasters = self._upcasters
+        for row in self._pages(sql, (), after, limit):
+            yield decode_row(row, upcasters=upcasters)
+
+    def raw_session(self, session_id: str) -> Iterator[tuple[Any, ...]]:
+        # Tolerates rows whose seq was tampered into a non-integer: they sort last.
+        sql = (f"SELECT {_COLUMNS} FROM events WHERE session_id = ? "
+               "ORDER BY typeof(seq) != 'integer', seq, global_position")
+        cursor = self._reader().execute(sql, (session_id,))
+        while batch := cursor.fetchmany(_PAGE):
+            yield from batch
+
+    def _read_version(self, conn: sqlite3.Connection, session_id: str) -> int:
+        row = conn.execute(
+            "SELECT version FROM streams WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def version(self, session_id: str) -> int:
+        return int(self._retry(lambda: self._read_version(self._reader(), session_id)))
+
+    def head_position(self) -> int:
+        row = self._reader().execute("SELECT coalesce(max(global_position), 0) FROM events")
+        return int(row.fetchone()[0])
+
+    def session_heads(self) -> list[SessionHead]:
+        rows = self._reader().execute(
+            "SELECT session_id, version, head_hash, created_at, updated_at FROM streams "
+            "ORDER BY updated_at DESC, session_id DESC"
+        ).fetchall()
+        return [SessionHead(*row) for row in rows]
+
+    def session_head(self, session_id: str) -> SessionHead | None:
+        row = self._reader().execute(
+            "SELECT session_id, version, head_hash, created_at, updated_at FROM streams "
+            "WHERE session_id = ?", (session_id,),
+        ).fetchone()
+        return SessionHead(*row) if row else None
+
+    def verify(self, session_id: str | None = None) -> list[ChainReport]:
+        conn = self._reader()
+        if session_id is None:
+            ids = [r[0] for r in conn.execute(
+                "SELECT session_id FROM streams UNION SELECT DISTINCT session_id FROM events "
+                "ORDER BY 1"
+            )]
+        else:
+            ids = [session_id]
+        reports = []
+        for sid in ids:
+            head = conn.execute(
+                "SELECT version, head_hash FROM streams WHERE session_id = ?", (sid,)
+            ).fetchone()
+            reports.append(verify_chain(sid, self.raw_session(sid), head=head))
+        return reports
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        with self._listeners_lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._listeners_lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def close(self) -> None:
+        """Wait for the group in flight, then refuse new work and close every connection."""
+        with self._committer.writer_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._writer.close()
+        with self._listeners_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()

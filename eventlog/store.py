@@ -1,0 +1,122 @@
+"""The store protocol every backend implements, and opening a store from its URL.
+
+The protocol is small on purpose (STYLE: one small interface): append with an expected
+version, read a session from a ``seq`` cursor, read everything from a global position, verify
+chains, and listen for committed events. Backends: :mod:`eventlog.memory` (a twin for tests)
+and :mod:`eventlog.sqlite` (the embedded default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import parse_qs, urlsplit
+
+from .chain import ChainReport
+from .clock import Clock, SystemClock
+from .envelope import AppendBatch, AppendResult, NewEvent, RecordedEvent
+from .errors import EventLogError, InvalidStoreUrl
+
+__all__ = [
+    "DEFAULT_STORE_URL",
+    "EventStore",
+    "Listener",
+    "SessionHead",
+    "open_store",
+    "sqlite_path_from_url",
+]
+
+DEFAULT_STORE_URL = "sqlite:///.sessionledger/ledger.db"
+
+Listener = Callable[[Sequence[RecordedEvent]], None]
+"""Called after each commit with the committed events, in global order."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHead:
+    """A session's position in the log: version, head hash and when it was written."""
+
+    session_id: str
+    version: int
+    head_hash: str
+    created_at: str
+    updated_at: str
+
+
+class EventStore(Protocol):
+    """What every backend offers; the conformance suite holds them to it."""
+
+    @property
+    def url(self) -> str: ...
+
+    def append(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult: ...
+
+    def append_many(
+        self, batches: Sequence[AppendBatch]
+    ) -> list[AppendResult | EventLogError]: ...
+
+    def read_session(
+        self, session_id: str, *, after: int = 0, limit: int | None = None
+    ) -> Iterator[RecordedEvent]: ...
+
+    def read_all(
+        self, *, after: int = 0, limit: int | None = None
+    ) -> Iterator[RecordedEvent]: ...
+
+    def raw_session(self, session_id: str) -> Iterator[tuple[Any, ...]]: ...
+
+    def version(self, session_id: str) -> int: ...
+
+    def head_position(self) -> int: ...
+
+    def session_heads(self) -> list[SessionHead]: ...
+
+    def session_head(self, session_id: str) -> SessionHead | None: ...
+
+    def verify(self, session_id: str | None = None) -> list[ChainReport]: ...
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]: ...
+
+    def close(self) -> None: ...
+
+
+def sqlite_path_from_url(url: str) -> tuple[Path, dict[str, str]]:
+    """``sqlite:///rel/path.db`` or ``sqlite:////abs/path.db`` → path and query options."""
+    parts = urlsplit(url)
+    if parts.scheme != "sqlite" or parts.netloc:
+        raise InvalidStoreUrl(f"not a sqlite URL: {url!r} (use sqlite:///path/to/file.db)")
+    raw = parts.path[1:] if parts.path.startswith("/") else parts.path
+    if not raw:
+        raise InvalidStoreUrl(f"sqlite URL without a path: {url!r}")
+    options = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+    return Path(raw), options
+
+
+def open_store(url: str, *, clock: Clock | None = None) -> EventStore:
+    """Open the backend the URL names: ``sqlite:///…`` or ``memory://``."""
+    clock = clock or SystemClock()
+    scheme = urlsplit(url).scheme
+    if scheme == "memory":
+        from .memory import MemoryEventStore
+
+        return MemoryEventStore(clock=clock)
+    if scheme == "sqlite":
+        from .sqlite import SQLiteEventStore
+
+        path, options = sqlite_path_from_url(url)
+        sync = options.pop("synchronous", "full").lower()
+        if options:
+            raise InvalidStoreUrl(f"unknown sqlite URL option(s): {', '.join(sorted(options))}")
+        if sync not in ("full", "normal"):
+            raise InvalidStoreUrl(f"synchronous must be 'full' or 'normal', not {sync!r}")
+        return SQLiteEventStore(path, synchronous=sync, clock=clock)
+    raise InvalidStoreUrl(f"unsupported store URL {url!r}: use sqlite:///path or memory://")

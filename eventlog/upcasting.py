@@ -1,0 +1,72 @@
+"""Schema evolution (SPEC EL-6): upcasters turn stored payloads into the current model.
+
+An upcaster maps one event type's payload from version ``n`` to ``n + 1``. Reading applies the
+chain from the stored version to the catalog's current one; a type missing from the catalog or
+a version the chain cannot reach is a named error, never a silent drop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from .catalog import CATALOG, Event
+from .errors import UnknownEventType, UnknownSchemaVersion
+
+__all__ = ["Upcaster", "UpcasterRegistry", "default_upcasters", "decode_payload"]
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class UpcasterRegistry:
+    """Upcasters keyed by (event type, version they read)."""
+
+    def __init__(self) -> None:
+        self._steps: dict[tuple[str, int], Upcaster] = {}
+
+    def register(self, event_type: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
+        """Decorator: register ``fn`` turning version ``from_version`` into the next."""
+
+        def wrap(fn: Upcaster) -> Upcaster:
+            self._steps[(event_type, from_version)] = fn
+            return fn
+
+        return wrap
+
+    def upcast(
+        self, event_type: str, version: int, payload: dict[str, Any], *, target: int
+    ) -> dict[str, Any]:
+        """Apply the chain from ``version`` to ``target`` or raise UnknownSchemaVersion."""
+        while version < target:
+            step = self._steps.get((event_type, version))
+            if step is None:
+                raise UnknownSchemaVersion(event_type, version)
+            payload = step(payload)
+            version += 1
+        return payload
+
+
+default_upcasters = UpcasterRegistry()
+
+
+def decode_payload(
+    event_type: str,
+    schema_version: int,
+    data_json: str,
+    *,
+    upcasters: UpcasterRegistry = default_upcasters,
+) -> Event:
+    """Turn a stored payload into its typed, current-version model."""
+    cls = CATALOG.get(event_type)
+    if cls is None:
+        raise UnknownEventType(event_type)
+    current = cls.schema_version
+    if schema_version == current:
+        return cls.model_validate_json(data_json)
+    if schema_version > current or schema_version < 1:
+        raise UnknownSchemaVersion(event_type, schema_version)
+    payload = upcasters.upcast(
+        event_type, schema_version, json.loads(data_json), target=current
+    )
+    return cls.model_validate(payload)
