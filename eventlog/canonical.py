@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["GENESIS_HASH", "canonical_json", "envelope_hash"]
@@ -18,6 +19,14 @@ GENESIS_HASH = "0" * 64
 _dumps = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 ).encode
+
+
+_text: Callable[[str], str] = json.encoder.encode_basestring
+"""JSON string literal exactly as ``canonical_json`` writes it (``ensure_ascii=False``)."""
+
+
+def _optional(value: str | None) -> str:
+    return "null" if value is None else _text(value)
 
 
 def canonical_json(value: Any) -> str:
@@ -44,16 +53,16 @@ def envelope_hash(
     envelope dict (a property test checks this) without re-serialising the payload.
     """
     body = (
-        '{"actor":' + _dumps(actor)
-        + ',"causation_id":' + _dumps(causation_id)
-        + ',"correlation_id":' + _dumps(correlation_id)
+        '{"actor":' + _text(actor)
+        + ',"causation_id":' + _optional(causation_id)
+        + ',"correlation_id":' + _optional(correlation_id)
         + ',"data":' + data_json
-        + ',"prev_hash":' + _dumps(prev_hash)
-        + ',"recorded_at":' + _dumps(recorded_at)
+        + ',"prev_hash":' + _text(prev_hash)
+        + ',"recorded_at":' + _text(recorded_at)
         + ',"schema_version":' + str(schema_version)
         + ',"seq":' + str(seq)
-        + ',"session_id":' + _dumps(session_id)
-        + ',"type":' + _dumps(event_type)
+        + ',"session_id":' + _text(session_id)
+        + ',"type":' + _text(event_type)
         + "}"
     )
     return hashlib.sha256((prev_hash + body).encode("utf-8")).hexdigest()

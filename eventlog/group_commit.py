@@ -1,15 +1,18 @@
 """Group commit by flat combining: one writer at a time, many batches per transaction.
 
-Callers queue their batch and take the writer lock. Whoever holds it commits *everything*
-queued in one transaction (one fsync) and answers each caller; a caller whose batch was already
-committed by another just returns. A lone caller therefore commits on its own thread with no
-hand-off, and 32 concurrent callers share a handful of fsyncs (DESIGN "Writing").
+Callers queue their work and try to become the leader. The leader commits *everything*
+queued in one transaction (one fsync) and wakes each caller it answered; the others wait on
+their own event rather than on the writer lock, so a finished group releases all its callers
+at once and leadership passes straight to a caller that still has work. A lone caller commits
+on its own thread with no hand-off; 32 concurrent callers share a handful of fsyncs
+(DESIGN "Writing").
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Generic, TypeVar
 
 __all__ = ["GroupCommitter"]
@@ -19,10 +22,11 @@ R = TypeVar("R")
 
 
 class _Pending(Generic[I, R]):
-    __slots__ = ("done", "item", "outcome")
+    __slots__ = ("done", "item", "outcome", "wake")
 
-    def __init__(self, item: I) -> None:
+    def __init__(self, item: I, wake: threading.Event) -> None:
         self.item = item
+        self.wake = wake
         self.done = False
         self.outcome: R | BaseException | None = None
 
@@ -46,10 +50,12 @@ class GroupCommitter(Generic[I, R]):
         self._queue_lock = threading.Lock()
         self._writer = threading.Lock()
 
-    @property
-    def writer_lock(self) -> threading.Lock:
-        """Held while a group commits; take it to wait for in-flight work (shutdown)."""
-        return self._writer
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Wait for the group in flight and hold the writer (shutdown uses this)."""
+        with self._writer:
+            yield
+        self._hand_over()
 
     def submit(self, item: I) -> R:
         """Commit ``item`` (possibly together with others) and return its result."""
@@ -60,13 +66,31 @@ class GroupCommitter(Generic[I, R]):
 
     def submit_many(self, items: Sequence[I]) -> list[R | BaseException]:
         """Commit several items (in one group when nothing else is queued); outcome each."""
-        pending: list[_Pending[I, R]] = [_Pending(item) for item in items]
+        wake = threading.Event()
+        pending: list[_Pending[I, R]] = [_Pending(item, wake) for item in items]
         with self._queue_lock:
             self._queue.extend(pending)
-        with self._writer:
-            while not all(p.done for p in pending):
-                self._run_group()
+        while True:
+            # Clear first, then look: a wake-up sent after this point is never lost.
+            wake.clear()
+            if all(p.done for p in pending):
+                break
+            if self._writer.acquire(blocking=False):
+                try:
+                    while not all(p.done for p in pending):
+                        self._run_group()
+                finally:
+                    self._writer.release()
+                self._hand_over()
+                break
+            wake.wait()
         return [p.outcome for p in pending]  # type: ignore[misc]
+
+    def _hand_over(self) -> None:
+        """Wake the oldest caller still queued so it can lead the next group."""
+        with self._queue_lock:
+            if self._queue:
+                self._queue[0].wake.set()
 
     def _run_group(self) -> None:
         with self._queue_lock:
@@ -74,8 +98,10 @@ class GroupCommitter(Generic[I, R]):
             del self._queue[: self._max_group]
         try:
             outcomes: Sequence[R | BaseException] = self._commit([p.item for p in group])
-        except BaseException as exc:  # noqa: BLE001 - every caller of the group gets it
+        except BaseException as exc:  # every caller of the group gets it
             outcomes = [exc] * len(group)
         for waiting, outcome in zip(group, outcomes, strict=True):
             waiting.outcome = outcome
             waiting.done = True
+        for waiting in group:
+            waiting.wake.set()

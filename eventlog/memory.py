@@ -179,5 +179,5 @@ class MemoryEventStore:
         return unsubscribe
 
     def close(self) -> None:
-        with self._committer.writer_lock, self._lock:
+        with self._committer.exclusive(), self._lock:
             self._closed = True

@@ -3,7 +3,9 @@
 Schema is created with sqlite-utils (so other tools see a plain, documented table); the hot
 paths use the connection directly. Writes go through one write connection owned by the
 :class:`GroupCommitter`; every group is one ``BEGIN IMMEDIATE`` transaction in which each batch
-runs inside its own savepoint, so a batch failing its version check fails alone. Readers use
+is checked (idempotency key, expected version) before it writes, so a batch failing its
+check fails alone. A write that still breaks a constraint means the head records and rows
+disagree (a damaged file): the whole group rolls back and every caller gets the error. Readers use
 one connection per thread; WAL lets them read while the writer writes. Other processes are
 waited for with a busy timeout and bounded, jittered retries: callers never see
 "database is locked".
@@ -33,7 +35,7 @@ from .canonical import GENESIS_HASH
 from .chain import ChainReport, verify_chain
 from .clock import Clock, SystemClock, format_instant
 from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent, decode_row
-from .errors import ConcurrencyConflict, EventLogError, StoreBusy, StoreClosed
+from .errors import EventLogError, StoreBusy, StoreClosed
 from .group_commit import GroupCommitter
 from .store import Listener, SessionHead
 from .upcasting import UpcasterRegistry, default_upcasters
@@ -183,15 +185,13 @@ class SQLiteEventStore:
             now = format_instant(self._clock.now())
             outcomes: list[AppendResult | BaseException] = []
             for prepared in group:
-                conn.execute("SAVEPOINT batch")
+                # Every check runs before the batch writes anything, so a refused batch
+                # leaves nothing to roll back and fails alone without a savepoint.
                 try:
                     result = self._apply(conn, prepared, position + 1, now)
-                except (EventLogError, sqlite3.IntegrityError) as exc:
-                    conn.execute("ROLLBACK TO batch")
-                    conn.execute("RELEASE batch")
-                    outcomes.append(self._conflict(prepared, exc))
+                except EventLogError as exc:
+                    outcomes.append(exc)
                     continue
-                conn.execute("RELEASE batch")
                 outcomes.append(result)
                 if not result.replayed:
                     position = result.events[-1].global_position
@@ -201,15 +201,6 @@ class SQLiteEventStore:
                 conn.execute("ROLLBACK")
             raise
         return outcomes
-
-    def _conflict(self, prepared: PreparedBatch, exc: Exception) -> EventLogError:
-        if isinstance(exc, EventLogError):
-            return exc
-        batch = prepared.batch
-        return ConcurrencyConflict(
-            batch.session_id, expected=batch.expected_version or 0,
-            actual=self._read_version(self._writer, batch.session_id),
-        )
 
     def _apply(
         self, conn: sqlite3.Connection, prepared: PreparedBatch, next_position: int, now: str
@@ -262,8 +253,9 @@ class SQLiteEventStore:
         remaining = limit
         while remaining is None or remaining > 0:
             size = _PAGE if remaining is None else min(_PAGE, remaining)
-            rows = self._retry(
-                lambda: self._reader().execute(sql, (*key, after, size)).fetchall()
+            params = (*key, after, size)
+            rows: list[RawRow] = self._retry(
+                lambda: self._reader().execute(sql, params).fetchall()  # noqa: B023
             )
             yield from rows
             if len(rows) < size:
@@ -282,7 +274,8 @@ class SQLiteEventStore:
             yield decode_row(row, upcasters=upcasters)
 
     def read_all(self, *, after: int = 0, limit: int | None = None) -> Iterator[RecordedEvent]:
-        sql = f"SELECT {_COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?"
+        sql = (f"SELECT {_COLUMNS} FROM events WHERE global_position > ? "
+               "ORDER BY global_position LIMIT ?")
         upcasters = self._upcasters
         for row in self._pages(sql, (), after, limit):
             yield decode_row(row, upcasters=upcasters)
@@ -354,7 +347,7 @@ class SQLiteEventStore:
 
     def close(self) -> None:
         """Wait for the group in flight, then refuse new work and close every connection."""
-        with self._committer.writer_lock:
+        with self._committer.exclusive():
             if self._closed:
                 return
             self._closed = True
