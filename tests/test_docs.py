@@ -18,7 +18,7 @@ def test_stale_page_is_detected(tmp_path: Path) -> None:
     for rel, render in GENERATED.items():
         page = tmp_path / rel
         page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(render().replace("SessionCreated", "SessionBegun"), encoding="utf-8")
+        page.write_text(render() + "edited by hand\n", encoding="utf-8")
     assert sorted(stale_pages(tmp_path)) == sorted(GENERATED)
 
 
