@@ -1,0 +1,127 @@
+"""Where the service's settings come from, decided in one place.
+
+Two things are configured: which event store to open (``--db`` beats ``SESSIONLEDGER_DB``
+beats the embedded default, SPEC EL-8 and §11) and how ``serve`` runs (:class:`ServerSettings`:
+address, workspace root, question timer durations, bearer token). Settings are validated when
+built, so a server never starts on values it cannot honour.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import os
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eventlog import DEFAULT_STORE_URL, EventLogError, EventStore, InvalidStoreUrl, open_store
+
+from .errors import ConfigurationError, from_eventlog
+
+__all__ = [
+    "DB_ENV",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "DEFAULT_QUESTION_DEADLINE_S",
+    "DEFAULT_QUESTION_GRACE_S",
+    "TOKEN_ENV",
+    "ServerSettings",
+    "is_loopback",
+    "open_event_store",
+    "resolve_store_url",
+]
+
+DB_ENV = "SESSIONLEDGER_DB"
+TOKEN_ENV = "SESSIONLEDGER_TOKEN"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+DEFAULT_QUESTION_GRACE_S = 60.0
+DEFAULT_QUESTION_DEADLINE_S = 300.0
+
+
+def resolve_store_url(option: str | None, *, env: Mapping[str, str] | None = None) -> str:
+    """The store URL to open: the ``--db`` option, else ``SESSIONLEDGER_DB``, else the default.
+
+    The default, ``sqlite:///.sessionledger/ledger.db``, is relative to the current directory;
+    the SQLite backend creates the directory and file on first use. An empty option or
+    variable counts as unset.
+    """
+    if option:
+        return option
+    environ = os.environ if env is None else env
+    return environ.get(DB_ENV) or DEFAULT_STORE_URL
+
+
+def open_event_store(url: str) -> EventStore:
+    """Open the store ``url`` names; a URL or file that cannot be opened is a clear error."""
+    try:
+        return open_store(url)
+    except InvalidStoreUrl as exc:
+        raise ConfigurationError(f"invalid store URL {url!r}: {exc}") from exc
+    except EventLogError as exc:
+        raise from_eventlog(exc) from exc
+    except (OSError, sqlite3.Error) as exc:
+        raise ConfigurationError(f"cannot open the event store {url!r}: {exc}") from exc
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` only accepts connections from this machine."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_duration(name: str, value: float) -> None:
+    if not math.isfinite(value) or value < 0:
+        raise ConfigurationError(f"{name} must be a finite number of seconds >= 0, not {value}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerSettings:
+    """How ``serve`` runs; built once at start, read everywhere, never changed.
+
+    ``workspace_root`` is the default workspace of a new session and the directory every
+    session workspace must resolve inside. ``question_grace_s`` and ``question_deadline_s`` are
+    the AskUserQuestion auto-continue durations (SPEC §6), accepted now and used by a later
+    issue. ``token`` is the bearer token; it is required when ``host`` is not loopback.
+    ``stream_poll_s`` bounds how late an append by another process reaches an open stream;
+    ``stream_keepalive_s`` is the idle time after which a stream sends a comment.
+    """
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    workspace_root: Path = field(default_factory=Path.cwd)
+    question_grace_s: float = DEFAULT_QUESTION_GRACE_S
+    question_deadline_s: float = DEFAULT_QUESTION_DEADLINE_S
+    token: str | None = None
+    stream_poll_s: float = 0.5
+    stream_keepalive_s: float = 15.0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigurationError(f"port must be between 0 and 65535, not {self.port}")
+        for name in ("question_grace_s", "question_deadline_s"):
+            _check_duration(name.replace("_", "-"), getattr(self, name))
+        if self.question_grace_s > self.question_deadline_s:
+            raise ConfigurationError(
+                "question-grace-s must not exceed question-deadline-s "
+                f"({self.question_grace_s} > {self.question_deadline_s})"
+            )
+        if not (self.stream_poll_s > 0 and self.stream_keepalive_s > 0):
+            raise ConfigurationError("stream intervals must be positive")
+        if self.token is not None and not self.token.strip():
+            raise ConfigurationError("the bearer token must not be empty")
+        if self.token is None and not is_loopback(self.host):
+            raise ConfigurationError(
+                f"binding to {self.host!r} (not loopback) requires a bearer token: "
+                f"pass --token or set {TOKEN_ENV}"
+            )
+        root = Path(self.workspace_root).expanduser()
+        if not root.is_dir():
+            raise ConfigurationError(f"workspace root {str(root)!r} is not a directory")
+        object.__setattr__(self, "workspace_root", root.resolve())

@@ -1,0 +1,165 @@
+"""Errors the application raises, each knowing how to answer over HTTP and from the CLI.
+
+One family under one base class, so the HTTP layer and the CLI each need one handler. Every
+error carries an HTTP ``status``, a machine ``code`` (the ``error.code`` of the JSON body,
+SPEC §11), optional JSON-safe ``details`` and the CLI ``exit_code`` (2 bad usage or input,
+1 a fault or a refusal)::
+
+    SessionLedgerError            500 internal_error          exit 1
+    ├── InvalidInput              422 invalid_input           exit 2
+    │   └── WorkspaceOutsideRoot  422 workspace_outside_root  exit 2
+    ├── ConfigurationError        500 invalid_configuration   exit 2
+    ├── Unauthorized              401 unauthorized            exit 2
+    ├── NotFound                  404 not_found               exit 2
+    │   └── SessionNotFound       404 session_not_found       exit 2
+    ├── Conflict                  409 conflict                exit 1
+    ├── SessionDeleted            410 session_deleted         exit 1   (reserved: DELETE)
+    ├── CorruptLog                500 corrupt_log             exit 1
+    └── ServiceUnavailable        503 unavailable             exit 1
+
+Errors of the event log are translated by :func:`from_eventlog`: ``ConcurrencyConflict`` →
+``Conflict``, ``StoreBusy`` and ``StoreClosed`` → ``ServiceUnavailable``, ``InvalidStoreUrl``
+→ ``ConfigurationError``, unknown stored types or versions → ``CorruptLog``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from eventlog import (
+    ConcurrencyConflict,
+    EventLogError,
+    InvalidStoreUrl,
+    StoreBusy,
+    StoreClosed,
+    UnknownEventType,
+    UnknownSchemaVersion,
+)
+
+__all__ = [
+    "Conflict",
+    "ConfigurationError",
+    "CorruptLog",
+    "InvalidInput",
+    "NotFound",
+    "ServiceUnavailable",
+    "SessionDeleted",
+    "SessionLedgerError",
+    "SessionNotFound",
+    "Unauthorized",
+    "WorkspaceOutsideRoot",
+    "from_eventlog",
+]
+
+
+class SessionLedgerError(Exception):
+    """Base of every application error; subclasses fix ``status``, ``code`` and ``exit_code``."""
+
+    status: ClassVar[int] = 500
+    code: ClassVar[str] = "internal_error"
+    exit_code: ClassVar[int] = 1
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON error body of SPEC §11: ``{"error": {code, message, details}}``."""
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class InvalidInput(SessionLedgerError):
+    """A request or command argument failed validation."""
+
+    status = 422
+    code = "invalid_input"
+    exit_code = 2
+
+
+class WorkspaceOutsideRoot(InvalidInput):
+    """A session workspace does not resolve inside the server's workspace root."""
+
+    code = "workspace_outside_root"
+
+
+class ConfigurationError(SessionLedgerError):
+    """Settings the service cannot start with (bad store URL, missing token, …)."""
+
+    code = "invalid_configuration"
+    exit_code = 2
+
+
+class Unauthorized(SessionLedgerError):
+    """A bearer token is required and the request did not carry the right one."""
+
+    status = 401
+    code = "unauthorized"
+    exit_code = 2
+
+
+class NotFound(SessionLedgerError):
+    """The addressed resource does not exist."""
+
+    status = 404
+    code = "not_found"
+    exit_code = 2
+
+
+class SessionNotFound(NotFound):
+    """No session with this id has been created in this log."""
+
+    code = "session_not_found"
+
+    def __init__(self, session_id: str, *, field: str | None = None) -> None:
+        details: dict[str, Any] = {"sessionId": session_id}
+        if field is not None:
+            details["field"] = field
+        super().__init__(f"session {session_id!r} not found", details=details)
+        self.session_id = session_id
+
+
+class Conflict(SessionLedgerError):
+    """The change was refused: a concurrent write won, or the state forbids it."""
+
+    status = 409
+    code = "conflict"
+
+
+class SessionDeleted(SessionLedgerError):
+    """The session was deleted; its events stay until purged (used by a later issue)."""
+
+    status = 410
+    code = "session_deleted"
+
+
+class CorruptLog(SessionLedgerError):
+    """A stored event cannot be read back (unknown type or version, malformed row)."""
+
+    code = "corrupt_log"
+
+
+class ServiceUnavailable(SessionLedgerError):
+    """The store is busy beyond every retry, or closed because the server is stopping."""
+
+    status = 503
+    code = "unavailable"
+
+
+def from_eventlog(exc: EventLogError) -> SessionLedgerError:
+    """Translate an event log error into the application error that answers for it."""
+    message = str(exc)
+    if isinstance(exc, ConcurrencyConflict):
+        return Conflict(
+            message,
+            details={"sessionId": exc.session_id, "expected": exc.expected, "actual": exc.actual},
+        )
+    if isinstance(exc, StoreBusy):
+        return ServiceUnavailable(f"the event store is busy: {message}")
+    if isinstance(exc, StoreClosed):
+        return ServiceUnavailable("the event store is closed: the service is stopping")
+    if isinstance(exc, InvalidStoreUrl):
+        return ConfigurationError(message)
+    if isinstance(exc, UnknownEventType | UnknownSchemaVersion):
+        return CorruptLog(message)
+    return SessionLedgerError(message)

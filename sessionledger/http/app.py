@@ -1,0 +1,144 @@
+"""The FastAPI application factory: routes, error bodies, middleware and store listeners.
+
+:func:`create_app` wires one :class:`~sessionledger.sessions.SessionService` into an app; it
+holds no globals, so tests build as many apps as they like. Every error leaves as the JSON
+body of SPEC §11, ``{"error": {"code", "message", "details"}}``: application errors with their
+own status, FastAPI's validation errors as 422 ``invalid_input``, unknown routes as 404, and
+anything unexpected as 500 ``internal_error`` (logged, never a traceback on the wire).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from eventlog import EventLogError
+
+from .. import __version__
+from ..config import ServerSettings
+from ..errors import SessionLedgerError, from_eventlog
+from ..logs import batch_logger, log_event, logger
+from ..sessions import SessionService
+from .middleware import BearerAuthMiddleware, RequestLogMiddleware
+from .routes import session_routes
+from .streaming import CommitNotifier, stream_routes
+
+__all__ = ["create_app", "error_response"]
+
+_log = logger.getChild("http")
+
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+}
+
+
+def error_response(
+    status: int, code: str, message: str, details: Any = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    """A JSON error in the shape of SPEC §11."""
+    body = {"error": {"code": code, "message": message, "details": details}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
+    """FastAPI's errors without the raw input (it may be large or not JSON-safe)."""
+    return [
+        {"loc": [str(part) for part in error.get("loc", ())],
+         "message": str(error.get("msg", "")), "type": str(error.get("type", ""))}
+        for error in exc.errors()
+    ]
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    async def ledger_error(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, SessionLedgerError)
+        if exc.status >= 500:
+            log_event(_log, "error", level=logging.ERROR, code=exc.code, message=exc.message)
+        return error_response(exc.status, exc.code, exc.message, exc.details)
+
+    async def eventlog_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, EventLogError)
+        return await ledger_error(request, from_eventlog(exc))
+
+    async def invalid_request(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return error_response(
+            422, "invalid_input", "the request failed validation", _validation_details(exc)
+        )
+
+    async def http_error(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        return error_response(exc.status_code, code, str(exc.detail), headers=exc.headers)
+
+    async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
+        _log.error("unexpected error", exc_info=exc)
+        return error_response(500, "internal_error", "an unexpected error occurred")
+
+    handlers: dict[type[Exception], Callable[[Request, Exception], Any]] = {
+        SessionLedgerError: ledger_error,
+        EventLogError: eventlog_error,
+        RequestValidationError: invalid_request,
+        StarletteHTTPException: http_error,
+        Exception: unexpected,
+    }
+    for exc_class, handler in handlers.items():
+        app.add_exception_handler(exc_class, handler)
+
+
+def create_app(
+    *,
+    service: SessionService,
+    settings: ServerSettings,
+    stopping: threading.Event | None = None,
+) -> FastAPI:
+    """Build the HTTP app over ``service``.
+
+    ``stopping`` is set by whoever runs the server when shutdown begins; open streams end
+    then, so in-flight requests can finish and the server can close the store.
+    """
+    stop = stopping if stopping is not None else threading.Event()
+    notifier = CommitNotifier()
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        notifier.attach(service.store, asyncio.get_running_loop())
+        unsubscribe = service.store.subscribe(batch_logger())
+        try:
+            yield
+        finally:
+            stop.set()
+            unsubscribe()
+            notifier.detach()
+
+    app = FastAPI(
+        title="sessionledger",
+        version=__version__,
+        summary="Event-sourced session state for AI coding-agent hosts",
+        lifespan=lifespan,
+    )
+    _install_error_handlers(app)
+    app.include_router(session_routes(service))
+    app.include_router(
+        stream_routes(service, notifier=notifier, settings=settings, stopping=stop)
+    )
+    app.add_middleware(BearerAuthMiddleware, token=settings.token)
+    app.add_middleware(RequestLogMiddleware)  # outermost: refused requests are logged too
+    return app

@@ -1,0 +1,118 @@
+"""ASGI middleware: a structured log line per request, and the bearer token check.
+
+Both are plain ASGI callables rather than ``BaseHTTPMiddleware`` so they never buffer or
+break the streaming (SSE) responses: they only watch and decorate the messages going out.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import time
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from eventlog import new_id
+
+from ..errors import Unauthorized
+from ..logs import log_event, logger
+
+__all__ = ["OPEN_PATHS", "REQUEST_ID_HEADER", "BearerAuthMiddleware", "RequestLogMiddleware"]
+
+REQUEST_ID_HEADER = "x-request-id"
+OPEN_PATHS = frozenset({"/healthz"})
+"""Paths answered without a token, so probes need no secret."""
+
+_SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_http_log = logger.getChild("http")
+
+
+def _request_id(scope: Scope) -> str:
+    """The caller's ``X-Request-ID`` when it is short and plain, else a fresh ``req_`` id."""
+    given = Headers(scope=scope).get(REQUEST_ID_HEADER)
+    if given is not None and _SAFE_REQUEST_ID.fullmatch(given):
+        return given
+    return new_id("req")
+
+
+class RequestLogMiddleware:
+    """Log one JSON line per request and echo its request id in ``X-Request-ID``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = _request_id(scope)
+        scope.setdefault("state", {})["request_id"] = request_id
+        started = time.perf_counter()
+        status = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = list(message.get("headers", []))
+                headers.append((REQUEST_ID_HEADER.encode(), request_id.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            log_event(
+                _http_log,
+                "request",
+                requestId=request_id,
+                method=scope["method"],
+                path=scope["path"],
+                status=status,
+                durationMs=round((time.perf_counter() - started) * 1000, 3),
+            )
+
+
+class BearerAuthMiddleware:
+    """Require ``Authorization: Bearer <token>`` on every path but :data:`OPEN_PATHS`.
+
+    With no token configured (loopback binding) every request passes.
+    """
+
+    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
+        self.app = app
+        self._expected = None if token is None else f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            self._expected is None
+            or scope["type"] != "http"
+            or scope["path"] in OPEN_PATHS
+            or self._authorized(scope)
+        ):
+            await self.app(scope, receive, send)
+            return
+        await self._refuse(send)
+
+    def _authorized(self, scope: Scope) -> bool:
+        # Header values arrive decoded as latin-1: re-encoding gives the bytes sent.
+        given = Headers(scope=scope).get("authorization", "")
+        assert self._expected is not None
+        return hmac.compare_digest(given.encode("latin-1"), self._expected)
+
+    @staticmethod
+    async def _refuse(send: Send) -> None:
+        error = Unauthorized("a valid 'Authorization: Bearer <token>' header is required")
+        body = json.dumps(error.to_wire()).encode()
+        await send({
+            "type": "http.response.start",
+            "status": error.status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b"Bearer"),
+            ],
+        })
+        await send({"type": "http.response.body", "body": body})

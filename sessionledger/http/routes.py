@@ -1,0 +1,94 @@
+"""The JSON endpoints for sessions (SPEC §11): create, list, read, page events, audit.
+
+Each route validates its input with pydantic or FastAPI's parameter parsing, calls one
+:class:`~sessionledger.sessions.SessionService` method and returns its document. Handlers are
+plain functions, so FastAPI runs them in worker threads and the store's blocking calls never
+stall the event loop.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from eventlog import HostKind
+
+from ..sessions import (
+    DEFAULT_EVENTS_LIMIT,
+    MAX_EVENTS_LIMIT,
+    RequestedMode,
+    SessionService,
+)
+
+__all__ = ["CreateSessionRequest", "session_routes"]
+
+
+class CreateSessionRequest(BaseModel):
+    """Body of ``POST /v1/sessions``; every field optional, unknown fields rejected."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    mode: RequestedMode | None = Field(
+        default=None, description="permission mode; 'plan' means build with Plan on"
+    )
+    workspace: str | None = Field(
+        default=None, max_length=4096, description="inside the server's workspace root"
+    )
+    parent_session_id: str | None = Field(
+        default=None, alias="parentSessionId", max_length=256,
+        description="the spawning session, for a subagent",
+    )
+    host: HostKind = Field(default="protocol", description="protocol, tui or headless")
+
+
+def session_routes(service: SessionService) -> APIRouter:
+    """Routes over ``service``; the router is built per app, so tests can run several."""
+    router = APIRouter(tags=["sessions"])
+
+    @router.get("/healthz", tags=["health"])
+    def healthz() -> dict[str, Any]:
+        """Liveness and readiness: the store answers."""
+        return {"status": "ok", "headPosition": service.store.head_position()}
+
+    @router.post("/v1/sessions", status_code=201)
+    def create_session(
+        body: Annotated[CreateSessionRequest | None, Body()] = None,
+    ) -> dict[str, Any]:
+        """Create a session: exactly one ``SessionCreated`` event; 201 with its document."""
+        request = body or CreateSessionRequest()
+        return service.create_session(
+            mode=request.mode,
+            workspace=request.workspace,
+            parent_session_id=request.parent_session_id,
+            host=request.host,
+        )
+
+    @router.get("/v1/sessions")
+    def list_sessions() -> dict[str, Any]:
+        """Every session, most recently updated first."""
+        return service.list_sessions()
+
+    @router.get("/v1/sessions/{session_id}")
+    def get_session(session_id: str) -> dict[str, Any]:
+        """The session document: execution state, todos, pending interactions, version."""
+        return service.document(session_id)
+
+    @router.get("/v1/sessions/{session_id}/events")
+    def get_events(
+        session_id: str,
+        after: Annotated[int, Query(description="return events with seq > after")] = 0,
+        limit: Annotated[
+            int, Query(description=f"page size, 1 to {MAX_EVENTS_LIMIT}")
+        ] = DEFAULT_EVENTS_LIMIT,
+    ) -> dict[str, Any]:
+        """One page of the session's envelopes and its current version."""
+        return service.events(session_id, after=after, limit=limit)
+
+    @router.get("/v1/sessions/{session_id}/audit")
+    def audit(session_id: str) -> dict[str, Any]:
+        """Hash chain check of the session (projections are compared by a later issue)."""
+        return service.audit(session_id)
+
+    return router

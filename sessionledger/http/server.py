@@ -1,0 +1,98 @@
+"""Running the HTTP service under uvicorn with a shutdown that loses nothing acknowledged.
+
+On SIGTERM or SIGINT uvicorn stops accepting connections and waits for the requests in
+flight; :class:`GracefulServer` also sets the app's ``stopping`` flag so open event streams
+end instead of holding the shutdown up. Only when uvicorn has returned is the store closed,
+and ``close()`` itself waits for a commit in flight. A request whose append returned was
+committed before its response was sent, so every acknowledged event is on disk.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+import uvicorn
+
+from ..config import ServerSettings
+from ..logs import configure_logging, log_event, logger
+from ..sessions import SessionService
+from .app import create_app
+
+__all__ = ["GRACEFUL_SHUTDOWN_S", "STOP_SIGNALS", "GracefulServer", "serve"]
+
+GRACEFUL_SHUTDOWN_S = 30
+"""How long in-flight requests may take after a stop signal before they are cancelled."""
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+_log = logger.getChild("server")
+
+
+class GracefulServer(uvicorn.Server):
+    """A uvicorn server that tells the app when shutdown begins."""
+
+    def __init__(self, config: uvicorn.Config, *, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._on_exit()
+        super().handle_exit(sig, frame)
+
+
+@contextmanager
+def _stop_signals_end_serving(server: GracefulServer) -> Iterator[None]:
+    """Make a stop signal end ``server.run()`` normally, even around uvicorn's own handling.
+
+    uvicorn handles SIGINT and SIGTERM while it serves and, after its graceful shutdown,
+    raises the signal again for the handler that was installed before it. Under the default
+    handler that would kill the process before the store is closed; the handler installed
+    here only asks the server to exit (which also covers a signal during startup), so
+    :func:`serve` returns, closes the store and the command exits 0.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(sig: int, frame: FrameType | None) -> None:
+        if not server.should_exit:
+            server.handle_exit(sig, frame)
+
+    previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def serve(settings: ServerSettings, *, service: SessionService) -> None:
+    """Serve until a stop signal, then close the service's store; blocks."""
+    configure_logging(names=("sessionledger", "uvicorn"))
+    stopping = threading.Event()
+    app = create_app(service=service, settings=settings, stopping=stopping)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        access_log=False,  # RequestLogMiddleware writes one structured line per request
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        lifespan="on",
+        log_config=None,  # uvicorn's loggers keep the JSON handler configured above
+    )
+    server = GracefulServer(config, on_exit=stopping.set)
+    log_event(
+        _log, "starting", host=settings.host, port=settings.port,
+        store=service.store.url, workspaceRoot=str(settings.workspace_root),
+    )
+    try:
+        with _stop_signals_end_serving(server):
+            server.run()
+    finally:
+        stopping.set()
+        service.store.close()
+        log_event(_log, "stopped", store=service.store.url)

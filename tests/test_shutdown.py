@@ -1,0 +1,100 @@
+"""Graceful shutdown of ``sessionledger serve`` (SPEC EL-7: nothing acknowledged is lost).
+
+SIGTERM arrives while many clients are creating sessions: every request answered 201 must
+have its session in the log afterwards, every chain must verify, and no session may hold a
+partial batch. Open event streams must not hold the shutdown up.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+from httpx_sse import connect_sse
+from server_support import ServerProcess, running_server
+
+from eventlog import open_store
+
+CLIENTS = 8
+
+
+def _create_until_refused(
+    server: ServerProcess, acknowledged: list[str], lock: threading.Lock
+) -> None:
+    """POST sessions until the server stops answering; remember every 201."""
+    with server.client(timeout=15.0) as client:
+        while True:
+            try:
+                response = client.post("/v1/sessions", json={"mode": "edit"})
+            except httpx.TransportError:
+                return
+            if response.status_code != 201:
+                assert response.status_code == 503, response.text  # store closing: refused
+                return
+            with lock:
+                acknowledged.append(response.json()["sessionId"])
+
+
+def test_sigterm_under_load_loses_no_acknowledged_session(tmp_path: Path) -> None:  # EL-7
+    acknowledged: list[str] = []
+    lock = threading.Lock()
+    with running_server(tmp_path) as server:
+        clients = [
+            threading.Thread(target=_create_until_refused, args=(server, acknowledged, lock))
+            for _ in range(CLIENTS)
+        ]
+        for client in clients:
+            client.start()
+        deadline = time.monotonic() + 20
+        while len(acknowledged) < 100 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        server.process.send_signal(signal.SIGTERM)  # mid-way: the clients keep firing
+        returncode = server.process.wait(timeout=30)
+        for client in clients:
+            client.join(timeout=30)
+    assert returncode == 0, server.log()
+    assert len(acknowledged) >= 100
+    assert '"event": "stopped"' in server.log()  # the store was closed after serving
+
+    store = open_store(server.db_url)
+    try:
+        heads = {head.session_id: head for head in store.session_heads()}
+        missing = [s for s in acknowledged if s not in heads]
+        assert missing == [], f"{len(missing)} acknowledged sessions lost"
+        for head in heads.values():  # no partial batch: each session is one SessionCreated
+            events = list(store.read_session(head.session_id))
+            assert head.version == len(events) == 1
+            assert events[0].type == "SessionCreated"
+        reports = store.verify()
+        assert [r for r in reports if not r.ok] == []
+        assert len(reports) == len(heads) >= len(acknowledged)
+    finally:
+        store.close()
+
+
+def test_sigterm_ends_open_streams_promptly(tmp_path: Path) -> None:
+    ended = threading.Event()
+
+    def listen(server: ServerProcess) -> None:
+        with server.client(timeout=httpx.Timeout(10.0, read=20.0)) as client, connect_sse(
+            client, "GET", "/v1/events/stream"
+        ) as source:
+            for _event in source.iter_sse():
+                pass
+        ended.set()
+
+    with running_server(tmp_path) as server:
+        with server.client() as client:
+            assert client.post("/v1/sessions", json={}).status_code == 201
+        listener = threading.Thread(target=listen, args=(server,), daemon=True)
+        listener.start()
+        time.sleep(0.3)  # the stream is open and has sent the catch-up
+        started = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=15) == 0, server.log()
+        assert time.monotonic() - started < 5
+        listener.join(timeout=10)
+    assert ended.is_set()  # the stream ended cleanly, not by a read timeout
