@@ -109,7 +109,49 @@ def render_state_machines() -> str:
     ])
 
 
+_HTTP_INTRO = """\
+All bodies are JSON. Errors are `{"error": {"code", "message", "details"}}` with a 4xx status
+for bad input (422 `invalid_input` for a body or parameter that fails validation, 404
+`session_not_found`, 409 for a refused change, 410 `session_deleted`); no input produces a
+500. The full machine-readable description is served at `/openapi.json`; the wire shapes the
+tests compare are those of SPEC §11.
+
+Streams (`…/events/stream`) are Server-Sent Events: each event is sent as `id:` (the session
+`seq`, or the global position on `/v1/events/stream`), `event:` (the type) and `data:` (the
+envelope JSON). Without a cursor a stream starts at the beginning; with `Last-Event-ID: N` (or
+`?after=N`; the header wins when both are sent) it sends exactly the events after N, then live
+ones. A server bound beyond loopback requires `Authorization: Bearer <token>`.
+"""
+
+
+def render_http_api() -> str:
+    """Every route of the HTTP service, from the app's own OpenAPI description."""
+    from eventlog import open_store
+
+    from .config import ServerSettings
+    from .http import create_app
+    from .sessions import SessionService
+
+    store = open_store("memory://")
+    try:
+        app = create_app(
+            service=SessionService(store, workspace_root=Path("/")),
+            settings=ServerSettings(workspace_root=Path("/")),
+        )
+        spec = app.openapi()
+    finally:
+        store.close()
+    lines = [_HEADER, "# HTTP API", "", _HTTP_INTRO, "| method | path | what it does |",
+             "|---|---|---|"]
+    for path, operations in spec["paths"].items():
+        for method, op in operations.items():
+            summary = (op.get("description") or op.get("summary") or "").split("\n")[0]
+            lines.append(f"| `{method.upper()}` | `{path}` | {summary} |")
+    return "\n".join(lines) + "\n"
+
+
 GENERATED: dict[str, Callable[[], str]] = {
+    "docs/http-api.md": render_http_api,
     "docs/event-catalog.md": render_event_catalog,
     "docs/state-machines.md": render_state_machines,
 }
