@@ -6,14 +6,29 @@ batches the same way; only reading and writing rows differs between them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from .catalog import CATALOG
 from .envelope import AppendBatch, AppendResult, RawRow, RecordedEvent, build_row, encode_event
-from .errors import ConcurrencyConflict, EventLogError
+from .errors import ConcurrencyConflict, EventLogError, UnknownEventType
 
-__all__ = ["PreparedBatch", "check_expected", "plan_rows", "prepare", "result_from_rows",
-           "typed_outcomes"]
+__all__ = [
+    "Listener",
+    "PreparedBatch",
+    "check_expected",
+    "plan_rows",
+    "prepare",
+    "publish",
+    "result_from_rows",
+    "typed_outcomes",
+]
+
+Listener = Callable[[Sequence[RecordedEvent]], None]
+"""Called after each commit with the committed events, in global order."""
+
+_log = logging.getLogger("eventlog")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,8 +40,26 @@ class PreparedBatch:
 
 
 def prepare(batch: AppendBatch) -> PreparedBatch:
-    """Encode every payload of the batch to canonical JSON."""
+    """Encode every payload of the batch to canonical JSON.
+
+    Only catalog types may be written: anything else could never be read back.
+    """
+    for new in batch.events:
+        if CATALOG.get(new.event.type) is not type(new.event):
+            raise UnknownEventType(new.event.type, session_id=batch.session_id)
     return PreparedBatch(batch, tuple(encode_event(new.event) for new in batch.events))
+
+
+def publish(listeners: Sequence[Listener], events: Sequence[RecordedEvent]) -> None:
+    """Hand committed events to each listener; a failing listener is logged, never raised.
+
+    The events are already durable: an error here must not make the append look failed.
+    """
+    for listener in listeners:
+        try:
+            listener(events)
+        except Exception:
+            _log.exception("event listener %r failed", listener)
 
 
 def check_expected(batch: AppendBatch, version: int) -> None:

@@ -48,7 +48,7 @@ def _row_fault(row: tuple[Any, ...], expected_seq: int, prev_hash: str) -> str |
         return "prev_hash does not match the previous event's hash"
     try:
         payload = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser's
         return "data is not valid JSON"
     if type(payload) is not dict:
         return "data is not a JSON object"
@@ -60,11 +60,14 @@ def _row_fault(row: tuple[Any, ...], expected_seq: int, prev_hash: str) -> str |
             cls.model_validate(payload)
         except ValueError as exc:
             return f"payload does not match {etype}: {exc.__class__.__name__}"
-    expected = envelope_hash(
-        prev_hash=prev, session_id=row[1], seq=seq, event_type=etype,
-        schema_version=version, data_json=canonical_json(payload), recorded_at=recorded_at,
-        actor=actor, causation_id=cause, correlation_id=corr,
-    )
+    try:
+        expected = envelope_hash(
+            prev_hash=prev, session_id=row[1], seq=seq, event_type=etype,
+            schema_version=version, data_json=canonical_json(payload), recorded_at=recorded_at,
+            actor=actor, causation_id=cause, correlation_id=corr,
+        )
+    except (ValueError, RecursionError):  # NaN in an unvalidated payload, lone surrogates
+        return "a column cannot be hashed"
     if expected != digest:
         return "hash does not match the event's content"
     return None

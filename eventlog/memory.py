@@ -15,6 +15,7 @@ from .appending import (
     check_expected,
     plan_rows,
     prepare,
+    publish,
     result_from_rows,
     typed_outcomes,
 )
@@ -82,8 +83,7 @@ class MemoryEventStore:
                 if not result.replayed:
                     committed.extend(result.events)
             if committed:
-                for listener in list(self._listeners):
-                    listener(committed)
+                publish(list(self._listeners), committed)
             return outcomes
 
     def _apply(self, prepared: PreparedBatch) -> AppendResult:
@@ -115,9 +115,14 @@ class MemoryEventStore:
         )
         return result_from_rows(prepared, rows)
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+
     def read_session(
         self, session_id: str, *, after: int = 0, limit: int | None = None
     ) -> Iterator[RecordedEvent]:
+        self._check_open()
         with self._lock:
             rows = [self.rows[i] for i in self._by_session.get(session_id, [])]
         picked = [r for r in rows if r[2] > after]
@@ -125,35 +130,43 @@ class MemoryEventStore:
             yield decode_row(row, upcasters=self._upcasters)
 
     def read_all(self, *, after: int = 0, limit: int | None = None) -> Iterator[RecordedEvent]:
+        self._check_open()
         with self._lock:
             picked = self.rows[after:] if limit is None else self.rows[after : after + limit]
         for row in picked:
             yield decode_row(row, upcasters=self._upcasters)
 
     def raw_session(self, session_id: str) -> Iterator[tuple[Any, ...]]:
+        # Like SQLite: rows whose seq was tampered into a non-integer or below 1 sort last.
+        self._check_open()
         with self._lock:
             rows = sorted(
                 (self.rows[i] for i in self._by_session.get(session_id, [])),
-                key=lambda r: r[2] if isinstance(r[2], int) else 0,
+                key=lambda r: (0, r[2]) if type(r[2]) is int and r[2] >= 1 else (1, 0),
             )
         yield from rows
 
     def version(self, session_id: str) -> int:
+        self._check_open()
         head = self.heads.get(session_id)
         return head.version if head else 0
 
     def head_position(self) -> int:
+        self._check_open()
         return len(self.rows)
 
     def session_heads(self) -> list[SessionHead]:
+        self._check_open()
         with self._lock:
             return sorted(self.heads.values(), key=lambda h: (h.updated_at, h.session_id),
                           reverse=True)
 
     def session_head(self, session_id: str) -> SessionHead | None:
+        self._check_open()
         return self.heads.get(session_id)
 
     def verify(self, session_id: str | None = None) -> list[ChainReport]:
+        self._check_open()
         with self._lock:
             ids = [session_id] if session_id is not None else sorted(
                 set(self.heads) | set(self._by_session)

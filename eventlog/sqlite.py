@@ -28,6 +28,7 @@ from .appending import (
     check_expected,
     plan_rows,
     prepare,
+    publish,
     result_from_rows,
     typed_outcomes,
 )
@@ -86,6 +87,14 @@ def create_schema(db: sqlite_utils.Database) -> None:
         not_null={"version", "head_hash", "created_at", "updated_at"},
         if_not_exists=True,
     )
+
+
+def _text_or_bytes(raw: bytes) -> str | bytes:
+    """Decode TEXT as UTF-8, leaving undecodable (corrupted) text as bytes."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -231,8 +240,7 @@ class SQLiteEventStore:
     def _publish(self, events: Sequence[RecordedEvent]) -> None:
         with self._listeners_lock:
             listeners = list(self._listeners)
-        for listener in listeners:
-            listener(events)
+        publish(listeners, events)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -281,11 +289,20 @@ class SQLiteEventStore:
             yield decode_row(row, upcasters=upcasters)
 
     def raw_session(self, session_id: str) -> Iterator[tuple[Any, ...]]:
-        # Tolerates rows whose seq was tampered into a non-integer: they sort last.
+        # Tolerates rows whose seq was tampered into a non-integer or below 1 (they sort last)
+        # and text that is not valid UTF-8 (it comes back as bytes, a wrong-type break).
         sql = (f"SELECT {_COLUMNS} FROM events WHERE session_id = ? "
-               "ORDER BY typeof(seq) != 'integer', seq, global_position")
-        cursor = self._reader().execute(sql, (session_id,))
-        while batch := cursor.fetchmany(_PAGE):
+               "ORDER BY typeof(seq) != 'integer' OR seq < 1, seq, global_position")
+        conn = self._reader()
+        cursor = conn.execute(sql, (session_id,))
+        while True:
+            conn.text_factory = _text_or_bytes
+            try:
+                batch = cursor.fetchmany(_PAGE)
+            finally:
+                conn.text_factory = str
+            if not batch:
+                return
             yield from batch
 
     def _read_version(self, conn: sqlite3.Connection, session_id: str) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
+from .appending import Listener
 from .chain import ChainReport
 from .clock import Clock, SystemClock
 from .envelope import AppendBatch, AppendResult, NewEvent, RecordedEvent
@@ -30,8 +31,6 @@ __all__ = [
 
 DEFAULT_STORE_URL = "sqlite:///.sessionledger/ledger.db"
 
-Listener = Callable[[Sequence[RecordedEvent]], None]
-"""Called after each commit with the committed events, in global order."""
 
 
 @dataclass(frozen=True, slots=True)
