@@ -8,9 +8,9 @@ Later issues add their types here and to :data:`SessionEvent`.
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from pydantic.alias_generators import to_camel
 
 __all__ = [
@@ -18,6 +18,12 @@ __all__ = [
     "Event",
     "ExecutionStateData",
     "GoalData",
+    "GoalEnded",
+    "GoalStarted",
+    "MessageRecorded",
+    "ModeChangeVia",
+    "SessionDeleted",
+    "SessionModeChanged",
     "HostKind",
     "PermissionMode",
     "SessionCreated",
@@ -49,11 +55,22 @@ class GoalData(_Payload):
 
 
 class ExecutionStateData(_Payload):
-    """Permission mode, the Plan switch and the goal, as recorded (SPEC ES-1)."""
+    """Permission mode, the Plan switch and the goal, as recorded (SPEC ES-1).
+
+    The legacy form ``{"mode": "plan"}`` is accepted on read and means ``build`` with Plan on
+    (SPEC ES-2); ``plan`` is never held, so never written, as a permission mode.
+    """
 
     mode: PermissionMode = "build"
     plan_enabled: bool = False
     goal: GoalData | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_plan_mode(cls, value: Any) -> Any:
+        if isinstance(value, dict) and value.get("mode") == "plan":
+            return {**value, "mode": "build", "planEnabled": True}
+        return value
 
 
 class SessionCreated(Event):
@@ -67,10 +84,71 @@ class SessionCreated(Event):
     execution_state: ExecutionStateData = ExecutionStateData()
 
 
-SessionEvent = Annotated[Union[SessionCreated], Field(discriminator="type")]  # noqa: UP007
+ModeChangeVia = Literal[
+    "cycle", "mode_command", "plan_command", "enter_plan_tool", "plan_approval"
+]
+"""Which path changed the mode: Shift+Tab, ``/mode X``, ``/plan``, EnterPlanMode, approval."""
+
+
+class SessionModeChanged(Event):
+    """The permission mode or the Plan switch changed (never both unchanged)."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["SessionModeChanged"] = "SessionModeChanged"
+    mode: PermissionMode
+    plan_enabled: bool
+    previous_mode: PermissionMode
+    previous_plan_enabled: bool
+    via: ModeChangeVia
+
+
+class GoalStarted(Event):
+    """The agent began pursuing an objective on its own."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["GoalStarted"] = "GoalStarted"
+    objective: str = Field(min_length=1)
+
+
+class GoalEnded(Event):
+    """The active goal ended."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["GoalEnded"] = "GoalEnded"
+    objective: str
+
+
+class MessageRecorded(Event):
+    """A message of the conversation, as the runtime saw it (e.g. the ``/plan`` task)."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["MessageRecorded"] = "MessageRecorded"
+    role: Literal["assistant", "user"]
+    kind: Literal["real", "synthetic"] = "real"
+    continuation: bool = False
+    content: str
+    source: str | None = None
+
+
+class SessionDeleted(Event):
+    """The session was deleted: its routes answer 410; its events stay until purged."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["SessionDeleted"] = "SessionDeleted"
+
+
+SessionEvent = Annotated[
+    SessionCreated | SessionModeChanged | GoalStarted | GoalEnded | MessageRecorded
+    | SessionDeleted,
+    Field(discriminator="type"),
+]
 
 event_adapter: TypeAdapter[SessionEvent] = TypeAdapter(SessionEvent)
 
 CATALOG: dict[str, type[Event]] = {
-    cls.model_fields["type"].default: cls for cls in (SessionCreated,)
+    cls.model_fields["type"].default: cls
+    for cls in (
+        SessionCreated, SessionModeChanged, GoalStarted, GoalEnded, MessageRecorded,
+        SessionDeleted,
+    )
 }
