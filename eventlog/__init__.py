@@ -38,7 +38,15 @@ from .errors import (
     UnknownSchemaVersion,
 )
 from .ids import new_id, new_session_id
-from .store import DEFAULT_STORE_URL, EventStore, Listener, SessionHead, open_store
+from .inline import InlineProjection, Progress
+from .store import (
+    DEFAULT_STORE_URL,
+    EventStore,
+    Listener,
+    SessionHead,
+    backend_of,
+    open_store,
+)
 from .upcasting import UpcasterRegistry, default_upcasters
 
 __all__ = [
@@ -60,6 +68,7 @@ __all__ = [
     "GoalEnded",
     "GoalStarted",
     "HostKind",
+    "InlineProjection",
     "InvalidStoreUrl",
     "Listener",
     "ManualClock",
@@ -67,6 +76,7 @@ __all__ = [
     "ModeChangeVia",
     "NewEvent",
     "PermissionMode",
+    "Progress",
     "RawRow",
     "RecordedEvent",
     "SessionCreated",
@@ -80,6 +90,7 @@ __all__ = [
     "UnknownEventType",
     "UnknownSchemaVersion",
     "UpcasterRegistry",
+    "backend_of",
     "canonical_json",
     "default_upcasters",
     "envelope_hash",

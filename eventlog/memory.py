@@ -6,9 +6,10 @@ chain checks behave identically; the conformance suite runs against both.
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from .appending import (
     PreparedBatch,
@@ -25,17 +26,24 @@ from .clock import Clock, SystemClock, format_instant
 from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent, decode_row
 from .errors import EventLogError, StoreClosed
 from .group_commit import GroupCommitter
+from .inline import InlineProjection, Progress, chunked
 from .store import Listener, SessionHead
 from .upcasting import UpcasterRegistry, default_upcasters
 
 __all__ = ["MemoryEventStore"]
+
+T = TypeVar("T")
 
 
 class MemoryEventStore:
     """Event store held in process memory; lost on exit."""
 
     def __init__(
-        self, *, clock: Clock | None = None, upcasters: UpcasterRegistry = default_upcasters
+        self,
+        *,
+        clock: Clock | None = None,
+        upcasters: UpcasterRegistry = default_upcasters,
+        projections: Sequence[InlineProjection] = (),
     ) -> None:
         self._clock = clock or SystemClock()
         self._upcasters = upcasters
@@ -45,6 +53,10 @@ class MemoryEventStore:
         self._listeners: list[Listener] = []
         self._lock = threading.RLock()
         self._closed = False
+        self._projections = tuple(projections)
+        self._high_water = 0
+        for projection in self._projections:
+            projection.create(self)
         self._committer: GroupCommitter[PreparedBatch, AppendResult] = GroupCommitter(
             self._commit
         )
@@ -102,7 +114,7 @@ class MemoryEventStore:
             prepared,
             version=version,
             prev_hash=head.head_hash if head else GENESIS_HASH,
-            next_position=len(self.rows) + 1,
+            next_position=self._high_water + 1,
             recorded_at=now,
         )
         start = len(self.rows)
@@ -113,7 +125,11 @@ class MemoryEventStore:
         self.heads[batch.session_id] = SessionHead(
             batch.session_id, rows[-1][2], rows[-1][12], head.created_at if head else now, now
         )
-        return result_from_rows(prepared, rows)
+        self._high_water = rows[-1][0]
+        result = result_from_rows(prepared, rows)
+        for projection in self._projections:
+            projection.apply(self, result.events)
+        return result
 
     def _check_open(self) -> None:
         if self._closed:
@@ -132,7 +148,9 @@ class MemoryEventStore:
     def read_all(self, *, after: int = 0, limit: int | None = None) -> Iterator[RecordedEvent]:
         self._check_open()
         with self._lock:
-            picked = self.rows[after:] if limit is None else self.rows[after : after + limit]
+            start = bisect.bisect_right(self.rows, after, key=lambda r: r[0])
+            end = None if limit is None else start + limit
+            picked = self.rows[start:end]
         for row in picked:
             yield decode_row(row, upcasters=self._upcasters)
 
@@ -153,7 +171,7 @@ class MemoryEventStore:
 
     def head_position(self) -> int:
         self._check_open()
-        return len(self.rows)
+        return self._high_water
 
     def session_heads(self) -> list[SessionHead]:
         self._check_open()
@@ -179,6 +197,43 @@ class MemoryEventStore:
             )
             for sid in ids
         ]
+
+    def rebuild_projections(self, *, progress: Progress | None = None) -> int:
+        """Drop every projection and fold the whole log again; the events folded."""
+        with self._committer.exclusive(), self._lock:
+            self._check_open()
+            for projection in self._projections:
+                projection.drop(self)
+                projection.create(self)
+            done = 0
+            for chunk in chunked(decode_row(r, upcasters=self._upcasters) for r in self.rows):
+                for projection in self._projections:
+                    projection.apply(self, chunk)
+                done += len(chunk)
+                if progress is not None:
+                    progress(done, len(self.rows))
+            return done
+
+    def read_view(self, query: Callable[[Any], T]) -> T:
+        """Run ``query`` against the in-memory projections (they are their own tables)."""
+        with self._lock:
+            self._check_open()
+            return query(self)
+
+    def purge(self, session_id: str) -> int:
+        """Remove one session's events and head record; positions are never reused."""
+        with self._committer.exclusive(), self._lock:
+            self._check_open()
+            kept = [r for r in self.rows if r[1] != session_id]
+            removed = len(self.rows) - len(kept)
+            self.rows[:] = kept
+            self._by_session = {}
+            for index, row in enumerate(self.rows):
+                self._by_session.setdefault(row[1], []).append(index)
+            self.heads.pop(session_id, None)
+            for projection in self._projections:
+                projection.forget(self, session_id)
+            return removed
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         with self._lock:

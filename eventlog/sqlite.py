@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlite_utils
 
@@ -38,6 +38,7 @@ from .clock import Clock, SystemClock, format_instant
 from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent, decode_row
 from .errors import EventLogError, StoreBusy, StoreClosed
 from .group_commit import GroupCommitter
+from .inline import REBUILD_CHUNK, InlineProjection, Progress
 from .store import Listener, SessionHead
 from .upcasting import UpcasterRegistry, default_upcasters
 
@@ -53,6 +54,12 @@ _UPSERT_HEAD = (
     "VALUES (?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET version=excluded.version, "
     "head_hash=excluded.head_hash, updated_at=excluded.updated_at"
 )
+T = TypeVar("T")
+_HIGH_WATER = (
+    "SELECT max(coalesce((SELECT max(global_position) FROM events), 0), "
+    "coalesce((SELECT value FROM meta WHERE key = 'purged_through'), 0))"
+)
+"""The last global position ever used: purged positions are never handed out again."""
 _PAGE = 2000
 _BUSY_TIMEOUT_MS = 5000
 _MAX_ATTEMPTS = 12
@@ -80,6 +87,12 @@ def create_schema(db: sqlite_utils.Database) -> None:
         "CREATE INDEX IF NOT EXISTS events_idempotency ON events (session_id, idempotency_key)"
         " WHERE idempotency_key IS NOT NULL"
     )
+    db["meta"].create(  # type: ignore[union-attr]
+        {"key": str, "value": int}, pk="key", not_null={"value"}, if_not_exists=True,
+    )
+    db["projection_versions"].create(  # type: ignore[union-attr]
+        {"name": str, "version": int}, pk="name", not_null={"version"}, if_not_exists=True,
+    )
     db["streams"].create(  # type: ignore[union-attr]
         {"session_id": str, "version": int, "head_hash": str, "created_at": str,
          "updated_at": str},
@@ -87,6 +100,14 @@ def create_schema(db: sqlite_utils.Database) -> None:
         not_null={"version", "head_hash", "created_at", "updated_at"},
         if_not_exists=True,
     )
+
+
+def chunked_rows(conn: sqlite3.Connection, sql: str, size: int) -> Iterator[list[RawRow]]:
+    """Pages of rows by global position; ``sql`` takes (after, limit)."""
+    after = 0
+    while rows := conn.execute(sql, (after, size)).fetchall():
+        yield rows
+        after = rows[-1][0]
 
 
 def _text_or_bytes(raw: bytes) -> str | bytes:
@@ -112,6 +133,7 @@ class SQLiteEventStore:
         synchronous: str = "full",
         clock: Clock | None = None,
         upcasters: UpcasterRegistry = default_upcasters,
+        projections: Sequence[InlineProjection] = (),
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -124,7 +146,9 @@ class SQLiteEventStore:
         self._local = threading.local()
         self._closed = False
         self._writer = self._connect()
+        self._projections = tuple(projections)
         self._retry(lambda: create_schema(sqlite_utils.Database(self._writer)))
+        self._retry(self._refresh_stale_projections)
         self._committer: GroupCommitter[PreparedBatch, AppendResult] = GroupCommitter(
             self._commit
         )
@@ -188,9 +212,7 @@ class SQLiteEventStore:
         conn = self._writer
         conn.execute("BEGIN IMMEDIATE")
         try:
-            (position,) = conn.execute(
-                "SELECT coalesce(max(global_position), 0) FROM events"
-            ).fetchone()
+            (position,) = conn.execute(_HIGH_WATER).fetchone()
             now = format_instant(self._clock.now())
             outcomes: list[AppendResult | BaseException] = []
             for prepared in group:
@@ -204,6 +226,8 @@ class SQLiteEventStore:
                 outcomes.append(result)
                 if not result.replayed:
                     position = result.events[-1].global_position
+                    for projection in self._projections:
+                        projection.apply(conn, result.events)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -241,6 +265,110 @@ class SQLiteEventStore:
         with self._listeners_lock:
             listeners = list(self._listeners)
         publish(listeners, events)
+
+    # -- projections -----------------------------------------------------------------------
+
+    def _refresh_stale_projections(self) -> None:
+        """Rebuild, in one transaction, every projection whose recorded version differs."""
+        conn = self._writer
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            recorded = dict(conn.execute("SELECT name, version FROM projection_versions"))
+            stale = [p for p in self._projections if recorded.get(p.name) != p.version]
+            if stale:
+                self._refold(conn, stale, progress=None)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _refold(
+        self,
+        conn: sqlite3.Connection,
+        projections: Sequence[InlineProjection],
+        *,
+        progress: Progress | None,
+    ) -> int:
+        for projection in projections:
+            projection.drop(conn)
+            projection.create(conn)
+        total = int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
+        done = 0
+        sql = (f"SELECT {_COLUMNS} FROM events WHERE global_position > ? "
+               "ORDER BY global_position LIMIT ?")
+        upcasters = self._upcasters
+        for rows in chunked_rows(conn, sql, REBUILD_CHUNK):
+            events = [decode_row(row, upcasters=upcasters) for row in rows]
+            for projection in projections:
+                projection.apply(conn, events)
+            done += len(events)
+            if progress is not None:
+                progress(done, total)
+        conn.executemany(
+            "INSERT INTO projection_versions (name, version) VALUES (?, ?) "
+            "ON CONFLICT(name) DO UPDATE SET version = excluded.version",
+            [(p.name, p.version) for p in projections],
+        )
+        return done
+
+    def rebuild_projections(self, *, progress: Progress | None = None) -> int:
+        """Drop every projection and fold the whole log again; the events folded."""
+
+        def run() -> int:
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                done = self._refold(conn, self._projections, progress=progress)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return done
+
+        with self._committer.exclusive():
+            if self._closed:
+                raise StoreClosed("the store is closed")
+            return int(self._retry(run))
+
+    def read_view(self, query: Callable[[Any], T]) -> T:
+        """Run ``query`` with a read connection (projections read their tables with it)."""
+        return self._retry(lambda: query(self._reader()))  # type: ignore[no-any-return]
+
+    def purge(self, session_id: str) -> int:
+        """Remove every event and the head record of one session; the rows removed.
+
+        Other sessions' chains are untouched (chains are per session). Global positions of
+        the purged events are never reused, so the log has a gap where they were.
+        """
+
+        def run() -> int:
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                (high_water,) = conn.execute(_HIGH_WATER).fetchone()
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('purged_through', ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (high_water,),
+                )
+                removed = conn.execute(
+                    "DELETE FROM events WHERE session_id = ?", (session_id,)
+                ).rowcount
+                conn.execute("DELETE FROM streams WHERE session_id = ?", (session_id,))
+                for projection in self._projections:
+                    projection.forget(conn, session_id)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return int(removed)
+
+        with self._committer.exclusive():
+            if self._closed:
+                raise StoreClosed("the store is closed")
+            return int(self._retry(run))
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -315,8 +443,7 @@ class SQLiteEventStore:
         return int(self._retry(lambda: self._read_version(self._reader(), session_id)))
 
     def head_position(self) -> int:
-        row = self._reader().execute("SELECT coalesce(max(global_position), 0) FROM events")
-        return int(row.fetchone()[0])
+        return int(self._reader().execute(_HIGH_WATER).fetchone()[0])
 
     def session_heads(self) -> list[SessionHead]:
         rows = self._reader().execute(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from .appending import Listener
@@ -19,17 +19,21 @@ from .chain import ChainReport
 from .clock import Clock, SystemClock
 from .envelope import AppendBatch, AppendResult, NewEvent, RecordedEvent
 from .errors import EventLogError, InvalidStoreUrl
+from .inline import InlineProjection, Progress
 
 __all__ = [
     "DEFAULT_STORE_URL",
     "EventStore",
     "Listener",
     "SessionHead",
+    "backend_of",
     "open_store",
     "sqlite_path_from_url",
 ]
 
 DEFAULT_STORE_URL = "sqlite:///.sessionledger/ledger.db"
+
+T = TypeVar("T")
 
 
 
@@ -85,7 +89,21 @@ class EventStore(Protocol):
 
     def subscribe(self, listener: Listener) -> Callable[[], None]: ...
 
+    def rebuild_projections(self, *, progress: Progress | None = None) -> int: ...
+
+    def read_view(self, query: Callable[[Any], T]) -> T: ...
+
+    def purge(self, session_id: str) -> int: ...
+
     def close(self) -> None: ...
+
+
+def backend_of(url: str) -> str:
+    """``sqlite`` or ``memory``: which backend a URL opens (projections pick their tables)."""
+    scheme = urlsplit(url).scheme
+    if scheme not in ("sqlite", "memory"):
+        raise InvalidStoreUrl(f"unsupported store URL {url!r}: use sqlite:///path or memory://")
+    return scheme
 
 
 def sqlite_path_from_url(url: str) -> tuple[Path, dict[str, str]]:
@@ -100,14 +118,23 @@ def sqlite_path_from_url(url: str) -> tuple[Path, dict[str, str]]:
     return Path(raw), options
 
 
-def open_store(url: str, *, clock: Clock | None = None) -> EventStore:
-    """Open the backend the URL names: ``sqlite:///…`` or ``memory://``."""
+def open_store(
+    url: str,
+    *,
+    clock: Clock | None = None,
+    projections: Sequence[InlineProjection] = (),
+) -> EventStore:
+    """Open the backend the URL names: ``sqlite:///…`` or ``memory://``.
+
+    ``projections`` are updated inline on every append; build them for the backend the URL
+    names (see :func:`backend_of`).
+    """
     clock = clock or SystemClock()
     scheme = urlsplit(url).scheme
     if scheme == "memory":
         from .memory import MemoryEventStore
 
-        return MemoryEventStore(clock=clock)
+        return MemoryEventStore(clock=clock, projections=projections)
     if scheme == "sqlite":
         from .sqlite import SQLiteEventStore
 
@@ -117,5 +144,5 @@ def open_store(url: str, *, clock: Clock | None = None) -> EventStore:
             raise InvalidStoreUrl(f"unknown sqlite URL option(s): {', '.join(sorted(options))}")
         if sync not in ("full", "normal"):
             raise InvalidStoreUrl(f"synchronous must be 'full' or 'normal', not {sync!r}")
-        return SQLiteEventStore(path, synchronous=sync, clock=clock)
+        return SQLiteEventStore(path, synchronous=sync, clock=clock, projections=projections)
     raise InvalidStoreUrl(f"unsupported store URL {url!r}: use sqlite:///path or memory://")
