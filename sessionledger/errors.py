@@ -13,7 +13,8 @@ SPEC §11), optional JSON-safe ``details`` and the CLI ``exit_code`` (2 bad usag
     ├── NotFound                  404 not_found               exit 2
     │   └── SessionNotFound       404 session_not_found       exit 2
     ├── Conflict                  409 conflict                exit 1
-    ├── SessionDeleted            410 session_deleted         exit 1   (reserved: DELETE)
+    │   └── CommandRefused        409 refused                 exit 1
+    ├── SessionDeleted            410 session_deleted         exit 1
     ├── CorruptLog                500 corrupt_log             exit 1
     └── ServiceUnavailable        503 unavailable             exit 1
 
@@ -37,6 +38,7 @@ from eventlog import (
 )
 
 __all__ = [
+    "CommandRefused",
     "Conflict",
     "ConfigurationError",
     "CorruptLog",
@@ -126,11 +128,28 @@ class Conflict(SessionLedgerError):
     code = "conflict"
 
 
+class CommandRefused(Conflict):
+    """The state machine refused the command from the current state; nothing was appended.
+
+    The message is the machine's (e.g. ES-5's exact sentence); ``details.reason`` its code.
+    """
+
+    code = "refused"
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message, details={"reason": reason})
+        self.reason = reason
+
+
 class SessionDeleted(SessionLedgerError):
-    """The session was deleted; its events stay until purged (used by a later issue)."""
+    """The session was deleted; its routes answer 410 and its events stay until purged."""
 
     status = 410
     code = "session_deleted"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} was deleted", details={"sessionId": session_id})
+        self.session_id = session_id
 
 
 class CorruptLog(SessionLedgerError):

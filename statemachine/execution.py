@@ -4,7 +4,8 @@ States are the reachable combinations, declared as data: a permission mode alone
 (``build``), with Plan on (``build_plan``) or with an active goal (``build_goal``). No state
 holds Plan and Goal together, so no trigger can reach one: that is where the exclusivity rule
 of ES-5 lives. :func:`decide` is pure: it runs the ``transitions`` machine on a throw-away
-model and answers the events to append, or a typed :class:`Refusal`.
+model and answers the next state, or a typed :class:`Refusal`; :func:`decide_events` adds the
+events that record the move (none when the state would stay identical, ES-3).
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from typing import Any, Literal, TypeAlias, get_args
 
 from transitions import Machine, MachineError
 
-from eventlog import ExecutionStateData, GoalData, PermissionMode
+from eventlog import (
+    Event,
+    ExecutionStateData,
+    GoalData,
+    GoalEnded,
+    GoalStarted,
+    ModeChangeVia,
+    PermissionMode,
+    SessionModeChanged,
+)
 
 __all__ = [
     "MODES",
@@ -34,6 +44,8 @@ __all__ = [
     "StartGoal",
     "build_machine",
     "decide",
+    "decide_events",
+    "events_for",
     "state_name",
 ]
 
@@ -213,6 +225,33 @@ def _refusal(state: ExecutionState, trigger: str) -> Refusal:
     if trigger == "end_goal":
         return Refusal("no_goal", NO_GOAL)
     return Refusal("not_in_plan", NOT_IN_PLAN)
+
+
+def events_for(
+    before: ExecutionState, after: ExecutionState, *, via: ModeChangeVia
+) -> list[Event]:
+    """The events that record the move from ``before`` to ``after`` (none if identical)."""
+    events: list[Event] = []
+    if before.goal is not None and after.goal != before.goal:
+        events.append(GoalEnded(objective=before.goal))
+    if (before.mode, before.plan_enabled) != (after.mode, after.plan_enabled):
+        events.append(SessionModeChanged(
+            mode=after.mode, plan_enabled=after.plan_enabled, previous_mode=before.mode,
+            previous_plan_enabled=before.plan_enabled, via=via,
+        ))
+    if after.goal is not None and after.goal != before.goal:
+        events.append(GoalStarted(objective=after.goal))
+    return events
+
+
+def decide_events(
+    state: ExecutionState, command: Command, *, via: ModeChangeVia
+) -> tuple[ExecutionState, list[Event]] | Refusal:
+    """The machine's answer as events: the next state and what to append, or a refusal."""
+    outcome = decide(state, command)
+    if isinstance(outcome, Refusal):
+        return outcome
+    return outcome, events_for(state, outcome, via=via)
 
 
 def decide(state: ExecutionState, command: Command) -> Outcome:

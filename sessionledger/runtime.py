@@ -1,0 +1,161 @@
+"""The execution-state runtime: commands in, events appended, memory and subscribers after.
+
+Every path that changes the mode, the Plan switch or the goal (Shift+Tab, ``/mode``, ``/plan``,
+EnterPlanMode, plan approval, goal start/end) comes through :meth:`ExecutionRuntime.execute`,
+which keeps SPEC ES-6's order: the state machine decides, the events are appended (guarded by
+the session's expected version), and only after the append succeeded is the in-memory state
+changed and the change published. A failed append leaves memory, projections and subscribers
+untouched. A version conflict (another writer got there first) re-reads the state from the
+log and decides again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from eventlog import (
+    ConcurrencyConflict,
+    Event,
+    EventStore,
+    MessageRecorded,
+    ModeChangeVia,
+    NewEvent,
+    RecordedEvent,
+)
+from eventlog.envelope import Actor
+from projections import Projections, SessionSummary
+from statemachine.execution import Command, ExecutionState, Refusal, decide_events
+
+from .errors import CommandRefused, Conflict, SessionDeleted, SessionNotFound
+
+__all__ = ["CommandResult", "ExecutionRuntime", "StateListener"]
+
+_log = logging.getLogger("sessionledger.runtime")
+_ATTEMPTS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """The state after a command and the events it appended (none if nothing changed)."""
+
+    session_id: str
+    state: ExecutionState
+    version: int
+    events: tuple[RecordedEvent, ...]
+
+    @property
+    def changed(self) -> bool:
+        return any(e.type != "MessageRecorded" for e in self.events)
+
+
+StateListener = Callable[[CommandResult], None]
+"""Told after memory changed: the session's new state and the events that changed it."""
+
+
+class ExecutionRuntime:
+    """Applies execution-state commands to sessions of one store (ES-6)."""
+
+    def __init__(self, store: EventStore, projections: Projections) -> None:
+        self._store = store
+        self._projections = projections
+        self._memory: dict[str, tuple[ExecutionState, int]] = {}
+        self._listeners: list[StateListener] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, listener: StateListener) -> Callable[[], None]:
+        """Call ``listener`` after each change; returns the unsubscribe function."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def summary(self, session_id: str) -> SessionSummary:
+        """The session's summary from the log's projection; 404 or 410 when unusable."""
+        summary = self._projections.summary(self._store, session_id)
+        if summary is None:
+            raise SessionNotFound(session_id)
+        if summary.deleted:
+            raise SessionDeleted(session_id)
+        return summary
+
+    def state(self, session_id: str) -> ExecutionState:
+        """The in-memory state (loaded from the projection on first use)."""
+        with self._lock:
+            held = self._memory.get(session_id)
+        if held is not None:
+            return held[0]
+        return self._load(session_id)[0]
+
+    def _load(self, session_id: str) -> tuple[ExecutionState, int]:
+        summary = self.summary(session_id)
+        loaded = (summary.execution, summary.version)
+        self._remember(session_id, *loaded)
+        return loaded
+
+    def _remember(self, session_id: str, state: ExecutionState, version: int) -> None:
+        with self._lock:
+            held = self._memory.get(session_id)
+            if held is None or held[1] < version:
+                self._memory[session_id] = (state, version)
+
+    def forget(self, session_id: str) -> None:
+        """Drop the session from memory (deleted or purged)."""
+        with self._lock:
+            self._memory.pop(session_id, None)
+
+    def execute(
+        self,
+        session_id: str,
+        command: Command,
+        *,
+        via: ModeChangeVia,
+        actor: Actor = "user",
+        message: str | None = None,
+        causation_id: str | None = None,
+    ) -> CommandResult:
+        """Decide, append, then remember and publish; raise CommandRefused on a refusal.
+
+        ``message`` (the ``/plan`` task) is recorded as a real user message in the same batch.
+        """
+        for _attempt in range(_ATTEMPTS):
+            summary = self.summary(session_id)
+            current, version = summary.execution, summary.version
+            decision = decide_events(current, command, via=via)
+            if isinstance(decision, Refusal):
+                raise CommandRefused(decision.message, reason=decision.code)
+            after, events = decision
+            batch: list[Event] = list(events)
+            if message is not None:
+                batch.append(MessageRecorded(role="user", content=message, source="plan_command"))
+            if not batch:
+                return CommandResult(session_id, current, version, ())
+            try:
+                appended = self._store.append(
+                    session_id,
+                    [NewEvent(e, actor=actor, causation_id=causation_id) for e in batch],
+                    expected_version=version,
+                )
+            except ConcurrencyConflict:
+                continue  # someone else wrote first: decide again from the fresh state
+            result = CommandResult(session_id, after, appended.version, appended.events)
+            self._remember(session_id, after, appended.version)
+            self._publish(result)
+            return result
+        raise Conflict(f"session {session_id!r} kept changing; try again")
+
+    def _publish(self, result: CommandResult) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(result)
+            except Exception:
+                _log.exception("state listener %r failed", listener)
