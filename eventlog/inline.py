@@ -2,10 +2,10 @@
 
 The store knows nothing of what a projection means; it only promises that ``apply`` runs in
 the same transaction as the rows it is given (so a read model never runs ahead of or behind
-the log), that a projection whose ``version`` changed is dropped and rebuilt from the log when
-the store opens (SPEC EL-9), and that ``rebuild_projections`` does the same on demand. ``tx``
-is the backend's transaction handle: a ``sqlite3.Connection`` for SQLite, the store itself for
-the in-memory twin.
+the log), that a projection whose ``version`` changed or whose tables are missing is dropped
+and rebuilt from the log when the store opens (SPEC EL-9), and that ``rebuild_projections``
+does the same on demand. ``tx`` is the backend's transaction handle: a ``sqlite3.Connection``
+for SQLite, the store itself for the in-memory twin.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ class InlineProjection(Protocol):
 
     def create(self, tx: Any) -> None:
         """Create the projection's tables if missing."""
+
+    def is_present(self, tx: Any) -> bool:
+        """Whether the projection's tables exist (a missing one is rebuilt at open)."""
 
     def drop(self, tx: Any) -> None:
         """Remove the projection's tables and everything in them."""

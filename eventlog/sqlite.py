@@ -274,7 +274,10 @@ class SQLiteEventStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             recorded = dict(conn.execute("SELECT name, version FROM projection_versions"))
-            stale = [p for p in self._projections if recorded.get(p.name) != p.version]
+            stale = [
+                p for p in self._projections
+                if recorded.get(p.name) != p.version or not p.is_present(conn)
+            ]
             if stale:
                 self._refold(conn, stale, progress=None)
             conn.execute("COMMIT")

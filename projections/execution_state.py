@@ -133,6 +133,7 @@ class SummaryTable(Protocol):
     """Where summaries live for one backend; ``tx`` is the store's transaction handle."""
 
     def create(self, tx: Any) -> None: ...
+    def is_present(self, tx: Any) -> bool: ...
     def drop(self, tx: Any) -> None: ...
     def load(self, tx: Any, session_ids: Sequence[str]) -> dict[str, SessionSummary]: ...
     def save(self, tx: Any, summaries: Sequence[SessionSummary]) -> None: ...
@@ -152,6 +153,9 @@ class ExecutionStateProjection:
 
     def create(self, tx: Any) -> None:
         self.table.create(tx)
+
+    def is_present(self, tx: Any) -> bool:
+        return self.table.is_present(tx)
 
     def drop(self, tx: Any) -> None:
         self.table.drop(tx)

@@ -45,6 +45,12 @@ class SqliteSummaryTable:
             "ON execution_state (last_position DESC)"
         )
 
+    def is_present(self, tx: sqlite3.Connection) -> bool:
+        found = tx.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'execution_state'"
+        ).fetchone()
+        return found is not None
+
     def drop(self, tx: sqlite3.Connection) -> None:
         tx.execute("DROP TABLE IF EXISTS execution_state")
 
@@ -83,6 +89,9 @@ class MemorySummaryTable:
 
     def create(self, tx: Any) -> None:
         return None
+
+    def is_present(self, tx: Any) -> bool:
+        return True
 
     def drop(self, tx: Any) -> None:
         self.rows.clear()

@@ -1,18 +1,21 @@
-"""The ``sessionledger`` command line (SPEC §11): serve, list, read and audit the log.
+"""The ``sessionledger`` command line (SPEC §11): serve, read, replay, audit and maintain the log.
 
 Every subcommand takes ``--db URL`` (else ``SESSIONLEDGER_DB``, else the embedded SQLite
-file). Exit codes: 0 success, 1 a fault found or a refused command, 2 bad usage or input.
+file); the store is always opened with its projections, so the CLI reads what the server
+reads. Exit codes: 0 success, 1 a fault found or a refused command, 2 bad usage or input.
 Application errors become one ``error: …`` line on stderr with their exit code, never a
-traceback. FastAPI and uvicorn are imported by ``serve`` only, so the other commands start
-fast.
+traceback. Long work (audit, rebuild, replay of a big log) shows a progress bar when it runs
+on a terminal. FastAPI and uvicorn are imported by ``serve`` only, so the other commands
+start fast.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from eventlog import EventLogError, RecordedEvent
+from projections.execution_state import fold
 
 from . import __version__
 from .config import (
@@ -34,23 +38,29 @@ from .config import (
     DEFAULT_QUESTION_GRACE_S,
     TOKEN_ENV,
     ServerSettings,
-    open_event_store,
     resolve_store_url,
 )
-from .errors import SessionLedgerError, from_eventlog
+from .documents import describe_event, state_document, state_note
+from .errors import CorruptLog, InvalidInput, SessionLedgerError, from_eventlog
 from .sessions import MAX_CURSOR, AuditReport, SessionService
 
-__all__ = ["PROGRESS_THRESHOLD", "main"]
+__all__ = ["PROGRESS_THRESHOLD", "REPLAY_PROGRESS_THRESHOLD", "main"]
 
 PROGRESS_THRESHOLD = 20
 """``audit`` shows a progress bar when it checks more sessions than this (on a terminal)."""
+REPLAY_PROGRESS_THRESHOLD = 2000
+"""``replay`` shows a progress bar when it replays more events than this (on a terminal)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
+Tick = Callable[[int, int], None]
 
 _PIPE_WIDTH = 200
 """Console width when output is not a terminal, so piped tables never cut an id short."""
 
-_out = Console(highlight=False, width=None if sys.stdout.isatty() else _PIPE_WIDTH)
+_piped = not sys.stdout.isatty()
+_out = Console(  # piped lines are never wrapped: one event, one line, for grep and friends
+    highlight=False, width=_PIPE_WIDTH if _piped else None, soft_wrap=_piped
+)
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -64,6 +74,8 @@ class LedgerGroup(click.Group):
             _fail(from_eventlog(exc))
         except SessionLedgerError as exc:
             _fail(exc)
+        except sqlite3.DatabaseError as exc:  # a damaged file or table under the store
+            _fail(CorruptLog(f"the database cannot be read: {exc}"))
         except BrokenPipeError:  # `sessionledger events … | head`: the reader left
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise click.exceptions.Exit(1) from None
@@ -86,11 +98,34 @@ def db_option(command: F) -> F:
 @contextmanager
 def _service(db: str | None, workspace: Path | None = None) -> Iterator[SessionService]:
     """A service over the store ``--db`` names, closed when the command ends."""
-    store = open_event_store(resolve_store_url(db))
+    service = SessionService.open(resolve_store_url(db), workspace_root=workspace or Path.cwd())
     try:
-        yield SessionService(store, workspace_root=workspace or Path.cwd())
+        yield service
     finally:
-        store.close()
+        service.close()
+
+
+@contextmanager
+def _progress(
+    label: str, *, console: Console, show: bool, total: int | None = None
+) -> Iterator[tuple[Tick | None, Callable[[str], None]]]:
+    """A transient bar on ``console`` when ``show`` and it is a terminal.
+
+    Yields ``(tick, say)``: ``tick(done, total)`` advances the bar (``None`` without one) and
+    ``say(markup)`` prints a line to standard output above the bar.
+    """
+    if not (show and console.is_terminal):
+        yield None, _out.print
+        return
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task(label, total=total)
+
+        def tick(done: int, of: int) -> None:
+            progress.update(task, completed=done, total=of)
+
+        say = progress.console.print if console is _out else _out.print
+        yield tick, say
 
 
 @click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -126,16 +161,18 @@ def serve(
     )
     from .http import serve as run_server  # FastAPI and uvicorn only when serving
 
-    store = open_event_store(resolve_store_url(db))
-    run_server(settings, service=SessionService(store, workspace_root=settings.workspace_root))
+    service = SessionService.open(resolve_store_url(db), workspace_root=settings.workspace_root)
+    run_server(settings, service=service)
 
 
 @main.command()
 @db_option
-def sessions(db: str | None) -> None:
-    """List sessions, most recently updated first."""
+@click.option("--all", "include_deleted", is_flag=True,
+              help="Also list deleted sessions (their events stay until purged).")
+def sessions(db: str | None, include_deleted: bool) -> None:
+    """List sessions (not deleted ones unless --all), most recently updated first."""
     with _service(db) as service:
-        rows = service.list_sessions()["sessions"]
+        rows = service.summaries(include_deleted=include_deleted)
     if not rows:
         _out.print("no sessions")
         return
@@ -146,11 +183,37 @@ def sessions(db: str | None) -> None:
     table.add_column("updated")
     table.add_column("parent", overflow="fold")
     for row in rows:
+        mode = f"{row.display_mode} (deleted)" if row.deleted else row.display_mode
         table.add_row(
-            row["sessionId"], row["displayMode"], str(row["version"]), row["updatedAt"],
-            row["parentSessionId"] or "",
+            row.session_id, mode, str(row.version), row.updated_at, row.parent_session_id or ""
         )
     _out.print(table)
+
+
+@main.command()
+@db_option
+@click.argument("session_id", metavar="SESSION")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
+def state(db: str | None, session_id: str, as_json: bool) -> None:
+    """Show a session's execution state, display mode and version."""
+    with _service(db) as service:
+        summary = service.summary(session_id, allow_deleted=True)
+    if as_json:
+        click.echo(json.dumps(state_document(summary), ensure_ascii=False))
+        return
+    execution = summary.execution
+    rows = [
+        ("session", summary.session_id),
+        ("display", summary.display_mode),
+        ("mode", execution.mode),
+        ("plan", "on" if execution.plan_enabled else "off"),
+        ("goal", "none" if execution.goal is None else json.dumps(execution.goal)),
+        ("version", f"{summary.version} (updated {summary.updated_at})"),
+    ]
+    if summary.deleted:
+        rows.append(("deleted", "yes: its events stay until `sessionledger purge`"))
+    for name, value in rows:
+        _out.print(f"{name:<8} {escape(value)}")
 
 
 def _event_line(event: RecordedEvent) -> str:
@@ -176,29 +239,92 @@ def events(db: str | None, session_id: str, after: int, as_json: bool) -> None:
                 _out.print(_event_line(event))
 
 
+def _timeline_line(event: RecordedEvent) -> str:
+    return (f"{event.seq:>6}  {event.recorded_at}  {event.actor:<6}  "
+            f"[bold]{escape(event.type)}[/bold]  {escape(describe_event(event))}")
+
+
+def _printed(
+    events: Iterable[RecordedEvent], say: Callable[[str], None], tick: Tick | None, total: int
+) -> Iterator[RecordedEvent]:
+    """Pass ``events`` through, printing each one's timeline line on the way."""
+    for event in events:
+        say(_timeline_line(event))
+        if tick is not None:
+            tick(event.seq, total)
+        yield event
+
+
+@main.command()
+@db_option
+@click.argument("session_id", metavar="SESSION")
+@click.option("--until", type=click.IntRange(1, MAX_CURSOR), default=None, metavar="SEQ",
+              help="Stop after the event with this seq (default: the last one).")
+def replay(db: str | None, session_id: str, until: int | None) -> None:
+    """Show the timeline up to an event (when, who, what) and the state as of it."""
+    with _service(db) as service:
+        service.require_session(session_id)
+        version = service.store.version(session_id)
+        if until is not None and until > version:
+            raise InvalidInput(
+                f"--until {until} is past the end: session {session_id} has {version} events"
+            )
+        last = version if until is None else until
+        show = last > REPLAY_PROGRESS_THRESHOLD
+        with _progress("replaying", console=_out, show=show, total=last) as (tick, say):
+            events = service.iter_events(session_id, until=last)
+            summary = fold(_printed(events, say, tick, last))
+    if summary is None:
+        raise CorruptLog(f"session {session_id} has no SessionCreated event before seq {last}")
+    gone = ", deleted" if summary.deleted else ""
+    _out.print(f"\nstate as of seq {summary.version} ({summary.updated_at}): "
+               f"{escape(state_note(summary.execution))}{gone}")
+
+
+# -- audit and maintenance -------------------------------------------------------------------
+
+
 def _audit_all(service: SessionService) -> list[AuditReport]:
     total = len(service.store.session_heads())
-    if total <= PROGRESS_THRESHOLD or not _err.is_terminal:
-        return service.audit_all()
-    columns = (TextColumn("auditing"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, console=_err, transient=True) as progress:
-        task = progress.add_task("audit", total=total)
-        return service.audit_all(progress=lambda done, _: progress.update(task, completed=done))
+    with _progress("auditing", console=_err, show=total > PROGRESS_THRESHOLD) as (tick, _say):
+        return service.audit_all(progress=tick)
 
 
 @main.command()
 @db_option
 @click.argument("session_id", metavar="[SESSION]", required=False)
 def audit(db: str | None, session_id: str | None) -> None:
-    """Verify hash chains (one session, or all); exit 1 naming the first break."""
+    """Verify hash chains and projections (one session, or all); exit 1 naming each fault."""
     with _service(db) as service:
         reports = [service.audit_report(session_id)] if session_id else _audit_all(service)
-    broken = [r for r in reports if not r.ok]
-    for report in broken:
-        _out.print(f"FAIL {report.session_id}: chain broken at seq {report.first_bad_seq}"
-                   f" ({escape(report.reason or 'unknown reason')})")
-    if broken:
+    for report in reports:
+        if not report.chain_ok:
+            _out.print(f"FAIL {report.session_id}: chain broken at seq {report.first_bad_seq}"
+                       f" ({escape(report.reason or 'unknown reason')})")
+        for difference in report.differences:
+            _out.print(f"FAIL {report.session_id}: projection differs: {escape(difference)}")
+    if not all(r.ok for r in reports):
         raise click.exceptions.Exit(1)
     events_total = sum(r.events for r in reports)
     noun = "session" if len(reports) == 1 else "sessions"
-    _out.print(f"OK: {len(reports)} {noun}, {events_total} events, every hash chain verifies")
+    _out.print(f"OK: {len(reports)} {noun}, {events_total} events, every hash chain verifies "
+               "and every projection equals a fresh fold of the log")
+
+
+@main.command()
+@db_option
+def rebuild(db: str | None) -> None:
+    """Drop every projection and rebuild it from the log."""
+    with _service(db) as service, _progress("rebuilding", console=_err, show=True) as (tick, _):
+        folded = service.rebuild_projections(progress=tick)
+    _out.print(f"rebuilt every projection: {folded} events folded")
+
+
+@main.command()
+@db_option
+@click.argument("session_id", metavar="SESSION")
+def purge(db: str | None, session_id: str) -> None:
+    """Remove a deleted session's events; other sessions' chains are untouched."""
+    with _service(db) as service:
+        removed = service.purge_session(session_id)
+    _out.print(f"purged {session_id}: {removed} events removed")

@@ -1,7 +1,8 @@
 """Where the service's settings come from, decided in one place.
 
 Two things are configured: which event store to open (``--db`` beats ``SESSIONLEDGER_DB``
-beats the embedded default, SPEC EL-8 and §11) and how ``serve`` runs (:class:`ServerSettings`:
+beats the embedded default, SPEC EL-8 and §11; it is always opened with its inline
+projections attached) and how ``serve`` runs (:class:`ServerSettings`:
 address, workspace root, question timer durations, bearer token). Settings are validated when
 built, so a server never starts on values it cannot honour.
 """
@@ -16,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eventlog import DEFAULT_STORE_URL, EventLogError, EventStore, InvalidStoreUrl, open_store
+from eventlog import DEFAULT_STORE_URL, EventLogError, EventStore, InvalidStoreUrl
+from projections import Projections, open_projected_store
 
 from .errors import ConfigurationError, from_eventlog
 
@@ -54,10 +56,14 @@ def resolve_store_url(option: str | None, *, env: Mapping[str, str] | None = Non
     return environ.get(DB_ENV) or DEFAULT_STORE_URL
 
 
-def open_event_store(url: str) -> EventStore:
-    """Open the store ``url`` names; a URL or file that cannot be opened is a clear error."""
+def open_event_store(url: str) -> tuple[EventStore, Projections]:
+    """Open the store ``url`` names with every inline projection attached.
+
+    A URL or file that cannot be opened is a clear :class:`ConfigurationError`. Opening
+    rebuilds a projection whose schema version changed (SPEC EL-9).
+    """
     try:
-        return open_store(url)
+        return open_projected_store(url)
     except InvalidStoreUrl as exc:
         raise ConfigurationError(f"invalid store URL {url!r}: {exc}") from exc
     except EventLogError as exc:

@@ -126,21 +126,16 @@ ones. A server bound beyond loopback requires `Authorization: Bearer <token>`.
 
 def render_http_api() -> str:
     """Every route of the HTTP service, from the app's own OpenAPI description."""
-    from eventlog import open_store
-
     from .config import ServerSettings
     from .http import create_app
     from .sessions import SessionService
 
-    store = open_store("memory://")
+    service = SessionService.open("memory://", workspace_root=Path("/"))
     try:
-        app = create_app(
-            service=SessionService(store, workspace_root=Path("/")),
-            settings=ServerSettings(workspace_root=Path("/")),
-        )
+        app = create_app(service=service, settings=ServerSettings(workspace_root=Path("/")))
         spec = app.openapi()
     finally:
-        store.close()
+        service.close()
     lines = [_HEADER, "# HTTP API", "", _HTTP_INTRO, "| method | path | what it does |",
              "|---|---|---|"]
     for path, operations in spec["paths"].items():

@@ -13,7 +13,8 @@ SPEC §11), optional JSON-safe ``details`` and the CLI ``exit_code`` (2 bad usag
     ├── NotFound                  404 not_found               exit 2
     │   └── SessionNotFound       404 session_not_found       exit 2
     ├── Conflict                  409 conflict                exit 1
-    │   └── CommandRefused        409 refused                 exit 1
+    │   ├── CommandRefused        409 refused                 exit 1
+    │   └── SessionNotDeleted     409 session_not_deleted     exit 1
     ├── SessionDeleted            410 session_deleted         exit 1
     ├── CorruptLog                500 corrupt_log             exit 1
     └── ServiceUnavailable        503 unavailable             exit 1
@@ -47,6 +48,7 @@ __all__ = [
     "ServiceUnavailable",
     "SessionDeleted",
     "SessionLedgerError",
+    "SessionNotDeleted",
     "SessionNotFound",
     "Unauthorized",
     "WorkspaceOutsideRoot",
@@ -139,6 +141,20 @@ class CommandRefused(Conflict):
     def __init__(self, message: str, *, reason: str) -> None:
         super().__init__(message, details={"reason": reason})
         self.reason = reason
+
+
+class SessionNotDeleted(Conflict):
+    """Only a deleted session's events may be purged; this one is still live."""
+
+    code = "session_not_deleted"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id!r} is not deleted: delete it first "
+            f"(DELETE /v1/sessions/{session_id}), then purge it",
+            details={"sessionId": session_id},
+        )
+        self.session_id = session_id
 
 
 class SessionDeleted(SessionLedgerError):

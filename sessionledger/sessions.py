@@ -1,41 +1,55 @@
-"""The application service for sessions: create, read, list, page events, audit.
+"""The application service for sessions: create, read, list, page events, change, delete, audit.
 
 HTTP routes and CLI commands call this and nothing below it, so every rule about sessions
-(workspace inside the root, parent must exist, cursor bounds) lives here once. It talks to
-the log only through the :class:`eventlog.EventStore` protocol and turns every log error into
-a :mod:`sessionledger.errors` error. Methods are synchronous: the HTTP layer runs them in
-worker threads.
+(workspace inside the root, parent must exist, cursor bounds, a deleted session answers 410)
+lives here once. Reads come from the inline projections (:mod:`projections`), never from
+folding events per request; execution-state changes go through one
+:class:`~sessionledger.runtime.ExecutionRuntime`, which keeps SPEC ES-6's order. Every log
+error becomes a :mod:`sessionledger.errors` error. Methods are synchronous: the HTTP layer
+runs them in worker threads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from eventlog import (
-    ChainReport,
+    Actor,
+    ConcurrencyConflict,
     EventLogError,
     EventStore,
     ExecutionStateData,
     HostKind,
+    ModeChangeVia,
     NewEvent,
     RecordedEvent,
     SessionCreated,
-    SessionHead,
     new_session_id,
 )
+from eventlog import (
+    SessionDeleted as SessionDeletedEvent,
+)
+from projections import Projections, SessionSummary
+from projections.execution_state import fold
+from statemachine.execution import Command, Cycle, EndGoal, LeavePlan, SetMode, StartGoal
 
+from .audit import AuditProgress, AuditReport, audit_log, audit_session
+from .config import open_event_store
+from .documents import list_entry, session_document
 from .errors import (
+    Conflict,
     CorruptLog,
     InvalidInput,
+    SessionDeleted,
+    SessionNotDeleted,
     SessionNotFound,
     WorkspaceOutsideRoot,
     from_eventlog,
 )
-from .state import SessionState, fold
+from .runtime import CommandResult, ExecutionRuntime
 
 __all__ = [
     "DEFAULT_EVENTS_LIMIT",
@@ -56,6 +70,7 @@ DEFAULT_EVENTS_LIMIT = 1000
 MAX_EVENTS_LIMIT = 10000
 MAX_CURSOR = 2**63 - 1
 """The largest ``seq`` or global position SQLite can store; larger cursors are bad input."""
+_DELETE_ATTEMPTS = 5
 
 
 def check_cursor(value: int, *, name: str = "after") -> int:
@@ -64,6 +79,14 @@ def check_cursor(value: int, *, name: str = "after") -> int:
         raise InvalidInput(
             f"{name} must be an integer from 0 to {MAX_CURSOR}, not {value}",
             details=[{"loc": [name], "message": "out of range"}],
+        )
+    return value
+
+
+def _not_blank(value: str, name: str) -> str:
+    if not value.strip():
+        raise InvalidInput(
+            f"{name} must not be empty", details=[{"loc": [name], "message": "empty"}]
         )
     return value
 
@@ -79,49 +102,45 @@ def _log_errors() -> Iterator[None]:
         raise CorruptLog(f"a stored event cannot be read: {exc.__class__.__name__}") from exc
 
 
-@dataclass(frozen=True, slots=True)
-class AuditReport:
-    """One session's audit: its hash chain now; projections are compared by a later issue."""
+class SessionService:
+    """Sessions over one event store and its projections, confined to one workspace root."""
 
-    session_id: str
-    events: int
-    first_bad_seq: int | None
-    reason: str | None
+    def __init__(
+        self, store: EventStore, projections: Projections, *, workspace_root: Path | str
+    ) -> None:
+        self._store = store
+        self._projections = projections
+        self._runtime = ExecutionRuntime(store, projections)
+        self._root = Path(workspace_root).resolve()
 
     @classmethod
-    def from_chain(cls, report: ChainReport) -> AuditReport:
-        return cls(report.session_id, report.events, report.first_bad_seq, report.reason)
+    def open(cls, url: str, *, workspace_root: Path | str) -> SessionService:
+        """A service over the store ``url`` names, opened with its projections."""
+        store, projections = open_event_store(url)
+        return cls(store, projections, workspace_root=workspace_root)
 
-    @property
-    def ok(self) -> bool:
-        return self.first_bad_seq is None
-
-    def to_wire(self) -> dict[str, Any]:
-        """The ``GET /v1/sessions/{id}/audit`` shape of SPEC §11."""
-        return {
-            "ok": self.ok,
-            "events": self.events,
-            "chain": {"ok": self.ok, "firstBadSeq": self.first_bad_seq},
-            "projections": {"ok": True, "differences": []},
-        }
-
-
-class SessionService:
-    """Sessions over one event store, confined to one workspace root."""
-
-    def __init__(self, store: EventStore, *, workspace_root: Path | str) -> None:
-        self._store = store
-        self._root = Path(workspace_root).resolve()
+    def close(self) -> None:
+        """Close the store (waits for a commit in flight)."""
+        self._store.close()
 
     @property
     def store(self) -> EventStore:
         return self._store
 
     @property
+    def projections(self) -> Projections:
+        return self._projections
+
+    @property
+    def runtime(self) -> ExecutionRuntime:
+        """The one execution runtime of this service (ES-6 order, subscribers)."""
+        return self._runtime
+
+    @property
     def workspace_root(self) -> Path:
         return self._root
 
-    # -- writing ---------------------------------------------------------------------------
+    # -- creating --------------------------------------------------------------------------
 
     def create_session(
         self,
@@ -153,16 +172,16 @@ class SessionService:
             result = self._store.append(
                 session_id, [NewEvent(event, actor="host")], expected_version=0
             )
-        state = fold(result.events)
-        assert state is not None  # an append returns at least one event
-        return state.to_document()
+        summary = fold(result.events)  # the very fold the projection ran in the append
+        assert summary is not None  # an append returns at least one event
+        return session_document(summary)
 
     def _initial_execution(
         self, mode: RequestedMode | None, parent_session_id: str | None
     ) -> ExecutionStateData:
         base = ExecutionStateData()
         if parent_session_id is not None:
-            parent = self.state(parent_session_id, field="parentSessionId").execution
+            parent = self.summary(parent_session_id, field="parentSessionId")
             base = ExecutionStateData(mode=parent.mode, plan_enabled=parent.plan_enabled)
         if mode == "plan":
             return base.model_copy(update={"plan_enabled": True})
@@ -198,56 +217,57 @@ class SessionService:
     # -- reading ---------------------------------------------------------------------------
 
     def require_session(self, session_id: str) -> None:
-        """Raise :class:`SessionNotFound` unless the session has been created."""
+        """Raise :class:`SessionNotFound` unless the log holds the session (deleted or not)."""
         with _log_errors():
             head = self._store.session_head(session_id)
         if head is None:
             raise SessionNotFound(session_id)
 
-    def state(self, session_id: str, *, field: str | None = None) -> SessionState:
-        """The session's current state, folded from its events."""
+    def find_summary(self, session_id: str) -> SessionSummary | None:
+        """The session's projected summary, deleted or not; ``None`` if it has none."""
         with _log_errors():
-            state = fold(self._store.read_session(session_id))
-        if state is None:
+            return self._projections.summary(self._store, session_id)
+
+    def summary(
+        self, session_id: str, *, field: str | None = None, allow_deleted: bool = False
+    ) -> SessionSummary:
+        """The session's projected summary; 404 if unknown, 410 if deleted (unless allowed)."""
+        found = self.find_summary(session_id)
+        if found is None:
             raise SessionNotFound(session_id, field=field)
-        return state
+        if found.deleted and not allow_deleted:
+            raise SessionDeleted(session_id)
+        return found
+
+    def require_live(self, session_id: str) -> None:
+        """Raise 404 for an unknown session and 410 for a deleted one."""
+        self.summary(session_id)
 
     def document(self, session_id: str) -> dict[str, Any]:
-        """The session document of SPEC §11 (``GET /v1/sessions/{id}``)."""
-        return self.state(session_id).to_document()
+        """The session document of SPEC §11 (``GET /v1/sessions/{id}``), from the projection."""
+        return session_document(self.summary(session_id))
+
+    def summaries(self, *, include_deleted: bool = False) -> list[SessionSummary]:
+        """Every session's summary, most recently written first (by global position)."""
+        with _log_errors():
+            rows = self._projections.summaries(self._store)
+        return rows if include_deleted else [s for s in rows if not s.deleted]
 
     def list_sessions(self) -> dict[str, Any]:
-        """``{"sessions": [...]}``, most recently updated first.
+        """``{"sessions": [...]}``, most recently updated first; deleted sessions are left out.
 
         Order is by the global position of each session's last event, which is exact where
-        ``updatedAt`` (milliseconds) ties. Mode and parent come from the first event until a
-        projection holds the current state (a later issue).
+        ``updatedAt`` (milliseconds) ties.
         """
-        rows: list[tuple[int, dict[str, Any]]] = []
-        with _log_errors():
-            for head in self._store.session_heads():
-                rows.append(self._summary(head))
-        rows.sort(key=lambda row: row[0], reverse=True)
-        return {"sessions": [summary for _position, summary in rows]}
-
-    def _summary(self, head: SessionHead) -> tuple[int, dict[str, Any]]:
-        first = list(self._store.read_session(head.session_id, limit=1))
-        last = list(self._store.read_session(head.session_id, after=head.version - 1, limit=1))
-        state = fold(first)
-        if state is None or not last:
-            raise CorruptLog(f"session {head.session_id} has a head record but missing events")
-        return last[0].global_position, {
-            "sessionId": head.session_id,
-            "displayMode": state.display_mode,
-            "version": head.version,
-            "updatedAt": head.updated_at,
-            "parentSessionId": state.parent_session_id,
-        }
+        return {"sessions": [list_entry(s) for s in self.summaries()]}
 
     def events(
         self, session_id: str, *, after: int = 0, limit: int | None = None
     ) -> dict[str, Any]:
-        """One page of envelopes after ``seq`` ``after`` and the session's version."""
+        """One page of envelopes after ``seq`` ``after`` and the session's version.
+
+        A deleted session's events stay readable until purged (an auditor reads them).
+        """
         check_cursor(after)
         if limit is None:
             limit = DEFAULT_EVENTS_LIMIT
@@ -262,18 +282,21 @@ class SessionService:
             version = self._store.version(session_id)
         return {"events": [event.to_wire() for event in page], "version": version}
 
-    def iter_events(self, session_id: str, *, after: int = 0) -> Iterator[RecordedEvent]:
-        """Every event after ``after``, streamed page by page (memory stays flat).
+    def iter_events(
+        self, session_id: str, *, after: int = 0, until: int | None = None
+    ) -> Iterator[RecordedEvent]:
+        """Every event after ``after`` (up to ``seq`` ``until``), page by page (flat memory).
 
         The cursor and the session are checked now; read errors surface while iterating.
         """
         check_cursor(after)
         self.require_session(session_id)
-        return self._stream(session_id, after)
+        limit = None if until is None else max(0, until - after)
+        return self._stream(session_id, after, limit)
 
-    def _stream(self, session_id: str, after: int) -> Iterator[RecordedEvent]:
+    def _stream(self, session_id: str, after: int, limit: int | None) -> Iterator[RecordedEvent]:
         with _log_errors():
-            yield from self._store.read_session(session_id, after=after)
+            yield from self._store.read_session(session_id, after=after, limit=limit)
 
     def session_page(self, session_id: str, *, after: int, limit: int) -> list[RecordedEvent]:
         """Up to ``limit`` events of one session after ``seq`` ``after`` (for streams)."""
@@ -285,40 +308,139 @@ class SessionService:
         with _log_errors():
             return list(self._store.read_all(after=after, limit=limit))
 
+    # -- execution state (SPEC §3) ---------------------------------------------------------
+
+    def execute(
+        self,
+        session_id: str,
+        command: Command,
+        *,
+        via: ModeChangeVia,
+        actor: Actor = "user",
+        message: str | None = None,
+        causation_id: str | None = None,
+    ) -> CommandResult:
+        """Run one command through the runtime; 409 ``refused`` when the machine says no."""
+        with _log_errors():
+            return self._runtime.execute(
+                session_id, command, via=via, actor=actor, message=message,
+                causation_id=causation_id,
+            )
+
+    def set_mode(
+        self, session_id: str, mode: RequestedMode, *, task: str | None = None
+    ) -> dict[str, Any]:
+        """``/mode X`` — or ``/plan [task]`` when ``mode`` is plan with a task (ES-4).
+
+        The task is recorded as a real user message in the same batch. Entering Plan in Plan
+        appends no state event (ES-3); during a goal it is refused (ES-5).
+        """
+        if mode not in MODES:
+            raise InvalidInput(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if task is not None and mode != "plan":
+            raise InvalidInput(
+                "task goes with mode 'plan' only (the /plan [task] path)",
+                details=[{"loc": ["task"], "message": "only with mode plan"}],
+            )
+        via: ModeChangeVia = "mode_command"
+        if task is not None:
+            via = "plan_command"
+            _not_blank(task, "task")
+        self.execute(session_id, SetMode(mode), via=via, message=task)
+        return self.document(session_id)
+
+    def cycle_mode(self, session_id: str) -> dict[str, Any]:
+        """Shift+Tab: ``plan → build → edit → yolo → plan``; from auto to plan (ES-4)."""
+        self.execute(session_id, Cycle(), via="cycle")
+        return self.document(session_id)
+
+    def start_goal(self, session_id: str, objective: str) -> dict[str, Any]:
+        """Start pursuing ``objective``; refused in Plan (ES-5) or with a goal active."""
+        _not_blank(objective, "objective")
+        self.execute(session_id, StartGoal(objective), via="mode_command")
+        return self.document(session_id)
+
+    def end_goal(self, session_id: str) -> dict[str, Any]:
+        """End the active goal; refused (409) when there is none."""
+        self.execute(session_id, EndGoal(), via="mode_command")
+        return self.document(session_id)
+
+    def enter_plan_tool(
+        self, session_id: str, *, causation_id: str | None = None
+    ) -> CommandResult:
+        """The EnterPlanMode tool path (actor model); succeeds unchanged when in Plan (ES-3)."""
+        return self.execute(
+            session_id, SetMode("plan"), via="enter_plan_tool", actor="model",
+            causation_id=causation_id,
+        )
+
+    def approve_plan_exit(
+        self, session_id: str, *, actor: Actor = "user", causation_id: str | None = None
+    ) -> CommandResult:
+        """ExitPlanMode approved: clear the Plan switch only, keeping the mode (ES-3)."""
+        return self.execute(
+            session_id, LeavePlan(), via="plan_approval", actor=actor, causation_id=causation_id
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def delete_session(self, session_id: str) -> dict[str, Any]:
+        """Append one ``SessionDeleted`` (actor user); afterwards the session answers 410.
+
+        Its events stay (readable, auditable) until ``purge``. A concurrent write is retried
+        from the fresh state, so two deletes append one event and the second gets 410.
+        """
+        for _attempt in range(_DELETE_ATTEMPTS):
+            current = self.summary(session_id)
+            with _log_errors():
+                try:
+                    result = self._store.append(
+                        session_id, [NewEvent(SessionDeletedEvent(), actor="user")],
+                        expected_version=current.version,
+                    )
+                except ConcurrencyConflict:
+                    continue  # someone wrote first: look again (it may be deleted now)
+            self._runtime.forget(session_id)
+            return {"sessionId": session_id, "deleted": True, "version": result.version}
+        raise Conflict(f"session {session_id!r} kept changing; try again")
+
+    def purge_session(self, session_id: str) -> int:
+        """Remove a deleted session's events (other chains untouched); the events removed.
+
+        Whether it is deleted is read from the log itself, not the projection: purging is
+        the one destructive operation, so it trusts nothing derived.
+        """
+        self.require_session(session_id)
+        with _log_errors():
+            folded = fold(self._store.read_session(session_id))
+        if folded is None or not folded.deleted:
+            raise SessionNotDeleted(session_id)
+        with _log_errors():
+            removed = self._store.purge(session_id)
+        self._runtime.forget(session_id)
+        return removed
+
+    def rebuild_projections(self, *, progress: AuditProgress | None = None) -> int:
+        """Drop every projection and fold the whole log again; the events folded."""
+        with _log_errors():
+            return self._store.rebuild_projections(progress=progress)
+
     # -- auditing --------------------------------------------------------------------------
 
     def audit_report(self, session_id: str) -> AuditReport:
-        """Check one session's hash chain (SPEC EL-4)."""
+        """Check one session: its hash chain (EL-4) and its projections against the log."""
         with _log_errors():
-            (report,) = self._store.verify(session_id)
+            report = audit_session(self._store, self._projections, session_id)
             head = self._store.session_head(session_id)
         if head is None and report.ok and report.events == 0:
             raise SessionNotFound(session_id)
-        return AuditReport.from_chain(report)
+        return report
 
     def audit(self, session_id: str) -> dict[str, Any]:
         """The audit document of SPEC §11 (``GET /v1/sessions/{id}/audit``)."""
         return self.audit_report(session_id).to_wire()
 
-    def audit_all(
-        self, *, progress: Callable[[int, int], None] | None = None
-    ) -> list[AuditReport]:
-        """Check every session's chain, calling ``progress(done, total)`` after each.
-
-        Sessions are taken from the store's head records. Rows that belong to no such session
-        (a head record deleted) would escape that listing; since global positions are
-        gapless, they show as fewer verified events than the log's head position, and then
-        the whole log is checked at once, which finds them.
-        """
+    def audit_all(self, *, progress: AuditProgress | None = None) -> list[AuditReport]:
+        """Audit every session, calling ``progress(done, total)`` after each."""
         with _log_errors():
-            ids = [head.session_id for head in self._store.session_heads()]
-            reports = []
-            for done, session_id in enumerate(ids, start=1):
-                (report,) = self._store.verify(session_id)
-                reports.append(AuditReport.from_chain(report))
-                if progress is not None:
-                    progress(done, len(ids))
-            counted = sum(r.events for r in reports)
-            if all(r.ok for r in reports) and counted != self._store.head_position():
-                reports = [AuditReport.from_chain(r) for r in self._store.verify()]
-        return reports
+            return audit_log(self._store, self._projections, progress=progress)

@@ -3,13 +3,16 @@
 States are the reachable combinations, declared as data: a permission mode alone
 (``build``), with Plan on (``build_plan``) or with an active goal (``build_goal``). No state
 holds Plan and Goal together, so no trigger can reach one: that is where the exclusivity rule
-of ES-5 lives. :func:`decide` is pure: it runs the ``transitions`` machine on a throw-away
-model and answers the next state, or a typed :class:`Refusal`; :func:`decide_events` adds the
-events that record the move (none when the state would stay identical, ES-3).
+of ES-5 lives. :func:`decide` is pure: it runs the ``transitions`` machine on its model (set
+to the given state first) and answers the next state, or a typed :class:`Refusal`;
+:func:`decide_events` adds the events that record the move (none when the state would stay
+identical, ES-3).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, get_args
 
@@ -134,17 +137,28 @@ class ExecutionModel:
 
 def build_machine(model: ExecutionModel | None = None, *, initial: str = "build") -> Machine:
     """The execution-state machine, optionally bound to ``model``."""
-    return Machine(
-        model=model if model is not None else [],
-        states=STATES,
-        transitions=TRANSITIONS,
-        initial=initial,
-        auto_transitions=False,
-        model_override=True,
-    )
+    # model_override binds only the triggers the model declares; transitions logs a warning
+    # for each is_<state>/may_<trigger> helper it skips, which we do not want.
+    core_log = logging.getLogger("transitions.core")
+    level = core_log.level
+    core_log.setLevel(logging.ERROR)
+    try:
+        return Machine(
+            model=model if model is not None else [],
+            states=STATES,
+            transitions=TRANSITIONS,
+            initial=initial,
+            auto_transitions=False,
+            model_override=True,
+        )
+    finally:
+        core_log.setLevel(level)
 
 
-_MACHINE = build_machine()
+_MODEL = ExecutionModel()
+_MACHINE = build_machine(_MODEL)
+_MACHINE_LOCK = threading.Lock()
+"""One model bound once (binding per call is slow and noisy); decisions take turns on it."""
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -257,15 +271,13 @@ def decide_events(
 def decide(state: ExecutionState, command: Command) -> Outcome:
     """Run ``command`` on the machine from ``state``: the next state or a refusal."""
     trigger = _trigger(command)
-    model = ExecutionModel()
-    _MACHINE.add_model(model, initial=state_name(state))
-    try:
-        getattr(model, trigger)()
-    except MachineError:
-        return _refusal(state, trigger)
-    finally:
-        _MACHINE.remove_model(model)
-    dest = model.state
+    with _MACHINE_LOCK:
+        _MACHINE.set_state(state_name(state), model=_MODEL)
+        try:
+            getattr(_MODEL, trigger)()
+        except MachineError:
+            return _refusal(state, trigger)
+        dest = _MODEL.state
     mode, _, suffix = dest.partition("_")
     goal = state.goal if suffix == "goal" else None
     if isinstance(command, StartGoal):

@@ -25,7 +25,8 @@ from typing import Any
 import httpx
 from starlette.exceptions import StarletteDeprecationWarning
 
-from eventlog import EventStore, open_store
+from eventlog import EventStore
+from projections import open_projected_store
 from sessionledger import ServerSettings, SessionService
 from sessionledger.http import create_app
 
@@ -85,8 +86,12 @@ class ServerProcess:
         return httpx.Client(base_url=self.base_url, **options)
 
     def open_store(self) -> EventStore:
-        """The server's database opened from the test process (a second writer)."""
-        return open_store(self.db_url)
+        """The server's database opened from the test process (a second writer).
+
+        Opened with the projections attached, as the server opens it, so events appended
+        here keep the server's read models in step.
+        """
+        return open_projected_store(self.db_url)[0]
 
     def terminate(self, *, timeout: float = STOP_TIMEOUT_S) -> int:
         """SIGTERM, then wait; a server that does not stop is killed and the test fails."""
@@ -162,9 +167,8 @@ def running_server(
 def in_process_client(
     workspace: Path, *, store_url: str = "memory://", settings: ServerSettings | None = None
 ) -> Iterator[tuple[TestClient, SessionService]]:
-    """The app over a fresh store, served in process; the store is closed afterwards."""
-    store = open_store(store_url)
-    service = SessionService(store, workspace_root=workspace)
+    """The app over a fresh store (with projections), served in process; closed afterwards."""
+    service = SessionService.open(store_url, workspace_root=workspace)
     app = create_app(
         service=service, settings=settings or ServerSettings(workspace_root=workspace)
     )
@@ -172,4 +176,4 @@ def in_process_client(
         with TestClient(app, raise_server_exceptions=False) as client:
             yield client, service
     finally:
-        store.close()
+        service.close()

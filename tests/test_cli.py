@@ -62,14 +62,15 @@ def run_cli(
 def ledger(tmp_path: Path) -> Iterator[Ledger]:
     """Three sessions; the first has three events (seq 1 to 3)."""
     path = tmp_path / "ledger.db"
-    store = open_store(f"sqlite:///{path}")
-    service = SessionService(store, workspace_root=tmp_path)
+    service = SessionService.open(f"sqlite:///{path}", workspace_root=tmp_path)
     try:
         ids = [service.create_session()["sessionId"] for _ in range(3)]
         for _ in range(2):
-            store.append(ids[0], [NewEvent(SessionCreated(workspace="/w"), actor="system")])
+            service.store.append(
+                ids[0], [NewEvent(SessionCreated(workspace="/w"), actor="system")]
+            )
     finally:
-        store.close()
+        service.close()
     yield Ledger(path, ids)
 
 
@@ -169,15 +170,14 @@ def test_audit_finds_events_whose_head_record_was_deleted(ledger: Ledger) -> Non
 
 
 def test_audit_reports_progress_per_session(tmp_path: Path) -> None:
-    store = open_store(f"sqlite:///{tmp_path}/ledger.db")
+    service = SessionService.open(f"sqlite:///{tmp_path}/ledger.db", workspace_root=tmp_path)
     try:
-        service = SessionService(store, workspace_root=tmp_path)
         for _ in range(5):
             service.create_session()
         calls: list[tuple[int, int]] = []
         reports = service.audit_all(progress=lambda done, total: calls.append((done, total)))
     finally:
-        store.close()
+        service.close()
     assert calls == [(n, 5) for n in range(1, 6)]
     assert len(reports) == 5 and all(r.ok for r in reports)
 

@@ -23,7 +23,7 @@ import pytest
 from httpx_sse import ServerSentEvent, connect_sse
 from server_support import ServerProcess, running_server
 
-from eventlog import EventStore, NewEvent, SessionCreated, open_store
+from eventlog import EventStore, NewEvent, SessionCreated
 from sessionledger import ServerSettings, SessionService
 from sessionledger.http.streaming import CommitNotifier, follow
 
@@ -236,8 +236,8 @@ def test_follow_wakes_on_commit_sends_keepalives_and_stops(tmp_path: Path) -> No
     """A local commit wakes the stream long before the poll interval; idle streams ping."""
 
     async def scenario() -> None:
-        store = open_store("memory://")
-        service = SessionService(store, workspace_root=tmp_path)
+        service = SessionService.open("memory://", workspace_root=tmp_path)
+        store = service.store
         notifier = CommitNotifier()
         notifier.attach(store, asyncio.get_running_loop())
         settings = ServerSettings(

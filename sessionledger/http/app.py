@@ -28,6 +28,7 @@ from ..config import ServerSettings
 from ..errors import SessionLedgerError, from_eventlog
 from ..logs import batch_logger, log_event, logger
 from ..sessions import SessionService
+from .execution_routes import execution_routes
 from .middleware import BearerAuthMiddleware, RequestLogMiddleware
 from .routes import session_routes
 from .streaming import CommitNotifier, stream_routes
@@ -136,6 +137,7 @@ def create_app(
     )
     _install_error_handlers(app)
     app.include_router(session_routes(service))
+    app.include_router(execution_routes(service))
     app.include_router(
         stream_routes(service, notifier=notifier, settings=settings, stopping=stop)
     )

@@ -1,9 +1,13 @@
-"""The JSON endpoints for sessions (SPEC §11): create, list, read, page events, audit.
+"""The JSON endpoints for sessions (SPEC §11): create, list, read, delete, page events, audit.
 
 Each route validates its input with pydantic or FastAPI's parameter parsing, calls one
 :class:`~sessionledger.sessions.SessionService` method and returns its document. Handlers are
 plain functions, so FastAPI runs them in worker threads and the store's blocking calls never
-stall the event loop.
+stall the event loop. The execution-state commands (mode, goal) are in
+:mod:`sessionledger.http.execution_routes`.
+
+A deleted session answers 410 ``session_deleted`` on its document, its stream and its
+commands; its events page and its audit stay readable until the session is purged.
 """
 
 from __future__ import annotations
@@ -67,13 +71,18 @@ def session_routes(service: SessionService) -> APIRouter:
 
     @router.get("/v1/sessions")
     def list_sessions() -> dict[str, Any]:
-        """Every session, most recently updated first."""
+        """Every session not deleted, most recently updated first."""
         return service.list_sessions()
 
     @router.get("/v1/sessions/{session_id}")
     def get_session(session_id: str) -> dict[str, Any]:
         """The session document: execution state, todos, pending interactions, version."""
         return service.document(session_id)
+
+    @router.delete("/v1/sessions/{session_id}")
+    def delete_session(session_id: str) -> dict[str, Any]:
+        """Delete a session: one ``SessionDeleted`` event; its routes then answer 410."""
+        return service.delete_session(session_id)
 
     @router.get("/v1/sessions/{session_id}/events")
     def get_events(
@@ -83,12 +92,12 @@ def session_routes(service: SessionService) -> APIRouter:
             int, Query(description=f"page size, 1 to {MAX_EVENTS_LIMIT}")
         ] = DEFAULT_EVENTS_LIMIT,
     ) -> dict[str, Any]:
-        """One page of the session's envelopes and its current version."""
+        """One page of the session's envelopes and its version (also once deleted)."""
         return service.events(session_id, after=after, limit=limit)
 
     @router.get("/v1/sessions/{session_id}/audit")
     def audit(session_id: str) -> dict[str, Any]:
-        """Hash chain check of the session (projections are compared by a later issue)."""
+        """Hash chain and projections against a fresh fold of the log (also once deleted)."""
         return service.audit(session_id)
 
     return router

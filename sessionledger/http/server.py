@@ -94,5 +94,5 @@ def serve(settings: ServerSettings, *, service: SessionService) -> None:
             server.run()
     finally:
         stopping.set()
-        service.store.close()
+        service.close()
         log_event(_log, "stopped", store=service.store.url)

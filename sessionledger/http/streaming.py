@@ -9,7 +9,9 @@ The wait ends early when this process commits (:class:`CommitNotifier` bridges t
 listener, called on the committing thread, into the event loop) and otherwise after
 ``stream_poll_s``, which is how appends by other processes on the same database arrive.
 Idle streams send a comment every ``stream_keepalive_s``; all streams end when the server
-starts stopping, so a graceful shutdown is not held up by open connections.
+starts stopping, so a graceful shutdown is not held up by open connections. A session
+stream also ends after sending the session's ``SessionDeleted`` event, and a deleted session's
+stream answers 410 ``session_deleted`` (its events stay readable from the events page).
 """
 
 # No ``from __future__ import annotations``: FastAPI reads the route signatures at runtime,
@@ -33,8 +35,10 @@ from ..errors import InvalidInput, SessionLedgerError
 from ..logs import log_event, logger
 from ..sessions import SessionService, check_cursor
 
-__all__ = ["PAGE_SIZE", "CommitNotifier", "follow", "stream_routes", "to_sse"]
+__all__ = ["DELETED_EVENT", "PAGE_SIZE", "CommitNotifier", "follow", "stream_routes", "to_sse"]
 
+DELETED_EVENT = "SessionDeleted"
+"""The last event a session stream sends: a deleted session's routes answer 410 after it."""
 PAGE_SIZE = 500
 """Events read per step; a full page is followed by another read without waiting."""
 
@@ -168,16 +172,16 @@ def stream_routes(
     """The two SSE endpoints of SPEC §11."""
     router = APIRouter(tags=["streams"])
 
-    def existing_session(session_id: str) -> str:
-        service.require_session(session_id)
+    def live_session(session_id: str) -> str:
+        service.require_live(session_id)  # 404 unknown, 410 deleted
         return session_id
 
     @router.get("/v1/sessions/{session_id}/events/stream", response_class=EventSourceResponse)
     async def session_stream(
-        session_id: Annotated[str, Depends(existing_session)],
+        session_id: Annotated[str, Depends(live_session)],
         cursor: Annotated[int, Depends(stream_cursor)],
     ) -> AsyncIterator[ServerSentEvent]:
-        """One session's events; ``id:`` is the event's ``seq``."""
+        """One session's events; ``id:`` is the event's ``seq``; ends after a deletion."""
 
         def read(after: int, limit: int) -> list[RecordedEvent]:
             return service.session_page(session_id, after=after, limit=limit)
@@ -187,6 +191,8 @@ def stream_routes(
             notifier=notifier, settings=settings, stopping=stopping,
         ):
             yield item
+            if item.event == DELETED_EVENT:
+                return  # nothing can follow a deletion
 
     @router.get("/v1/events/stream", response_class=EventSourceResponse)
     async def global_stream(
