@@ -69,8 +69,15 @@ class ExecutionStateData(_Payload):
     @classmethod
     def _legacy_plan_mode(cls, value: Any) -> Any:
         if isinstance(value, dict) and value.get("mode") == "plan":
-            return {**value, "mode": "build", "planEnabled": True}
+            rest = {k: v for k, v in value.items() if k not in ("plan_enabled", "planEnabled")}
+            return {**rest, "mode": "build", "planEnabled": True}
         return value
+
+    @model_validator(mode="after")
+    def _plan_and_goal_exclusive(self) -> ExecutionStateData:
+        if self.plan_enabled and self.goal is not None:
+            raise ValueError("Plan and Goal cannot be active at the same time.")
+        return self
 
 
 class SessionCreated(Event):

@@ -12,7 +12,9 @@ log and decides again.
 from __future__ import annotations
 
 import logging
+import random
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -125,7 +127,7 @@ class ExecutionRuntime:
 
         ``message`` (the ``/plan`` task) is recorded as a real user message in the same batch.
         """
-        for _attempt in range(_ATTEMPTS):
+        for attempt in range(_ATTEMPTS):
             summary = self.summary(session_id)
             current, version = summary.execution, summary.version
             decision = decide_events(current, command, via=via)
@@ -144,7 +146,9 @@ class ExecutionRuntime:
                     expected_version=version,
                 )
             except ConcurrencyConflict:
-                continue  # someone else wrote first: decide again from the fresh state
+                # Someone else wrote first: back off a little, then decide again afresh.
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+                continue
             result = CommandResult(session_id, after, appended.version, appended.events)
             self._remember(session_id, after, appended.version)
             self._publish(result)
