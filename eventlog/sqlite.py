@@ -39,88 +39,25 @@ from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent
 from .errors import EventLogError, StoreBusy, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
+from .sqlite_schema import (
+    COLUMNS,
+    HIGH_WATER,
+    INSERT,
+    UPSERT_HEAD,
+    chunked_rows,
+    create_schema,
+    is_busy,
+    text_or_bytes,
+)
 from .store import Listener, SessionHead
 from .upcasting import UpcasterRegistry, default_upcasters
 
 __all__ = ["SQLiteEventStore", "create_schema"]
 
-_COLUMNS = (
-    "global_position, session_id, seq, type, schema_version, data, recorded_at, actor, "
-    "causation_id, correlation_id, idempotency_key, prev_hash, hash"
-)
-_INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
-_UPSERT_HEAD = (
-    "INSERT INTO streams (session_id, version, head_hash, created_at, updated_at) "
-    "VALUES (?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET version=excluded.version, "
-    "head_hash=excluded.head_hash, updated_at=excluded.updated_at"
-)
 T = TypeVar("T")
-_HIGH_WATER = (
-    "SELECT max(coalesce((SELECT max(global_position) FROM events), 0), "
-    "coalesce((SELECT value FROM meta WHERE key = 'purged_through'), 0))"
-)
-"""The last global position ever used: purged positions are never handed out again."""
 _PAGE = 2000
 _BUSY_TIMEOUT_MS = 5000
 _MAX_ATTEMPTS = 12
-
-
-def create_schema(db: sqlite_utils.Database) -> None:
-    """Create the ``events`` table of SPEC EL-9 and the per-session head records."""
-    db["events"].create(  # type: ignore[union-attr]
-        {
-            "global_position": int, "session_id": str, "seq": int, "type": str,
-            "schema_version": int, "data": str, "recorded_at": str, "actor": str,
-            "causation_id": str, "correlation_id": str, "idempotency_key": str,
-            "prev_hash": str, "hash": str,
-        },
-        pk="global_position",
-        not_null={"session_id", "seq", "type", "schema_version", "data", "recorded_at",
-                  "actor", "prev_hash", "hash"},
-        if_not_exists=True,
-    )
-    db["events"].create_index(  # type: ignore[union-attr]
-        ["session_id", "seq"], index_name="events_session_seq", unique=True,
-        if_not_exists=True,
-    )
-    db.execute(
-        "CREATE INDEX IF NOT EXISTS events_idempotency ON events (session_id, idempotency_key)"
-        " WHERE idempotency_key IS NOT NULL"
-    )
-    db["meta"].create(  # type: ignore[union-attr]
-        {"key": str, "value": int}, pk="key", not_null={"value"}, if_not_exists=True,
-    )
-    db["projection_versions"].create(  # type: ignore[union-attr]
-        {"name": str, "version": int}, pk="name", not_null={"version"}, if_not_exists=True,
-    )
-    db["streams"].create(  # type: ignore[union-attr]
-        {"session_id": str, "version": int, "head_hash": str, "created_at": str,
-         "updated_at": str},
-        pk="session_id",
-        not_null={"version", "head_hash", "created_at", "updated_at"},
-        if_not_exists=True,
-    )
-
-
-def chunked_rows(conn: sqlite3.Connection, sql: str, size: int) -> Iterator[list[RawRow]]:
-    """Pages of rows by global position; ``sql`` takes (after, limit)."""
-    after = 0
-    while rows := conn.execute(sql, (after, size)).fetchall():
-        yield rows
-        after = rows[-1][0]
-
-
-def _text_or_bytes(raw: bytes) -> str | bytes:
-    """Decode TEXT as UTF-8, leaving undecodable (corrupted) text as bytes."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw
-
-
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
 
 
 class SQLiteEventStore:
@@ -173,7 +110,7 @@ class SQLiteEventStore:
             try:
                 return action()
             except sqlite3.OperationalError as exc:
-                if not _is_busy(exc):
+                if not is_busy(exc):
                     raise
                 time.sleep(random.uniform(0.001, 0.01 * (attempt + 1)))
         raise StoreBusy(f"{self.path}: database stayed locked through {_MAX_ATTEMPTS} tries")
@@ -212,7 +149,7 @@ class SQLiteEventStore:
         conn = self._writer
         conn.execute("BEGIN IMMEDIATE")
         try:
-            (position,) = conn.execute(_HIGH_WATER).fetchone()
+            (position,) = conn.execute(HIGH_WATER).fetchone()
             now = format_instant(self._clock.now())
             outcomes: list[AppendResult | BaseException] = []
             for prepared in group:
@@ -241,7 +178,7 @@ class SQLiteEventStore:
         batch = prepared.batch
         if batch.idempotency_key is not None:
             earlier = conn.execute(
-                f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND idempotency_key = ? "
+                f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND idempotency_key = ? "
                 "ORDER BY seq", (batch.session_id, batch.idempotency_key),
             ).fetchall()
             if earlier:
@@ -256,9 +193,9 @@ class SQLiteEventStore:
             prepared, version=version, prev_hash=prev_hash, next_position=next_position,
             recorded_at=now,
         )
-        conn.executemany(_INSERT, rows)
+        conn.executemany(INSERT, rows)
         last = rows[-1]
-        conn.execute(_UPSERT_HEAD, (batch.session_id, last[2], last[12], now, now))
+        conn.execute(UPSERT_HEAD, (batch.session_id, last[2], last[12], now, now))
         return result_from_rows(prepared, rows)
 
     def _publish(self, events: Sequence[RecordedEvent]) -> None:
@@ -298,7 +235,7 @@ class SQLiteEventStore:
             projection.create(conn)
         total = int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
         done = 0
-        sql = (f"SELECT {_COLUMNS} FROM events WHERE global_position > ? "
+        sql = (f"SELECT {COLUMNS} FROM events WHERE global_position > ? "
                "ORDER BY global_position LIMIT ?")
         upcasters = self._upcasters
         for rows in chunked_rows(conn, sql, REBUILD_CHUNK):
@@ -350,7 +287,7 @@ class SQLiteEventStore:
             conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
             try:
-                (high_water,) = conn.execute(_HIGH_WATER).fetchone()
+                (high_water,) = conn.execute(HIGH_WATER).fetchone()
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('purged_through', ?) "
                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (high_water,),
@@ -406,14 +343,14 @@ class SQLiteEventStore:
     def read_session(
         self, session_id: str, *, after: int = 0, limit: int | None = None
     ) -> Iterator[RecordedEvent]:
-        sql = (f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND seq > ? "
+        sql = (f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND seq > ? "
                "ORDER BY seq LIMIT ?")
         upcasters = self._upcasters
         for row in self._pages(sql, (session_id,), after, limit):
             yield decode_row(row, upcasters=upcasters)
 
     def read_all(self, *, after: int = 0, limit: int | None = None) -> Iterator[RecordedEvent]:
-        sql = (f"SELECT {_COLUMNS} FROM events WHERE global_position > ? "
+        sql = (f"SELECT {COLUMNS} FROM events WHERE global_position > ? "
                "ORDER BY global_position LIMIT ?")
         upcasters = self._upcasters
         for row in self._pages(sql, (), after, limit):
@@ -422,12 +359,12 @@ class SQLiteEventStore:
     def raw_session(self, session_id: str) -> Iterator[tuple[Any, ...]]:
         # Tolerates rows whose seq was tampered into a non-integer or below 1 (they sort last)
         # and text that is not valid UTF-8 (it comes back as bytes, a wrong-type break).
-        sql = (f"SELECT {_COLUMNS} FROM events WHERE session_id = ? "
+        sql = (f"SELECT {COLUMNS} FROM events WHERE session_id = ? "
                "ORDER BY typeof(seq) != 'integer' OR seq < 1, seq, global_position")
         conn = self._reader()
         cursor = conn.execute(sql, (session_id,))
         while True:
-            conn.text_factory = _text_or_bytes
+            conn.text_factory = text_or_bytes
             try:
                 batch = cursor.fetchmany(_PAGE)
             finally:
@@ -446,7 +383,7 @@ class SQLiteEventStore:
         return int(self._retry(lambda: self._read_version(self._reader(), session_id)))
 
     def head_position(self) -> int:
-        return int(self._reader().execute(_HIGH_WATER).fetchone()[0])
+        return int(self._reader().execute(HIGH_WATER).fetchone()[0])
 
     def session_heads(self) -> list[SessionHead]:
         rows = self._reader().execute(

@@ -1,0 +1,101 @@
+"""The SQLite file's tables and the SQL text the store runs against them (SPEC EL-9).
+
+``events`` is the published table; ``streams`` holds each session's head (version, head hash,
+times); ``meta`` the purge high-water mark; ``projection_versions`` the schema version of each
+inline projection's tables. Tables are created with sqlite-utils so other tools see plain,
+documented tables.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+
+import sqlite_utils
+
+from .envelope import RawRow
+
+__all__ = [
+    "COLUMNS",
+    "HIGH_WATER",
+    "INSERT",
+    "UPSERT_HEAD",
+    "chunked_rows",
+    "create_schema",
+    "is_busy",
+    "text_or_bytes",
+]
+
+COLUMNS = (
+    "global_position, session_id, seq, type, schema_version, data, recorded_at, actor, "
+    "causation_id, correlation_id, idempotency_key, prev_hash, hash"
+)
+INSERT = f"INSERT INTO events ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+UPSERT_HEAD = (
+    "INSERT INTO streams (session_id, version, head_hash, created_at, updated_at) "
+    "VALUES (?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET version=excluded.version, "
+    "head_hash=excluded.head_hash, updated_at=excluded.updated_at"
+)
+HIGH_WATER = (
+    "SELECT max(coalesce((SELECT max(global_position) FROM events), 0), "
+    "coalesce((SELECT value FROM meta WHERE key = 'purged_through'), 0))"
+)
+"""The last global position ever used: purged positions are never handed out again."""
+
+
+def create_schema(db: sqlite_utils.Database) -> None:
+    """Create the ``events`` table of SPEC EL-9 and the per-session head records."""
+    db["events"].create(  # type: ignore[union-attr]
+        {
+            "global_position": int, "session_id": str, "seq": int, "type": str,
+            "schema_version": int, "data": str, "recorded_at": str, "actor": str,
+            "causation_id": str, "correlation_id": str, "idempotency_key": str,
+            "prev_hash": str, "hash": str,
+        },
+        pk="global_position",
+        not_null={"session_id", "seq", "type", "schema_version", "data", "recorded_at",
+                  "actor", "prev_hash", "hash"},
+        if_not_exists=True,
+    )
+    db["events"].create_index(  # type: ignore[union-attr]
+        ["session_id", "seq"], index_name="events_session_seq", unique=True,
+        if_not_exists=True,
+    )
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS events_idempotency ON events (session_id, idempotency_key)"
+        " WHERE idempotency_key IS NOT NULL"
+    )
+    db["meta"].create(  # type: ignore[union-attr]
+        {"key": str, "value": int}, pk="key", not_null={"value"}, if_not_exists=True,
+    )
+    db["projection_versions"].create(  # type: ignore[union-attr]
+        {"name": str, "version": int}, pk="name", not_null={"version"}, if_not_exists=True,
+    )
+    db["streams"].create(  # type: ignore[union-attr]
+        {"session_id": str, "version": int, "head_hash": str, "created_at": str,
+         "updated_at": str},
+        pk="session_id",
+        not_null={"version", "head_hash", "created_at", "updated_at"},
+        if_not_exists=True,
+    )
+
+
+def chunked_rows(conn: sqlite3.Connection, sql: str, size: int) -> Iterator[list[RawRow]]:
+    """Pages of rows by global position; ``sql`` takes (after, limit)."""
+    after = 0
+    while rows := conn.execute(sql, (after, size)).fetchall():
+        yield rows
+        after = rows[-1][0]
+
+
+def text_or_bytes(raw: bytes) -> str | bytes:
+    """Decode TEXT as UTF-8, leaving undecodable (corrupted) text as bytes."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
