@@ -1,0 +1,114 @@
+"""What every tool declares about itself (SPEC TR-2, TR-3).
+
+A :class:`ToolDescriptor` carries the flags the permission service decides on: read-only,
+destructive, side-effect scope, whether the tool always needs the user, whether it needs
+approval, and whether it is a session control allowed in Plan. The values for the service's
+own tools are those of the TR-2 table; the host's usual coding tools get built-in descriptors;
+MCP tools (``mcp__<server>__<tool>``) carry the flags their host declares.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "HOST_TOOLS",
+    "MCP_NAME",
+    "SERVICE_TOOLS",
+    "SideEffectScope",
+    "ToolDescriptor",
+    "ToolKind",
+    "host_tool",
+    "mcp_tool",
+]
+
+SideEffectScope = Literal["none", "session", "workspace", "system", "network"]
+ToolKind = Literal["service", "host", "mcp"]
+MCP_NAME = re.compile(r"^mcp__([A-Za-z0-9_-]+)__([A-Za-z0-9_.-]+)$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolDescriptor:
+    """The flags a tool declares; the permission service decides on these alone."""
+
+    name: str
+    kind: ToolKind
+    read_only: bool
+    destructive: bool = False
+    side_effect_scope: SideEffectScope = "none"
+    requires_user_interaction: bool = False
+    needs_approval: bool = False
+    allowed_in_plan_mode: bool = False
+    file_edit: bool = False
+    """Writes files (Write, Edit): ``edit`` mode allows it inside the workspace (PM-4)."""
+    shell: bool = False
+    """Runs a shell command (Bash): read-only-ness comes from the classifier (PM-4)."""
+
+
+SERVICE_TOOLS: dict[str, ToolDescriptor] = {
+    d.name: d
+    for d in (
+        ToolDescriptor(name="TodoRead", kind="service", read_only=True),
+        ToolDescriptor(
+            name="TodoWrite", kind="service", read_only=True, side_effect_scope="session",
+            allowed_in_plan_mode=True,
+        ),
+        ToolDescriptor(
+            name="AskUserQuestion", kind="service", read_only=True,
+            requires_user_interaction=True,
+        ),
+        ToolDescriptor(
+            name="EnterPlanMode", kind="service", read_only=False, side_effect_scope="session",
+            allowed_in_plan_mode=True,
+        ),
+        ToolDescriptor(
+            name="ExitPlanMode", kind="service", read_only=False, side_effect_scope="session",
+            requires_user_interaction=True, allowed_in_plan_mode=True,
+        ),
+        ToolDescriptor(name="ListModels", kind="service", read_only=True),
+        ToolDescriptor(name="ReadSessionContext", kind="service", read_only=True),
+    )
+}
+"""The service's own tools with the TR-2 flags (handlers arrive with their issues)."""
+
+HOST_TOOLS: dict[str, ToolDescriptor] = {
+    d.name: d
+    for d in (
+        ToolDescriptor(name="Read", kind="host", read_only=True),
+        ToolDescriptor(name="Grep", kind="host", read_only=True),
+        ToolDescriptor(name="Glob", kind="host", read_only=True),
+        ToolDescriptor(
+            name="Write", kind="host", read_only=False, side_effect_scope="workspace",
+            needs_approval=True, file_edit=True,
+        ),
+        ToolDescriptor(
+            name="Edit", kind="host", read_only=False, side_effect_scope="workspace",
+            needs_approval=True, file_edit=True,
+        ),
+        ToolDescriptor(
+            name="Bash", kind="host", read_only=False, side_effect_scope="system",
+            needs_approval=True, shell=True,
+        ),
+        ToolDescriptor(
+            name="WebFetch", kind="host", read_only=True, side_effect_scope="network",
+        ),
+    )
+}
+"""Built-in descriptors for the host's usual coding tools (TR-3)."""
+
+
+def host_tool(name: str) -> ToolDescriptor | None:
+    """The built-in descriptor of a host tool, or ``None`` if it has none."""
+    return HOST_TOOLS.get(name)
+
+
+def mcp_tool(name: str, *, read_only: bool, destructive: bool = False) -> ToolDescriptor:
+    """A descriptor for ``mcp__<server>__<tool>`` with the flags its host declares."""
+    if not MCP_NAME.match(name):
+        raise ValueError(f"{name!r} is not an MCP tool name (mcp__<server>__<tool>)")
+    return ToolDescriptor(
+        name=name, kind="mcp", read_only=read_only, destructive=destructive,
+        side_effect_scope="none" if read_only else "system", needs_approval=not read_only,
+    )
