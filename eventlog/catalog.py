@@ -17,17 +17,26 @@ __all__ = [
     "CATALOG",
     "Event",
     "ExecutionStateData",
+    "FollowUpData",
     "GoalData",
     "GoalEnded",
     "GoalStarted",
+    "HostKind",
+    "InteractionKind",
+    "InteractionRequested",
+    "InteractionResolved",
     "MessageRecorded",
     "ModeChangeVia",
-    "SessionDeleted",
-    "SessionModeChanged",
-    "HostKind",
+    "PermissionDecided",
     "PermissionMode",
+    "PermissionVerdict",
     "SessionCreated",
+    "SessionDeleted",
     "SessionEvent",
+    "SessionModeChanged",
+    "ToolCallCompleted",
+    "ToolCallRequested",
+    "TurnControlData",
     "event_adapter",
 ]
 
@@ -144,9 +153,96 @@ class SessionDeleted(Event):
     type: Literal["SessionDeleted"] = "SessionDeleted"
 
 
+class PermissionVerdict(_Payload):
+    """A permission decision: allow, ask or deny, why, and the rule that decided."""
+
+    behavior: Literal["allow", "ask", "deny"]
+    reason: str
+    rule_id: str
+
+
+class ToolCallRequested(Event):
+    """The model (or a host) asked to run a tool with this input."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["ToolCallRequested"] = "ToolCallRequested"
+    call_id: str
+    tool: str
+    input: dict[str, Any]
+    host: HostKind
+
+
+class PermissionDecided(Event):
+    """The permission service (or a broker) decided on a call; ``callId`` ties it to it."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["PermissionDecided"] = "PermissionDecided"
+    call_id: str
+    tool: str
+    decision: PermissionVerdict
+    decided_by: Literal["service", "broker"] = "service"
+
+
+InteractionKind = Literal["askUserQuestion", "planApproval", "toolApproval"]
+
+
+class InteractionRequested(Event):
+    """A call waits for the user; the interaction joins the session's FIFO queue."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["InteractionRequested"] = "InteractionRequested"
+    interaction_id: str
+    call_id: str
+    kind: InteractionKind
+    payload: dict[str, Any]
+
+
+class InteractionResolved(Event):
+    """The user (or the auto-continue timer) answered an interaction."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["InteractionResolved"] = "InteractionResolved"
+    interaction_id: str
+    call_id: str
+    decision: Literal["modify", "approve", "deny", "feedback", "autoContinued"]
+    input: dict[str, Any] | None = None
+    feedback: str | None = None
+
+
+class TurnControlData(_Payload):
+    """Tells the host to end the turn after this result."""
+
+    reason: str
+    stop_turn_after_result: bool = True
+
+
+class FollowUpData(_Payload):
+    """User input to steer into the turn after this result."""
+
+    input: str
+    reason_source: str
+
+
+class ToolCallCompleted(Event):
+    """A call finished: completed (ran, or answered by the user) or denied."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["ToolCallCompleted"] = "ToolCallCompleted"
+    call_id: str
+    tool: str
+    status: Literal["completed", "denied"]
+    success: bool
+    result: dict[str, Any] = Field(default_factory=dict)
+    model_content: str
+    permission: PermissionVerdict | None = None
+    turn_control: TurnControlData | None = None
+    follow_up_user_input: FollowUpData | None = None
+
+
 SessionEvent = Annotated[
     SessionCreated | SessionModeChanged | GoalStarted | GoalEnded | MessageRecorded
-    | SessionDeleted,
+    | SessionDeleted | ToolCallRequested | PermissionDecided | InteractionRequested
+    | InteractionResolved | ToolCallCompleted,
     Field(discriminator="type"),
 ]
 
@@ -156,6 +252,7 @@ CATALOG: dict[str, type[Event]] = {
     cls.model_fields["type"].default: cls
     for cls in (
         SessionCreated, SessionModeChanged, GoalStarted, GoalEnded, MessageRecorded,
-        SessionDeleted,
+        SessionDeleted, ToolCallRequested, PermissionDecided, InteractionRequested,
+        InteractionResolved, ToolCallCompleted,
     )
 }

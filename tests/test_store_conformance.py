@@ -387,7 +387,18 @@ def annotation_strategy(annotation: Any) -> st.SearchStrategy[Any]:
     if origin is dict:
         key, value = get_args(annotation)
         return st.dictionaries(annotation_strategy(key), annotation_strategy(value), max_size=3)
+    if annotation is Any:  # free-form JSON payloads (tool inputs, results)
+        return JSON_VALUES
     return st.from_type(annotation)
+
+
+JSON_VALUES: st.SearchStrategy[Any] = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=3),
+    max_leaves=8,
+)
 
 
 def _build(cls: type[BaseModel], fields: dict[str, Any]) -> BaseModel | None:
