@@ -8,11 +8,14 @@ is the projection half of an audit: the stored read model against a fresh fold o
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
-from eventlog import Clock, EventStore, backend_of, open_store
+from eventlog import Clock, EventStore, RecordedEvent, backend_of, open_store
 
+from .documents import Doc, MemoryDocTable, SqliteDocTable
 from .execution_state import ExecutionStateProjection, SessionSummary, fold
 from .tables import MemorySummaryTable, SqliteSummaryTable
+from .tool_calls import DocProjection, call_key, fold_call, fold_interaction
 
 __all__ = [
     "ExecutionStateProjection",
@@ -28,9 +31,26 @@ class Projections:
     """The inline projections of one store, for reading through ``store.read_view``."""
 
     execution_state: ExecutionStateProjection
+    tool_calls: DocProjection
+    interactions: DocProjection
 
-    def all(self) -> tuple[ExecutionStateProjection, ...]:
-        return (self.execution_state,)
+    def all(self) -> tuple[ExecutionStateProjection | DocProjection, ...]:
+        return (self.execution_state, self.tool_calls, self.interactions)
+
+    def call(self, store: EventStore, session_id: str, call_id: str) -> Doc | None:
+        """One tool call's document, or ``None``."""
+        key = call_key(session_id, call_id)
+        return store.read_view(lambda tx: self.tool_calls.get(tx, key))
+
+    def interaction(self, store: EventStore, interaction_id: str) -> Doc | None:
+        """One interaction's document, or ``None``."""
+        return store.read_view(lambda tx: self.interactions.get(tx, interaction_id))
+
+    def pending_interactions(self, store: EventStore, session_id: str) -> list[Doc]:
+        """The session's pending interactions in queue (FIFO) order."""
+        return store.read_view(
+            lambda tx: self.interactions.of_session(tx, session_id, "pending")
+        )
 
     def summary(self, store: EventStore, session_id: str) -> SessionSummary | None:
         """The session's stored summary, or ``None`` if it has none."""
@@ -47,8 +67,16 @@ def open_projected_store(
     url: str, *, clock: Clock | None = None
 ) -> tuple[EventStore, Projections]:
     """Open the store at ``url`` with every inline projection attached."""
-    table = SqliteSummaryTable() if backend_of(url) == "sqlite" else MemorySummaryTable()
-    projections = Projections(ExecutionStateProjection(table))
+    sqlite = backend_of(url) == "sqlite"
+    table = SqliteSummaryTable() if sqlite else MemorySummaryTable()
+    docs: Any = SqliteDocTable if sqlite else MemoryDocTable
+    projections = Projections(
+        ExecutionStateProjection(table),
+        DocProjection(name="tool_calls", version=1, table=docs("tool_calls"), fold=fold_call),
+        DocProjection(
+            name="interactions", version=1, table=docs("interactions"), fold=fold_interaction
+        ),
+    )
     return open_store(url, clock=clock, projections=projections.all()), projections
 
 
@@ -56,8 +84,32 @@ def compare_session(
     store: EventStore, projections: Projections, session_id: str
 ) -> list[str]:
     """Differences between the stored read models and a fresh fold of the session's log."""
-    fresh = fold(store.read_session(session_id))
-    stored = projections.summary(store, session_id)
+    events = list(store.read_session(session_id))
+    differences = _summary_differences(
+        fold(events), projections.summary(store, session_id), session_id
+    )
+    for view in (projections.tool_calls, projections.interactions):
+        differences += _doc_differences(store, view, events, session_id)
+    return differences
+
+
+def _doc_differences(
+    store: EventStore, view: DocProjection, events: list[RecordedEvent], session_id: str
+) -> list[str]:
+    fresh: dict[str, Doc | None] = {}
+    for event in events:
+        view.fold(fresh, event)
+    stored = {d.key: d for d in store.read_view(lambda tx: view.of_session(tx, session_id))}
+    return [
+        f"{view.name}: {key} differs from the log"
+        for key in sorted(set(fresh) | set(stored))
+        if fresh.get(key) != stored.get(key)
+    ]
+
+
+def _summary_differences(
+    fresh: SessionSummary | None, stored: SessionSummary | None, session_id: str
+) -> list[str]:
     if fresh == stored:
         return []
     if fresh is None or stored is None:

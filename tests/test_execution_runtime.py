@@ -39,7 +39,9 @@ from projections import (
     compare_session,
     open_projected_store,
 )
+from projections.documents import SqliteDocTable
 from projections.tables import SqliteSummaryTable
+from projections.tool_calls import DocProjection, fold_call, fold_interaction
 from sessionledger.errors import CommandRefused, Conflict
 from sessionledger.runtime import CommandResult, ExecutionRuntime
 from statemachine.execution import (
@@ -183,10 +185,14 @@ def test_es6_append_failing_inside_the_store_transaction_rolls_back_everything(
     url: str,
 ) -> None:
     execution = ExecutionStateProjection(SqliteSummaryTable())
+    calls = DocProjection(name="tool_calls", version=1, table=SqliteDocTable("tool_calls"),
+                          fold=fold_call)
+    interactions = DocProjection(name="interactions", version=1,
+                                 table=SqliteDocTable("interactions"), fold=fold_interaction)
     exploding = ExplodingProjection()
-    store = open_store(url, projections=(execution, exploding))
+    store = open_store(url, projections=(execution, calls, interactions, exploding))
     try:
-        projections = Projections(execution)
+        projections = Projections(execution, calls, interactions)
         session = create(store, mode="auto")
         runtime = ExecutionRuntime(store, projections)
         seen = Recorder().attach(store, runtime)

@@ -1,0 +1,135 @@
+"""A keyed table of JSON documents per session: storage for the call and interaction views.
+
+Each row is a document (a dict) under a key, with its session, a status and an ordering
+number; views ask for one document, or a session's documents of a status in order. One
+implementation over SQLite (the only SQL of these views) and a dict twin for the in-memory
+store.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["Doc", "DocTable", "MemoryDocTable", "SqliteDocTable"]
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    """One stored document with its index columns."""
+
+    key: str
+    session_id: str
+    status: str
+    order: int
+    body: dict[str, Any]
+
+
+class DocTable(Protocol):
+    """Where documents live for one backend; ``tx`` is the store's transaction handle."""
+
+    def create(self, tx: Any) -> None: ...
+    def is_present(self, tx: Any) -> bool: ...
+    def drop(self, tx: Any) -> None: ...
+    def load(self, tx: Any, keys: Sequence[str]) -> dict[str, Doc]: ...
+    def save(self, tx: Any, docs: Sequence[Doc]) -> None: ...
+    def delete_session(self, tx: Any, session_id: str) -> None: ...
+    def of_session(self, tx: Any, session_id: str, status: str | None = None) -> list[Doc]: ...
+
+
+class SqliteDocTable:
+    """Documents in one SQLite table named by the view."""
+
+    def __init__(self, name: str) -> None:
+        if not name.isidentifier():
+            raise ValueError(f"bad table name {name!r}")
+        self.name = name
+
+    def create(self, tx: sqlite3.Connection) -> None:
+        tx.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.name} (key TEXT PRIMARY KEY, "
+            "session_id TEXT NOT NULL, status TEXT NOT NULL, ord INTEGER NOT NULL, "
+            "body TEXT NOT NULL)"
+        )
+        tx.execute(
+            f"CREATE INDEX IF NOT EXISTS {self.name}_session "
+            f"ON {self.name} (session_id, status, ord)"
+        )
+
+    def is_present(self, tx: sqlite3.Connection) -> bool:
+        found = tx.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (self.name,)
+        ).fetchone()
+        return found is not None
+
+    def drop(self, tx: sqlite3.Connection) -> None:
+        tx.execute(f"DROP TABLE IF EXISTS {self.name}")
+
+    def _doc(self, row: tuple[Any, ...]) -> Doc:
+        return Doc(row[0], row[1], row[2], row[3], json.loads(row[4]))
+
+    def load(self, tx: sqlite3.Connection, keys: Sequence[str]) -> dict[str, Doc]:
+        found: dict[str, Doc] = {}
+        for start in range(0, len(keys), 500):
+            part = keys[start : start + 500]
+            marks = ",".join("?" * len(part))
+            sql = f"SELECT key, session_id, status, ord, body FROM {self.name} WHERE key IN "
+            for row in tx.execute(f"{sql}({marks})", part):
+                found[row[0]] = self._doc(row)
+        return found
+
+    def save(self, tx: sqlite3.Connection, docs: Sequence[Doc]) -> None:
+        tx.executemany(
+            f"INSERT OR REPLACE INTO {self.name} (key, session_id, status, ord, body) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(d.key, d.session_id, d.status, d.order, json.dumps(d.body, sort_keys=True))
+             for d in docs],
+        )
+
+    def delete_session(self, tx: sqlite3.Connection, session_id: str) -> None:
+        tx.execute(f"DELETE FROM {self.name} WHERE session_id = ?", (session_id,))
+
+    def of_session(
+        self, tx: sqlite3.Connection, session_id: str, status: str | None = None
+    ) -> list[Doc]:
+        sql = f"SELECT key, session_id, status, ord, body FROM {self.name} WHERE session_id = ?"
+        params: tuple[Any, ...] = (session_id,)
+        if status is not None:
+            sql += " AND status = ?"
+            params += (status,)
+        return [self._doc(r) for r in tx.execute(sql + " ORDER BY ord", params)]
+
+
+class MemoryDocTable:
+    """Documents in a dict, for the in-memory store (``tx`` is unused)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.rows: dict[str, Doc] = {}
+
+    def create(self, tx: Any) -> None:
+        return None
+
+    def is_present(self, tx: Any) -> bool:
+        return True
+
+    def drop(self, tx: Any) -> None:
+        self.rows.clear()
+
+    def load(self, tx: Any, keys: Sequence[str]) -> dict[str, Doc]:
+        return {k: self.rows[k] for k in keys if k in self.rows}
+
+    def save(self, tx: Any, docs: Sequence[Doc]) -> None:
+        self.rows.update((d.key, d) for d in docs)
+
+    def delete_session(self, tx: Any, session_id: str) -> None:
+        for key in [k for k, d in self.rows.items() if d.session_id == session_id]:
+            del self.rows[key]
+
+    def of_session(self, tx: Any, session_id: str, status: str | None = None) -> list[Doc]:
+        docs = [d for d in self.rows.values()
+                if d.session_id == session_id and (status is None or d.status == status)]
+        return sorted(docs, key=lambda d: d.order)

@@ -1,0 +1,181 @@
+"""The tool-call and interaction views: what each call is now, and each session's queue.
+
+Folded from the call's events (``ToolCallRequested`` … ``ToolCallCompleted``) into one JSON
+document per call, shaped for the wire of SPEC §11 by :func:`call_wire`; and one document per
+interaction, ``pending`` until resolved, ordered by the position it was requested at, which
+is the session's FIFO queue (SPEC HO-4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from eventlog import (
+    InteractionRequested,
+    InteractionResolved,
+    PermissionDecided,
+    RecordedEvent,
+    ToolCallCompleted,
+    ToolCallRequested,
+)
+
+from .documents import Doc, DocTable
+
+__all__ = [
+    "DocProjection",
+    "call_key",
+    "call_wire",
+    "fold_call",
+    "fold_interaction",
+    "interaction_wire",
+]
+
+
+def call_key(session_id: str, call_id: str) -> str:
+    """Calls are keyed per session: a client's call id need only be unique in its session."""
+    return f"{session_id}/{call_id}"
+
+
+def _dump(model: Any) -> Any:
+    return None if model is None else model.model_dump(mode="json", by_alias=True)
+
+
+def fold_call(docs: dict[str, Doc | None], event: RecordedEvent) -> str | None:
+    """Apply one event to the call documents; the key it touched, if any."""
+    data = event.data
+    if isinstance(data, ToolCallRequested):
+        key = call_key(event.session_id, data.call_id)
+        docs[key] = Doc(key, event.session_id, "pending", event.seq, {
+            "callId": data.call_id, "tool": data.tool, "input": data.input, "host": data.host,
+            "interactionId": None, "requestedAt": event.recorded_at, "permission": None,
+        })
+        return key
+    call_id = getattr(data, "call_id", None)
+    if call_id is None:
+        return None
+    key = call_key(event.session_id, call_id)
+    doc = docs.get(key)
+    if doc is None:
+        return None
+    body = dict(doc.body)
+    status = doc.status
+    if isinstance(data, PermissionDecided):
+        body["permission"] = _dump(data.decision)
+    elif isinstance(data, InteractionRequested):
+        body["interactionId"] = data.interaction_id
+    elif isinstance(data, InteractionResolved):
+        body["resolution"] = {"decision": data.decision, "input": data.input,
+                              "feedback": data.feedback}
+    elif isinstance(data, ToolCallCompleted):
+        status = data.status
+        body.update({
+            "success": data.success, "result": data.result, "modelContent": data.model_content,
+            "turnControl": _dump(data.turn_control),
+            "followUpUserInput": _dump(data.follow_up_user_input),
+            "completedAt": event.recorded_at,
+        })
+        if data.permission is not None:
+            body["permission"] = _dump(data.permission)
+    docs[key] = Doc(key, doc.session_id, status, doc.order, body)
+    return key
+
+
+def fold_interaction(docs: dict[str, Doc | None], event: RecordedEvent) -> str | None:
+    """Apply one event to the interaction documents; the key it touched, if any."""
+    data = event.data
+    if isinstance(data, InteractionRequested):
+        docs[data.interaction_id] = Doc(
+            data.interaction_id, event.session_id, "pending", event.global_position,
+            {"interactionId": data.interaction_id, "callId": data.call_id, "kind": data.kind,
+             "payload": data.payload, "autoResolution": None,
+             "requestedAt": event.recorded_at},
+        )
+        return data.interaction_id
+    if isinstance(data, InteractionResolved):
+        doc = docs.get(data.interaction_id)
+        if doc is None:
+            return None
+        body = {**doc.body, "decision": data.decision, "resolvedAt": event.recorded_at}
+        docs[data.interaction_id] = Doc(doc.key, doc.session_id, "resolved", doc.order, body)
+        return data.interaction_id
+    return None
+
+
+def _keys_of(event: RecordedEvent) -> list[str]:
+    data = event.data
+    keys = []
+    call_id = getattr(data, "call_id", None)
+    if call_id is not None:
+        keys.append(call_key(event.session_id, call_id))
+    interaction_id = getattr(data, "interaction_id", None)
+    if interaction_id is not None:
+        keys.append(interaction_id)
+    return keys
+
+
+Fold = Callable[[dict[str, Doc | None], RecordedEvent], str | None]
+
+
+class DocProjection:
+    """An inline projection folding events into keyed documents (calls or interactions)."""
+
+    def __init__(self, *, name: str, version: int, table: DocTable, fold: Fold) -> None:
+        self.name = name
+        self.version = version
+        self.table = table
+        self.fold = fold
+
+    def create(self, tx: Any) -> None:
+        self.table.create(tx)
+
+    def is_present(self, tx: Any) -> bool:
+        return self.table.is_present(tx)
+
+    def drop(self, tx: Any) -> None:
+        self.table.drop(tx)
+
+    def forget(self, tx: Any, session_id: str) -> None:
+        self.table.delete_session(tx, session_id)
+
+    def apply(self, tx: Any, events: Sequence[RecordedEvent]) -> None:
+        wanted = list(dict.fromkeys(k for e in events for k in _keys_of(e)))
+        if not wanted:
+            return
+        docs: dict[str, Doc | None] = dict(self.table.load(tx, wanted))
+        touched: dict[str, None] = {}
+        for event in events:
+            key = self.fold(docs, event)
+            if key is not None:
+                touched[key] = None
+        self.table.save(tx, [d for k in touched if (d := docs.get(k)) is not None])
+
+    def get(self, tx: Any, key: str) -> Doc | None:
+        return self.table.load(tx, [key]).get(key)
+
+    def of_session(self, tx: Any, session_id: str, status: str | None = None) -> list[Doc]:
+        return self.table.of_session(tx, session_id, status)
+
+
+def call_wire(doc: Doc) -> dict[str, Any]:
+    """The tool-call document of SPEC §11 for the call's current status."""
+    body = doc.body
+    if doc.status == "pending":
+        return {"status": "pending", "callId": body["callId"],
+                "interactionId": body["interactionId"]}
+    if doc.status == "denied":
+        return {"status": "denied", "callId": body["callId"],
+                "modelContent": body["modelContent"], "permission": body["permission"],
+                "turnControl": body["turnControl"],
+                "followUpUserInput": body["followUpUserInput"]}
+    return {"status": "completed", "callId": body["callId"], "success": body["success"],
+            "result": body["result"], "modelContent": body["modelContent"],
+            "turnControl": body["turnControl"], "followUpUserInput": body["followUpUserInput"]}
+
+
+def interaction_wire(doc: Doc) -> dict[str, Any]:
+    """An interaction as the session document lists it (SPEC §11)."""
+    body = doc.body
+    return {"interactionId": body["interactionId"], "callId": body["callId"],
+            "kind": body["kind"], "payload": body["payload"],
+            "autoResolution": body["autoResolution"]}
