@@ -1,0 +1,282 @@
+"""The path every service tool call takes (SPEC §11 tool calls, HO-1 … HO-3, HO-8).
+
+validate input → permission → allow: run the handler; deny: complete as denied; ask: hand the
+call to the session's broker, which either denies at once (headless) or leaves it pending in
+the session's interaction queue until the user answers. Each step is one appended batch
+(``ToolCallRequested`` … ``ToolCallCompleted``), guarded by the session's expected version, so a
+pending call lives in the log: it survives a restart and completes when answered afterwards.
+Re-sending a ``callId`` returns the original call and never runs it twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol, cast
+
+from pydantic import ValidationError
+
+from eventlog import (
+    ConcurrencyConflict,
+    Event,
+    EventStore,
+    HostKind,
+    InteractionRequested,
+    InteractionResolved,
+    NewEvent,
+    PermissionDecided,
+    PermissionVerdict,
+    ToolCallCompleted,
+    ToolCallRequested,
+    new_id,
+)
+from eventlog.envelope import Actor
+from projections import Projections, SessionSummary
+from projections.tool_calls import call_wire
+from statemachine.execution import ExecutionState
+
+from .brokers import Pending, broker_for
+from .errors import Conflict, InvalidInput, NotFound
+from .runtime import ExecutionRuntime
+from .tools.descriptors import ToolDescriptor
+from .tools.handlers import HandlerOutcome, Resolution, ToolContext, ToolHandler
+from .tools.registry import SurfaceOptions, ToolRegistry
+
+__all__ = ["CallAnswer", "PermissionAuthority", "ToolExecutor", "validation_details"]
+
+_ATTEMPTS = 5
+Decision = Literal["modify", "approve", "deny", "feedback"]
+
+
+class PermissionAuthority(Protocol):
+    """Decides allow / ask / deny for one call (the permission service of PM-3)."""
+
+    def decide(
+        self, *, tool: ToolDescriptor, input: Mapping[str, Any], state: ExecutionState,
+        workspace: Path,
+    ) -> PermissionVerdict: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CallAnswer:
+    """The tool-call document and the HTTP status it is answered with (200 or 202)."""
+
+    status_code: int
+    document: dict[str, Any]
+
+
+def validation_details(error: ValidationError) -> list[dict[str, Any]]:
+    """Pydantic's errors as JSON-safe ``details`` of a 422."""
+    return [
+        {"loc": list(e["loc"]), "message": e["msg"], "type": e["type"]}
+        for e in error.errors(include_url=False, include_context=False, include_input=False)
+    ]
+
+
+def _answer(doc_wire: dict[str, Any]) -> CallAnswer:
+    return CallAnswer(202 if doc_wire["status"] == "pending" else 200, doc_wire)
+
+
+class ToolExecutor:
+    """Runs service tool calls for the sessions of one store."""
+
+    def __init__(
+        self,
+        *,
+        store: EventStore,
+        projections: Projections,
+        runtime: ExecutionRuntime,
+        registry: ToolRegistry,
+        permissions: PermissionAuthority,
+    ) -> None:
+        self._store = store
+        self._projections = projections
+        self._runtime = runtime
+        self._registry = registry
+        self._permissions = permissions
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def surface(self, session: SessionSummary) -> list[str]:
+        """The tools this session is offered."""
+        return self._registry.surface(self._options(session))
+
+    def _options(
+        self, session: SessionSummary, host: HostKind | None = None
+    ) -> SurfaceOptions:
+        return SurfaceOptions(
+            host=host or cast(HostKind, session.host),
+            subagent=session.parent_session_id is not None,
+        )
+
+    def call(
+        self,
+        session_id: str,
+        tool: str,
+        raw_input: Mapping[str, Any],
+        *,
+        call_id: str | None = None,
+        host: HostKind | None = None,
+        actor: Actor = "model",
+    ) -> CallAnswer:
+        """Run one call; ``host`` overrides the session's host (``sessionledger call``)."""
+        for _attempt in range(_ATTEMPTS):
+            session = self._runtime.summary(session_id)
+            if call_id is not None:
+                existing = self._projections.call(self._store, session_id, call_id)
+                if existing is not None:
+                    return _answer(call_wire(existing))
+            handler = self._handler(tool, session, host)
+            try:
+                handler.validate_input(raw_input)
+            except ValidationError as exc:
+                raise InvalidInput(
+                    f"{tool} input is invalid", details=validation_details(exc)
+                ) from exc
+            cid = call_id or new_id("call")
+            events = self._first_step(
+                session, handler, raw_input, cid, host or cast(HostKind, session.host)
+            )
+            try:
+                self._store.append(
+                    session_id, [NewEvent(e, actor=actor, causation_id=cid) for e in events],
+                    expected_version=session.version,
+                )
+            except ConcurrencyConflict:
+                continue
+            found = self._projections.call(self._store, session_id, cid)
+            assert found is not None
+            return _answer(call_wire(found))
+        raise Conflict(f"session {session_id!r} kept changing; try again")
+
+    def _handler(
+        self, tool: str, session: SessionSummary, host: HostKind | None
+    ) -> ToolHandler:
+        handler = self._registry.handler(tool)
+        if handler is None or not self._registry.offered(tool, self._options(session, host)):
+            raise InvalidInput(
+                f"unknown tool {tool!r} for this session",
+                details=[{"loc": ["tool"], "message": "not offered to this session"}],
+            )
+        return handler
+
+    def _first_step(
+        self, session: SessionSummary, handler: ToolHandler, raw: Mapping[str, Any],
+        call_id: str, host: HostKind,
+    ) -> list[Event]:
+        name = handler.descriptor.name
+        verdict = self._permissions.decide(
+            tool=handler.descriptor, input=raw, state=session.execution,
+            workspace=Path(session.workspace),
+        )
+        events: list[Event] = [
+            ToolCallRequested(call_id=call_id, tool=name, input=dict(raw), host=host),
+            PermissionDecided(call_id=call_id, tool=name, decision=verdict),
+        ]
+        if verdict.behavior == "allow":
+            outcome = handler.run(ToolContext(session=session, call_id=call_id), raw, None)
+            return [*events, *outcome.events, _completed(name, call_id, outcome)]
+        if verdict.behavior == "ask":
+            answer = broker_for(host).on_ask(name)
+            if isinstance(answer, Pending):
+                kind, payload = handler.interaction(raw)
+                return [*events, InteractionRequested(
+                    interaction_id=new_id("int"), call_id=call_id, kind=kind, payload=payload,
+                )]
+            events.append(PermissionDecided(
+                call_id=call_id, tool=name, decision=answer, decided_by="broker"
+            ))
+            verdict = answer
+        return [*events, ToolCallCompleted(
+            call_id=call_id, tool=name, status="denied", success=False,
+            model_content=verdict.reason, permission=verdict,
+        )]
+
+    def get(self, session_id: str, call_id: str) -> CallAnswer:
+        """The call's document as it is now."""
+        self._runtime.summary(session_id)
+        found = self._projections.call(self._store, session_id, call_id)
+        if found is None:
+            raise NotFound(f"no tool call {call_id!r} in session {session_id!r}")
+        return _answer(call_wire(found))
+
+    # -- answers ---------------------------------------------------------------------------
+
+    def respond(
+        self,
+        session_id: str,
+        interaction_id: str,
+        decision: Decision,
+        *,
+        input: Mapping[str, Any] | None = None,
+        feedback: str | None = None,
+    ) -> dict[str, Any]:
+        """Record the user's answer and complete the call; the call document afterwards."""
+        for _attempt in range(_ATTEMPTS):
+            session = self._runtime.summary(session_id)
+            interaction = self._projections.interaction(self._store, interaction_id)
+            if interaction is None or interaction.session_id != session_id:
+                raise NotFound(f"no interaction {interaction_id!r} in session {session_id!r}")
+            if interaction.status != "pending":
+                raise Conflict(f"interaction {interaction_id!r} was already resolved")
+            call_id = interaction.body["callId"]
+            call = self._projections.call(self._store, session_id, call_id)
+            assert call is not None
+            handler = self._registry.handler(call.body["tool"])
+            assert handler is not None
+            events = self._answer_step(
+                session, handler, call.body["input"], interaction, decision, input, feedback
+            )
+            try:
+                self._store.append(
+                    session_id, [NewEvent(e, actor="user", causation_id=call_id) for e in events],
+                    expected_version=session.version,
+                )
+            except ConcurrencyConflict:
+                continue
+            done = self._projections.call(self._store, session_id, call_id)
+            assert done is not None
+            return call_wire(done)
+        raise Conflict(f"session {session_id!r} kept changing; try again")
+
+    def _answer_step(
+        self, session: SessionSummary, handler: ToolHandler, original: Mapping[str, Any],
+        interaction: Any, decision: Decision, new_input: Mapping[str, Any] | None,
+        feedback: str | None,
+    ) -> list[Event]:
+        call_id = interaction.body["callId"]
+        if decision == "modify" and new_input is None:
+            raise InvalidInput("modify needs the new tool input", details=[{"loc": ["input"]}])
+        if decision == "feedback" and interaction.body["kind"] != "planApproval":
+            raise InvalidInput("feedback answers only a plan approval")
+        if decision == "feedback" and not (feedback or "").strip():
+            raise InvalidInput("feedback must not be blank", details=[{"loc": ["feedback"]}])
+        if decision == "modify" and new_input is not None:
+            try:
+                handler.validate_answer(new_input)
+            except ValidationError as exc:
+                raise InvalidInput(
+                    "the modified input is invalid; the question stays pending",
+                    details=validation_details(exc),
+                ) from exc
+        resolution = Resolution(decision=decision, input=new_input, feedback=feedback)
+        raw = new_input if decision == "modify" and new_input is not None else original
+        outcome = handler.run(ToolContext(session=session, call_id=call_id), raw, resolution)
+        name = handler.descriptor.name
+        return [
+            InteractionResolved(
+                interaction_id=interaction.key, call_id=call_id, decision=decision,
+                input=dict(new_input) if new_input is not None else None, feedback=feedback,
+            ),
+            *outcome.events,
+            _completed(name, call_id, outcome),
+        ]
+
+
+def _completed(tool: str, call_id: str, outcome: HandlerOutcome) -> ToolCallCompleted:
+    return ToolCallCompleted(
+        call_id=call_id, tool=tool, status="completed", success=outcome.success,
+        result=outcome.result, model_content=outcome.model_content,
+        turn_control=outcome.turn_control, follow_up_user_input=outcome.follow_up,
+    )

@@ -1,0 +1,78 @@
+"""The handler side of a tool: what the executor asks of every service tool.
+
+A handler validates the model's input, says what to show the user when the call needs them,
+and runs — returning a :class:`HandlerOutcome` (success, result, the text for the model, and
+any extra events to append with the completion). Handlers do no I/O of their own: everything
+they change is in the events they return (the plan file of PM-7 is the one exception, in its
+issue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from eventlog import Event, FollowUpData, InteractionKind, TurnControlData
+from projections import SessionSummary
+
+from .descriptors import ToolDescriptor
+
+__all__ = ["HandlerOutcome", "Resolution", "ToolContext", "ToolHandler"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    """What a handler may know about the session it runs in."""
+
+    session: SessionSummary
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resolution:
+    """The user's answer to an interaction, when the call needed one."""
+
+    decision: Literal["modify", "approve", "deny", "feedback", "autoContinued"]
+    input: Mapping[str, Any] | None = None
+    feedback: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandlerOutcome:
+    """What a run produced; ``events`` are appended in the completion's batch."""
+
+    success: bool
+    model_content: str
+    result: dict[str, Any] = field(default_factory=dict)
+    events: tuple[Event, ...] = ()
+    turn_control: TurnControlData | None = None
+    follow_up: FollowUpData | None = None
+
+
+class ToolHandler(Protocol):
+    """A service tool's contract and behaviour."""
+
+    @property
+    def descriptor(self) -> ToolDescriptor: ...
+
+    @property
+    def description(self) -> str: ...
+
+    def model_schema(self) -> dict[str, Any]:
+        """The JSON schema given to the model."""
+
+    def validate_input(self, raw: Mapping[str, Any]) -> None:
+        """Raise ``pydantic.ValidationError`` when the model's input fails the schema."""
+
+    def validate_answer(self, raw: Mapping[str, Any]) -> None:
+        """Raise ``pydantic.ValidationError`` when a user-modified input fails the handler's
+        schema (the answer is refused with 422 and the call stays pending, HO-8)."""
+
+    def interaction(self, raw: Mapping[str, Any]) -> tuple[InteractionKind, dict[str, Any]]:
+        """The kind and payload shown to the user when the call waits for them."""
+
+    def run(
+        self, context: ToolContext, raw: Mapping[str, Any], resolution: Resolution | None
+    ) -> HandlerOutcome:
+        """Run with the (possibly user-modified) input; ``resolution`` if the user answered."""
