@@ -50,8 +50,7 @@ class ManualClock:
 
 def format_instant(moment: datetime) -> str:
     """Render an instant as ``2026-11-29T19:10:56.123Z``."""
-    utc = moment.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def parse_instant(text: str) -> datetime:

@@ -66,6 +66,14 @@ class GroupCommitter(Generic[I, R]):
 
     def submit_many(self, items: Sequence[I]) -> list[R | BaseException]:
         """Commit several items (in one group when nothing else is queued); outcome each."""
+        if self._writer.acquire(blocking=False):
+            # Nobody is committing: lead at once with our items and whatever is queued,
+            # without allocating a wait object (the lone caller's fast path).
+            try:
+                return self._lead_with(items)
+            finally:
+                self._writer.release()
+                self._hand_over()
         wake = threading.Event()
         pending: list[_Pending[I, R]] = [_Pending(item, wake) for item in items]
         with self._queue_lock:
@@ -86,6 +94,14 @@ class GroupCommitter(Generic[I, R]):
             wake.wait()
         return [p.outcome for p in pending]  # type: ignore[misc]
 
+    def _lead_with(self, items: Sequence[I]) -> list[R | BaseException]:
+        with self._queue_lock:
+            group = self._queue[: self._max_group]
+            del self._queue[: self._max_group]
+        outcomes = self._commit_all([*(p.item for p in group), *items], len(group) + len(items))
+        self._settle(group, outcomes[: len(group)])
+        return list(outcomes[len(group) :])
+
     def _hand_over(self) -> None:
         """Wake the oldest caller still queued so it can lead the next group."""
         with self._queue_lock:
@@ -96,10 +112,16 @@ class GroupCommitter(Generic[I, R]):
         with self._queue_lock:
             group = self._queue[: self._max_group]
             del self._queue[: self._max_group]
+        self._settle(group, self._commit_all([p.item for p in group], len(group)))
+
+    def _commit_all(self, items: Sequence[I], count: int) -> Sequence[R | BaseException]:
         try:
-            outcomes: Sequence[R | BaseException] = self._commit([p.item for p in group])
+            return self._commit(items)
         except BaseException as exc:  # every caller of the group gets it
-            outcomes = [exc] * len(group)
+            return [exc] * count
+
+    @staticmethod
+    def _settle(group: Sequence[_Pending[I, R]], outcomes: Sequence[R | BaseException]) -> None:
         for waiting, outcome in zip(group, outcomes, strict=True):
             waiting.outcome = outcome
             waiting.done = True

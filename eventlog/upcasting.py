@@ -63,7 +63,7 @@ def decode_payload(
         raise UnknownEventType(event_type)
     current = cls.schema_version
     if schema_version == current:
-        return cls.model_validate_json(data_json)
+        return cls.__pydantic_validator__.validate_json(data_json)  # type: ignore[no-any-return]
     if schema_version > current or schema_version < 1:
         raise UnknownSchemaVersion(event_type, schema_version)
     payload = upcasters.upcast(

@@ -1,0 +1,48 @@
+"""The benchmark scripts run end to end (tiny sizes). Speed is never asserted here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+
+pytest.importorskip("eventsourcing", reason="bench extra not installed")
+pytest.importorskip("psutil", reason="bench extra not installed")
+
+
+def _run(script: str, *args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BENCH / script), *args, "--tmp", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
+    )
+
+
+def test_eventlog_bench_quick_prints_the_table_and_ratios(tmp_path: Path) -> None:
+    done = _run("eventlog.py", "--quick", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for header in ("workload", "sessionledger", "raw sqlite3", "eventsourcing", "ratio",
+                   "measured", "target", "result"):
+        assert header in out
+    for row in ("single append", "batches", "replay", "group commit, 1 writer",
+                "group commit, 32 writers"):
+        assert row in out
+    assert out.count("PASS") + out.count("MISS") == 7
+    assert not list(tmp_path.iterdir()), "scratch files left behind"
+
+
+def test_replay_memory_bench_small_run(tmp_path: Path) -> None:
+    done = _run("replay_memory.py", "--events", "20000", "--sessions", "200",
+                tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    for header in ("events replayed", "events/s", "RSS before replay", "RSS after replay",
+                   "RSS peak"):
+        assert header in out
+    assert "20,000" in out
+    assert not list(tmp_path.iterdir()), "scratch files left behind"
