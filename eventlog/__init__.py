@@ -32,6 +32,8 @@ from .catalog import (
     ToolCallRequested,
     TurnControlData,
     event_adapter,
+    legacy_execution_state,
+    read_execution_state,
 )
 from .chain import ChainReport, verify_chain
 from .clock import Clock, ManualClock, SystemClock, format_instant, parse_instant
@@ -113,6 +115,8 @@ __all__ = [
     "default_upcasters",
     "envelope_hash",
     "event_adapter",
+    "legacy_execution_state",
+    "read_execution_state",
     "format_instant",
     "new_id",
     "new_session_id",

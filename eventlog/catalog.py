@@ -38,6 +38,8 @@ __all__ = [
     "ToolCallRequested",
     "TurnControlData",
     "event_adapter",
+    "legacy_execution_state",
+    "read_execution_state",
 ]
 
 PermissionMode = Literal["build", "edit", "yolo", "auto"]
@@ -66,27 +68,34 @@ class GoalData(_Payload):
 class ExecutionStateData(_Payload):
     """Permission mode, the Plan switch and the goal, as recorded (SPEC ES-1).
 
-    The legacy form ``{"mode": "plan"}`` is accepted on read and means ``build`` with Plan on
-    (SPEC ES-2); ``plan`` is never held, so never written, as a permission mode.
+    The model is strict so reading stays fast; the legacy form ``{"mode": "plan"}`` (``build``
+    with Plan on, SPEC ES-2) is accepted by :func:`read_execution_state` and, for stored
+    events, by the legacy reader registered in :mod:`eventlog.upcasting`. ``plan`` is never
+    held, so never written, as a permission mode.
     """
 
     mode: PermissionMode = "build"
     plan_enabled: bool = False
     goal: GoalData | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy_plan_mode(cls, value: Any) -> Any:
-        if isinstance(value, dict) and value.get("mode") == "plan":
-            rest = {k: v for k, v in value.items() if k not in ("plan_enabled", "planEnabled")}
-            return {**rest, "mode": "build", "planEnabled": True}
-        return value
-
     @model_validator(mode="after")
     def _plan_and_goal_exclusive(self) -> ExecutionStateData:
         if self.plan_enabled and self.goal is not None:
             raise ValueError("Plan and Goal cannot be active at the same time.")
         return self
+
+
+def legacy_execution_state(raw: Any) -> Any:
+    """Rewrite a legacy ``{"mode": "plan"}`` state as ``build`` with Plan on (SPEC ES-2)."""
+    if isinstance(raw, dict) and raw.get("mode") == "plan":
+        rest = {k: v for k, v in raw.items() if k not in ("plan_enabled", "planEnabled")}
+        return {**rest, "mode": "build", "planEnabled": True}
+    return raw
+
+
+def read_execution_state(raw: Any) -> ExecutionStateData:
+    """An execution state from input that may use the legacy ``plan`` mode (SPEC ES-2)."""
+    return ExecutionStateData.model_validate(legacy_execution_state(raw))
 
 
 class SessionCreated(Event):

@@ -14,6 +14,7 @@ from typing import Any
 
 from .canonical import GENESIS_HASH, canonical_json, envelope_hash
 from .catalog import CATALOG
+from .upcasting import decode_payload
 
 __all__ = ["ChainReport", "verify_chain"]
 
@@ -57,8 +58,8 @@ def _row_fault(row: tuple[Any, ...], expected_seq: int, prev_hash: str) -> str |
         return f"unknown event type {etype!r}"
     if version == cls.schema_version:
         try:
-            cls.model_validate(payload)
-        except ValueError as exc:
+            decode_payload(etype, version, data)  # the read path, legacy forms included
+        except (ValueError, RecursionError) as exc:
             return f"payload does not match {etype}: {exc.__class__.__name__}"
     try:
         expected = envelope_hash(

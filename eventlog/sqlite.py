@@ -84,6 +84,8 @@ class SQLiteEventStore:
         self._closed = False
         self._writer = self._connect()
         self._projections = tuple(projections)
+        self._known_position: int | None = None
+        self._data_version = -1
         self._retry(lambda: create_schema(sqlite_utils.Database(self._writer)))
         self._retry(self._refresh_stale_projections)
         self._committer: GroupCommitter[PreparedBatch, AppendResult] = GroupCommitter(
@@ -149,7 +151,7 @@ class SQLiteEventStore:
         conn = self._writer
         conn.execute("BEGIN IMMEDIATE")
         try:
-            (position,) = conn.execute(HIGH_WATER).fetchone()
+            position = self._high_water(conn)
             now = format_instant(self._clock.now())
             outcomes: list[AppendResult | BaseException] = []
             for prepared in group:
@@ -167,10 +169,24 @@ class SQLiteEventStore:
                         projection.apply(conn, result.events)
             conn.execute("COMMIT")
         except BaseException:
+            self._known_position = None
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        self._known_position = position
         return outcomes
+
+    def _high_water(self, conn: sqlite3.Connection) -> int:
+        """The last position used; re-read only when another connection has written.
+
+        ``PRAGMA data_version`` changes exactly when another connection commits to the file,
+        so a lone server process pays one cheap pragma instead of the max() query.
+        """
+        (version,) = conn.execute("PRAGMA data_version").fetchone()
+        if self._known_position is None or version != self._data_version:
+            (self._known_position,) = conn.execute(HIGH_WATER).fetchone()
+            self._data_version = version
+        return int(self._known_position)
 
     def _apply(
         self, conn: sqlite3.Connection, prepared: PreparedBatch, next_position: int, now: str

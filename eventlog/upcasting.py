@@ -11,7 +11,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .catalog import CATALOG, Event
+from pydantic import ValidationError
+
+from .catalog import CATALOG, Event, legacy_execution_state
 from .errors import UnknownEventType, UnknownSchemaVersion
 
 __all__ = ["Upcaster", "UpcasterRegistry", "default_upcasters", "decode_payload"]
@@ -24,6 +26,7 @@ class UpcasterRegistry:
 
     def __init__(self) -> None:
         self._steps: dict[tuple[str, int], Upcaster] = {}
+        self._legacy: dict[str, Upcaster] = {}
 
     def register(self, event_type: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
         """Decorator: register ``fn`` turning version ``from_version`` into the next."""
@@ -33,6 +36,22 @@ class UpcasterRegistry:
             return fn
 
         return wrap
+
+    def register_legacy(
+        self, event_type: str
+    ) -> Callable[[Upcaster], Upcaster]:
+        """Decorator: ``fn`` rewrites a current-version payload that the strict model refuses
+        (forms still accepted on read); it runs only after the fast strict read failed."""
+
+        def wrap(fn: Upcaster) -> Upcaster:
+            self._legacy[event_type] = fn
+            return fn
+
+        return wrap
+
+    def legacy_reader(self, event_type: str) -> Upcaster | None:
+        """The legacy rewrite registered for ``event_type``, if any."""
+        return self._legacy.get(event_type)
 
     def upcast(
         self, event_type: str, version: int, payload: dict[str, Any], *, target: int
@@ -50,6 +69,14 @@ class UpcasterRegistry:
 default_upcasters = UpcasterRegistry()
 
 
+@default_upcasters.register_legacy("SessionCreated")
+def _legacy_session_created(payload: dict[str, Any]) -> dict[str, Any]:
+    """ES-2: a session created with the legacy ``{"mode": "plan"}`` state."""
+    if "executionState" in payload:
+        return {**payload, "executionState": legacy_execution_state(payload["executionState"])}
+    return payload
+
+
 def decode_payload(
     event_type: str,
     schema_version: int,
@@ -63,7 +90,13 @@ def decode_payload(
         raise UnknownEventType(event_type)
     current = cls.schema_version
     if schema_version == current:
-        return cls.__pydantic_validator__.validate_json(data_json)  # type: ignore[no-any-return]
+        try:
+            return cls.__pydantic_validator__.validate_json(data_json)  # type: ignore[no-any-return]
+        except ValidationError:
+            legacy = upcasters.legacy_reader(event_type)
+            if legacy is None:
+                raise
+            return cls.model_validate(legacy(json.loads(data_json)))
     if schema_version > current or schema_version < 1:
         raise UnknownSchemaVersion(event_type, schema_version)
     payload = upcasters.upcast(

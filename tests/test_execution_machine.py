@@ -27,7 +27,6 @@ from pydantic import ValidationError
 
 from eventlog import (
     GENESIS_HASH,
-    ExecutionStateData,
     ManualClock,
     NewEvent,
     SessionCreated,
@@ -35,6 +34,7 @@ from eventlog import (
     canonical_json,
     format_instant,
     open_store,
+    read_execution_state,
 )
 from eventlog.envelope import build_row
 from projections import SessionSummary, compare_session, open_projected_store
@@ -319,7 +319,7 @@ def test_es3_identical_state_means_no_events(mode: str) -> None:
 
 
 def test_es2_legacy_plan_mode_reads_as_build_with_plan() -> None:
-    data = ExecutionStateData.model_validate({"mode": "plan"})
+    data = read_execution_state({"mode": "plan"})
     assert (data.mode, data.plan_enabled, data.goal) == ("build", True, None)
     assert data.model_dump(by_alias=True) == {"mode": "build", "planEnabled": True, "goal": None}
 
@@ -338,23 +338,23 @@ def test_es2_plan_is_never_written_as_a_mode(raw: dict[str, Any]) -> None:
     plan_on = raw["mode"] == "plan" or raw.get("planEnabled", False)
     if plan_on and raw.get("goal") is not None:  # ES-5: never recordable together
         with pytest.raises(ValidationError, match="Plan and Goal"):
-            ExecutionStateData.model_validate(raw)
+            read_execution_state(raw)
         return
-    data = ExecutionStateData.model_validate(raw)
+    data = read_execution_state(raw)
     dumped = data.model_dump(mode="json", by_alias=True)
     assert dumped["mode"] in MODES
     if raw["mode"] == "plan":
         assert (data.mode, data.plan_enabled) == ("build", True)
     else:
         assert (data.mode, data.plan_enabled) == (raw["mode"], raw.get("planEnabled", False))
-    assert ExecutionStateData.model_validate(dumped) == data
+    assert read_execution_state(dumped) == data
     assert '"plan"' not in json.dumps(dumped)
 
 
 @given(st.text().filter(lambda m: m not in ("plan", *MODES)))
 def test_es2_other_modes_are_rejected(mode: str) -> None:
     with pytest.raises(ValidationError):
-        ExecutionStateData.model_validate({"mode": mode})
+        read_execution_state({"mode": mode})
 
 
 def insert_raw_session_created(path: Path, session_id: str, payload: dict[str, Any]) -> None:
@@ -438,20 +438,19 @@ def test_es5_a_recorded_state_can_never_hold_plan_and_goal() -> None:
     # ES-5: the payload model refuses the combination, so no event can carry it either.
     from pydantic import ValidationError
 
-    from eventlog import ExecutionStateData, SessionCreated
+    from eventlog import SessionCreated
 
     for state in ({"planEnabled": True, "goal": {"objective": "x"}},
                   {"mode": "plan", "goal": {"objective": "x"}}):
         with pytest.raises(ValidationError, match="Plan and Goal cannot be active"):
-            ExecutionStateData.model_validate(state)
+            read_execution_state(state)
         with pytest.raises(ValidationError):
             SessionCreated.model_validate({"workspace": "/", "executionState": state})
 
 
 def test_es2_legacy_plan_mode_wins_over_a_python_named_switch() -> None:
     # ES-2: {"mode": "plan"} means build + Plan whatever plan_enabled said beside it.
-    from eventlog import ExecutionStateData
 
     for extra in ({"plan_enabled": False}, {"planEnabled": False}, {}):
-        state = ExecutionStateData.model_validate({"mode": "plan", **extra})
+        state = read_execution_state({"mode": "plan", **extra})
         assert (state.mode, state.plan_enabled) == ("build", True)

@@ -32,11 +32,11 @@ from hypothesis.stateful import (
 
 from eventlog import (
     EventStore,
-    ExecutionStateData,
     ModeChangeVia,
     NewEvent,
     SessionCreated,
     new_session_id,
+    read_execution_state,
 )
 from projections import compare_session, open_projected_store
 from sessionledger.errors import CommandRefused
@@ -186,7 +186,7 @@ class ExecutionLedger(RuleBasedStateMachine):
     def _create(self, payload: dict[str, Any]) -> str:
         session_id = new_session_id()
         created = SessionCreated(
-            workspace="/projects/demo", execution_state=ExecutionStateData.model_validate(payload)
+            workspace="/projects/demo", execution_state=read_execution_state(payload)
         )
         self._store().append(session_id, [NewEvent(created, actor="host")], expected_version=0)
         self.model.create(session_id, payload)

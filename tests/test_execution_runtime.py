@@ -21,7 +21,6 @@ import pytest
 
 from eventlog import (
     EventStore,
-    ExecutionStateData,
     GoalEnded,
     GoalStarted,
     MessageRecorded,
@@ -32,6 +31,7 @@ from eventlog import (
     StoreBusy,
     new_session_id,
     open_store,
+    read_execution_state,
 )
 from projections import (
     ExecutionStateProjection,
@@ -75,7 +75,7 @@ def create(store: EventStore, **state: Any) -> str:
     """Append a SessionCreated with ``state`` (wire names, legacy ``mode="plan"`` allowed)."""
     session_id = new_session_id()
     created = SessionCreated(
-        workspace="/projects/demo", execution_state=ExecutionStateData.model_validate(state)
+        workspace="/projects/demo", execution_state=read_execution_state(state)
     )
     store.append(session_id, [NewEvent(created, actor="host")], expected_version=0)
     return session_id
