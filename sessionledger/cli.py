@@ -43,6 +43,7 @@ from .config import (
 from .documents import describe_event, state_document, state_note
 from .errors import CorruptLog, InvalidInput, SessionLedgerError, from_eventlog
 from .sessions import MAX_CURSOR, AuditReport, SessionService
+from .workspace_config import load_workspace_config
 
 __all__ = ["PROGRESS_THRESHOLD", "REPLAY_PROGRESS_THRESHOLD", "main"]
 
@@ -161,6 +162,7 @@ def serve(
     )
     from .http import serve as run_server  # FastAPI and uvicorn only when serving
 
+    load_workspace_config(settings.workspace_root)  # TR-4: never start on invalid rules
     service = SessionService.open(resolve_store_url(db), workspace_root=settings.workspace_root)
     run_server(settings, service=service)
 
@@ -328,3 +330,30 @@ def purge(db: str | None, session_id: str) -> None:
     with _service(db) as service:
         removed = service.purge_session(session_id)
     _out.print(f"purged {session_id}: {removed} events removed")
+
+
+@main.command()
+@db_option
+@click.argument("session_id", metavar="SESSION")
+@click.argument("tool")
+@click.option("--input", "input_json", required=True, metavar="JSON",
+              help="The tool input as a JSON object.")
+@click.option("--call-id", default=None, help="Reuse a call id (re-sending returns the original).")
+def call(db: str | None, session_id: str, tool: str, input_json: str, call_id: str | None) -> None:
+    """Run one tool call as the headless host: a call that needs the user is denied (HO-3).
+
+    Prints the text the model would get. Exit 0 when the call completed successfully, 1 when
+    it was denied or failed, 2 for bad input (nothing is appended then).
+    """
+    try:
+        raw = json.loads(input_json)
+    except ValueError as exc:
+        raise InvalidInput(f"--input is not JSON: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise InvalidInput("--input must be a JSON object")
+    with _service(db) as service:
+        answer = service.tools.call(session_id, tool, raw, call_id=call_id, host="headless")
+    document = answer.document
+    _out.print(escape(str(document.get("modelContent", ""))), soft_wrap=True)
+    ok = document["status"] == "completed" and document.get("success") is True
+    raise SystemExit(0 if ok else 1)

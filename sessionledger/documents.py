@@ -47,8 +47,11 @@ def execution_state_wire(state: ExecutionState) -> dict[str, Any]:
     return {"mode": state.mode, "planEnabled": state.plan_enabled, "goal": goal}
 
 
-def session_document(summary: SessionSummary) -> dict[str, Any]:
-    """The ``GET /v1/sessions/{id}`` shape; todos and interactions come in later issues."""
+def session_document(
+    summary: SessionSummary, *, interactions: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The ``GET /v1/sessions/{id}`` shape: pending interactions in queue order; todos come
+    with their issue."""
     return {
         "sessionId": summary.session_id,
         "version": summary.version,
@@ -57,7 +60,7 @@ def session_document(summary: SessionSummary) -> dict[str, Any]:
         "executionState": execution_state_wire(summary.execution),
         "displayMode": summary.display_mode,
         "todos": [],
-        "interactions": [],
+        "interactions": interactions or [],
     }
 
 

@@ -43,7 +43,14 @@ from .tools.descriptors import ToolDescriptor
 from .tools.handlers import HandlerOutcome, Resolution, ToolContext, ToolHandler
 from .tools.registry import SurfaceOptions, ToolRegistry
 
-__all__ = ["CallAnswer", "PermissionAuthority", "ToolExecutor", "validation_details"]
+__all__ = [
+    "CallAnswer",
+    "Decision",
+    "PermissionAuthority",
+    "ToolExecutor",
+    "summarize",
+    "validation_details",
+]
 
 _ATTEMPTS = 5
 Decision = Literal["modify", "approve", "deny", "feedback"]
@@ -72,6 +79,15 @@ def validation_details(error: ValidationError) -> list[dict[str, Any]]:
         {"loc": list(e["loc"]), "message": e["msg"], "type": e["type"]}
         for e in error.errors(include_url=False, include_context=False, include_input=False)
     ]
+
+
+def summarize(error: ValidationError, *, limit: int = 3) -> str:
+    """The first few problems of a validation error, each as ``where: what``."""
+    parts = [
+        f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}"
+        for e in error.errors(include_url=False)[:limit]
+    ]
+    return "; ".join(parts)
 
 
 def _answer(doc_wire: dict[str, Any]) -> CallAnswer:
@@ -132,7 +148,8 @@ class ToolExecutor:
                 handler.validate_input(raw_input)
             except ValidationError as exc:
                 raise InvalidInput(
-                    f"{tool} input is invalid", details=validation_details(exc)
+                    f"{tool} input is invalid: {summarize(exc)}",
+                    details=validation_details(exc),
                 ) from exc
             cid = call_id or new_id("call")
             events = self._first_step(
@@ -257,7 +274,7 @@ class ToolExecutor:
                 handler.validate_answer(new_input)
             except ValidationError as exc:
                 raise InvalidInput(
-                    "the modified input is invalid; the question stays pending",
+                    f"the modified input is invalid ({summarize(exc)}); the call stays pending",
                     details=validation_details(exc),
                 ) from exc
         resolution = Resolution(decision=decision, input=new_input, feedback=feedback)

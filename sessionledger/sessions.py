@@ -50,6 +50,7 @@ from .errors import (
     from_eventlog,
 )
 from .runtime import CommandResult, ExecutionRuntime
+from .tool_service import ToolService
 
 __all__ = [
     "DEFAULT_EVENTS_LIMIT",
@@ -112,6 +113,7 @@ class SessionService:
         self._projections = projections
         self._runtime = ExecutionRuntime(store, projections)
         self._root = Path(workspace_root).resolve()
+        self.tools = ToolService(store=store, projections=projections, runtime=self._runtime)
 
     @classmethod
     def open(cls, url: str, *, workspace_root: Path | str) -> SessionService:
@@ -245,7 +247,10 @@ class SessionService:
 
     def document(self, session_id: str) -> dict[str, Any]:
         """The session document of SPEC §11 (``GET /v1/sessions/{id}``), from the projection."""
-        return session_document(self.summary(session_id))
+        summary = self.summary(session_id)
+        return session_document(
+            summary, interactions=self.tools.pending_interactions(session_id)
+        )
 
     def summaries(self, *, include_deleted: bool = False) -> list[SessionSummary]:
         """Every session's summary, most recently written first (by global position)."""

@@ -32,6 +32,7 @@ from .execution_routes import execution_routes
 from .middleware import BearerAuthMiddleware, RequestLogMiddleware
 from .routes import session_routes
 from .streaming import CommitNotifier, stream_routes
+from .tool_routes import tool_routes
 
 __all__ = ["create_app", "error_response"]
 
@@ -138,6 +139,7 @@ def create_app(
     _install_error_handlers(app)
     app.include_router(session_routes(service))
     app.include_router(execution_routes(service))
+    app.include_router(tool_routes(service))
     app.include_router(
         stream_routes(service, notifier=notifier, settings=settings, stopping=stop)
     )

@@ -48,7 +48,9 @@ class AskUserQuestionHandler:
         parse_handler_input(raw)
 
     def interaction(self, raw: Mapping[str, Any]) -> tuple[InteractionKind, dict[str, Any]]:
-        questions = parse_model_input(raw).model_dump(mode="json", by_alias=True)["questions"]
+        questions = parse_model_input(raw).model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )["questions"]
         return "askUserQuestion", {"questions": questions}
 
     def run(

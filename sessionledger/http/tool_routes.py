@@ -1,0 +1,101 @@
+"""Tool calls and the user's answers over HTTP (SPEC §11).
+
+``POST /v1/sessions/{id}/tool-calls`` runs a service tool: 200 when it completed or was
+denied, 202 while it waits for the user; re-sending a ``callId`` returns the original call.
+``POST …/interactions/{iid}/respond`` answers a waiting call and returns the call document once
+its completion is committed. ``POST …/permission-check`` decides for the host's own tools.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..sessions import SessionService
+
+__all__ = ["PermissionCheckRequest", "RespondRequest", "ToolCallRequest", "tool_routes"]
+
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    404: {"description": "no such session, call or interaction"},
+    409: {"description": "the interaction was already resolved"},
+    410: {"description": "the session was deleted (`session_deleted`)"},
+    422: {"description": "the input failed the tool's schema (`invalid_input`); nothing appended"},
+}
+
+
+class ToolCallRequest(BaseModel):
+    """Body of ``POST /v1/sessions/{id}/tool-calls``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    tool: str = Field(min_length=1, max_length=200)
+    input: dict[str, Any]
+    call_id: str | None = Field(
+        default=None, alias="callId", min_length=1, max_length=200,
+        description="the host's id for the call; re-sending it returns the original call",
+    )
+
+
+class RespondRequest(BaseModel):
+    """Body of ``POST …/interactions/{iid}/respond``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["modify", "approve", "deny", "feedback"]
+    input: dict[str, Any] | None = Field(
+        default=None, description="with modify: the new tool input (answers filled in)"
+    )
+    feedback: str | None = Field(default=None, description="with feedback: the user's text")
+
+
+class PermissionCheckRequest(BaseModel):
+    """Body of ``POST …/permission-check`` for one of the host's own tools (TR-3)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    tool: str = Field(min_length=1, max_length=200)
+    input: dict[str, Any] = Field(default_factory=dict)
+    read_only: bool | None = Field(default=None, alias="readOnly")
+    destructive: bool | None = None
+    call_id: str | None = Field(default=None, alias="callId", max_length=200)
+
+
+def tool_routes(service: SessionService) -> APIRouter:
+    """The tool-call, answer and permission-check routes over ``service``."""
+    router = APIRouter(tags=["tool calls"], responses=_RESPONSES)
+
+    @router.post("/v1/sessions/{session_id}/tool-calls")
+    def call_tool(session_id: str, body: Annotated[ToolCallRequest, Body()]) -> JSONResponse:
+        """Run a tool call: 200 completed or denied, 202 pending on the user."""
+        answer = service.tools.call(session_id, body.tool, body.input, call_id=body.call_id)
+        return JSONResponse(answer.document, status_code=answer.status_code)
+
+    @router.get("/v1/sessions/{session_id}/tool-calls/{call_id}")
+    def get_call(session_id: str, call_id: str) -> JSONResponse:
+        """The call document as it is now (``pending`` until resolved)."""
+        answer = service.tools.get(session_id, call_id)
+        return JSONResponse(answer.document, status_code=200)
+
+    @router.post("/v1/sessions/{session_id}/interactions/{interaction_id}/respond")
+    def respond(
+        session_id: str, interaction_id: str, body: Annotated[RespondRequest, Body()]
+    ) -> dict[str, Any]:
+        """Answer a waiting call; the completed call document."""
+        return service.tools.respond(
+            session_id, interaction_id, body.decision, input=body.input, feedback=body.feedback
+        )
+
+    @router.post("/v1/sessions/{session_id}/permission-check")
+    def permission_check(
+        session_id: str, body: Annotated[PermissionCheckRequest, Body()]
+    ) -> dict[str, Any]:
+        """Decide allow / ask / deny for a host tool; recorded as an event."""
+        return service.tools.permission_check(
+            session_id, body.tool, body.input, read_only=body.read_only,
+            destructive=body.destructive, call_id=body.call_id,
+        )
+
+    return router

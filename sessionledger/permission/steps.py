@@ -1,0 +1,254 @@
+"""The ordered checks of SPEC PM-3, one small function each; the first that decides wins.
+
+Order (:data:`STEPS`): ``disallowedTools`` deny → plan transition policy (PM-1, PM-2) →
+requiresUserInteraction ask (AQ-5) → project ``deny`` rules → project ``ask`` rules → Plan
+check → project ``allow`` rules → WebFetch pre-approval → ``allowedTools`` → mode default
+(PM-4). Every decision names its rule (:data:`RULE_IDS`, ``<i>`` is the index in the list).
+
+A call is *read-only* when its tool declares read-only and not destructive; for a shell tool
+the classifier of :mod:`.shell` decides both flags instead of the descriptor. In Plan the
+check passes read-only calls and session controls declared ``allowed_in_plan_mode``, and
+denies everything else, whatever the mode underneath.
+
+A read-only tool whose side-effect scope is ``network`` (WebFetch) passes the Plan check but
+is not allowed by the read-only mode default: ``build`` and ``edit`` ask unless a domain is
+pre-approved, ``auto`` and ``yolo`` allow it. Otherwise the WebFetch pre-approval of PM-3
+would never change an outcome, and a fetch can carry workspace data out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from ..tools.descriptors import ToolDescriptor
+from .config import PermissionConfig
+from .decision import Behavior, PermissionDecision, PermissionRequest
+from .patterns import CallSubjects, RulePattern, call_subjects, normalise_path, primary_argument
+from .shell import ShellVerdict, classify
+
+__all__ = ["ENTER_PLAN_REASON", "EXIT_PLAN_REASON", "RULE_IDS", "STEPS", "Call", "decide"]
+
+ENTER_PLAN_REASON = "EnterPlanMode switches to plan mode without a permission prompt"
+EXIT_PLAN_REASON = "ExitPlanMode can only be used while plan mode is active"
+
+RULE_IDS: dict[str, str] = {
+    "config.disallowedTools": "deny: the tool matches permission.disallowedTools",
+    "tool.plan.enter": "allow: EnterPlanMode never needs a prompt (PM-1)",
+    "mode.plan.exitOnly": "deny: ExitPlanMode outside Plan (PM-2)",
+    "tool.requiresUserInteraction": "ask: the tool always needs the user, yolo too (AQ-5)",
+    "config.deny[<i>]": "deny: project rule permission.deny[i]",
+    "config.ask[<i>]": "ask: project rule permission.ask[i]",
+    "mode.plan.denyWrites": "deny: Plan is on and the call is not read-only (PM-3)",
+    "config.allow[<i>]": "allow: project rule permission.allow[i]",
+    "webfetch.preapproved": "allow: WebFetch of a pre-approved domain or its subdomain",
+    "config.allowedTools": "allow: the tool matches permission.allowedTools",
+    "tool.readOnly": "allow: read-only calls without network access, every mode (PM-4)",
+    "mode.yolo.allowAll": "allow: yolo allows everything else",
+    "mode.build.askWrites": "ask: build asks for anything not read-only",
+    "mode.build.askNetwork": "ask: build asks for network reads (WebFetch) not pre-approved",
+    "mode.edit.askNetwork": "ask: edit asks for network reads (WebFetch) not pre-approved",
+    "mode.edit.allowWorkspaceEdits": "allow: edit allows file edits inside the workspace",
+    "mode.edit.askOutsideWorkspace": "ask: edit asks for file edits outside the workspace",
+    "mode.edit.askShell": "ask: edit asks for shell commands that are not read-only",
+    "mode.edit.askWrites": "ask: edit asks for other tools that are not read-only",
+    "mode.auto.allowWorkspaceEdits": "allow: auto allows file edits inside the workspace",
+    "mode.auto.askOutsideWorkspace": "ask: auto asks for file edits outside the workspace",
+    "mode.auto.askDestructive": "ask: auto asks for destructive commands and tools",
+    "mode.auto.allowNonDestructive": "allow: auto allows non-destructive commands and tools",
+}
+"""Every rule id the service can answer with, and what it means (for docs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A request plus the facts the checks share, computed once."""
+
+    request: PermissionRequest
+    subjects: CallSubjects
+    shell: ShellVerdict | None
+    read_only: bool
+    destructive: bool
+    inside_workspace: bool
+
+    @property
+    def tool(self) -> ToolDescriptor:
+        return self.request.tool
+
+    @property
+    def network(self) -> bool:
+        return self.tool.side_effect_scope == "network"
+
+    @classmethod
+    def of(cls, request: PermissionRequest) -> Call:
+        tool = request.tool
+        kind, value = primary_argument(tool, request.input)
+        verdict = classify(value) if tool.shell else None
+        read_only = verdict.read_only if verdict else tool.read_only and not tool.destructive
+        destructive = verdict.destructive if verdict else tool.destructive
+        inside = kind == "path" and bool(value) and normalise_path(
+            value, workspace=request.workspace
+        )[0] is not None
+        subjects = call_subjects(tool, request.input, workspace=request.workspace)
+        return cls(request, subjects, verdict, read_only, destructive, inside)
+
+    def why_not_read_only(self) -> str:
+        if self.shell is not None:
+            return self.shell.reason
+        if self.read_only and self.network:
+            return "it reaches the network and the host is not pre-approved"
+        return "it is declared destructive" if self.tool.destructive else "it is not read-only"
+
+
+Step = Callable[[PermissionConfig, Call], PermissionDecision | None]
+
+
+def _decision(behavior: Behavior, rule_id: str, reason: str) -> PermissionDecision:
+    return PermissionDecision(behavior, reason, rule_id)
+
+
+def _first_match(patterns: tuple[RulePattern, ...], call: Call, *, every: bool) -> int | None:
+    return next(
+        (i for i, p in enumerate(patterns) if p.matches(call.subjects, every=every)), None
+    )
+
+
+def disallowed_tools(config: PermissionConfig, call: Call) -> PermissionDecision | None:
+    index = _first_match(config.disallowed_tools, call, every=False)
+    if index is None:
+        return None
+    pattern = config.disallowed_tools[index]
+    return _decision("deny", "config.disallowedTools",
+                     f"{call.tool.name} is disallowed by permission.disallowedTools ({pattern})")
+
+
+def plan_transition(_: PermissionConfig, call: Call) -> PermissionDecision | None:
+    if call.tool.name == "EnterPlanMode":
+        return _decision("allow", "tool.plan.enter", ENTER_PLAN_REASON)
+    if call.tool.name == "ExitPlanMode" and not call.request.state.plan_enabled:
+        return _decision("deny", "mode.plan.exitOnly", EXIT_PLAN_REASON)
+    return None
+
+
+def user_interaction(_: PermissionConfig, call: Call) -> PermissionDecision | None:
+    if not call.tool.requires_user_interaction:
+        return None
+    return _decision("ask", "tool.requiresUserInteraction",
+                     f"{call.tool.name} always needs the user's answer or approval")
+
+
+def _project_rule(behavior: Behavior, key: str, *, every: bool = False) -> Step:
+    def step(config: PermissionConfig, call: Call) -> PermissionDecision | None:
+        patterns: tuple[RulePattern, ...] = getattr(config, key)
+        index = _first_match(patterns, call, every=every)
+        if index is None:
+            return None
+        verb = {"allow": "allowed", "ask": "needs the user's approval", "deny": "denied"}
+        return _decision(behavior, f"config.{key}[{index}]",
+                         f"{call.tool.name} {verb[behavior]} by the project rule "
+                         f"permission.{key}[{index}] ({patterns[index]})")
+
+    step.__name__ = f"{key}_rules"
+    return step
+
+
+def plan_check(_: PermissionConfig, call: Call) -> PermissionDecision | None:
+    if not call.request.state.plan_enabled:
+        return None
+    if call.read_only or call.tool.allowed_in_plan_mode:
+        return None
+    return _decision(
+        "deny", "mode.plan.denyWrites",
+        f"Plan mode is active: only read-only tools may run until the plan is approved; "
+        f"{call.tool.name} is denied because {call.why_not_read_only()}",
+    )
+
+
+def webfetch_preapproved(config: PermissionConfig, call: Call) -> PermissionDecision | None:
+    if call.tool.name != "WebFetch" or not config.web_fetch_preapproved:
+        return None
+    host = _host(call.request.input.get("url"))
+    if host is None:
+        return None
+    domain = next((d for d in config.web_fetch_preapproved
+                   if host == d or host.endswith("." + d)), None)
+    if domain is None:
+        return None
+    return _decision("allow", "webfetch.preapproved",
+                     f"WebFetch of {host} is pre-approved (permission.webFetchPreapproved: "
+                     f"{domain})")
+
+
+def _host(url: object) -> str | None:
+    if not isinstance(url, str):
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        return None
+    return host.lower().removesuffix(".")
+
+
+def allowed_tools(config: PermissionConfig, call: Call) -> PermissionDecision | None:
+    index = _first_match(config.allowed_tools, call, every=True)
+    if index is None:
+        return None
+    pattern = config.allowed_tools[index]
+    return _decision("allow", "config.allowedTools",
+                     f"{call.tool.name} is allowed by permission.allowedTools ({pattern})")
+
+
+def mode_default(_: PermissionConfig, call: Call) -> PermissionDecision:
+    name, mode = call.tool.name, call.request.state.mode
+    if call.read_only and not call.network:
+        return _decision("allow", "tool.readOnly", f"{name} is read-only")
+    if mode == "yolo":
+        return _decision("allow", "mode.yolo.allowAll", "yolo mode allows every tool")
+    if mode in ("build", "edit") and call.read_only:
+        return _decision("ask", f"mode.{mode}.askNetwork",
+                         f"{mode} mode asks before {name}: {call.why_not_read_only()}")
+    if mode == "build":
+        return _decision("ask", "mode.build.askWrites",
+                         f"build mode asks before {name}: {call.why_not_read_only()}")
+    if call.tool.file_edit:
+        if call.inside_workspace:
+            return _decision("allow", f"mode.{mode}.allowWorkspaceEdits",
+                             f"{mode} mode allows file edits inside the workspace")
+        return _decision("ask", f"mode.{mode}.askOutsideWorkspace",
+                         f"{mode} mode asks before editing a file outside the workspace")
+    if mode == "edit":
+        rule = "mode.edit.askShell" if call.tool.shell else "mode.edit.askWrites"
+        return _decision("ask", rule, f"edit mode asks before {name}: {call.why_not_read_only()}")
+    if call.destructive:
+        return _decision("ask", "mode.auto.askDestructive",
+                         f"auto mode asks before destructive {name}: {call.why_not_read_only()}")
+    return _decision("allow", "mode.auto.allowNonDestructive",
+                     f"auto mode allows {name}: it is not destructive")
+
+
+STEPS: tuple[Step, ...] = (
+    disallowed_tools,
+    plan_transition,
+    user_interaction,
+    _project_rule("deny", "deny"),
+    _project_rule("ask", "ask"),
+    plan_check,
+    _project_rule("allow", "allow", every=True),
+    webfetch_preapproved,
+    allowed_tools,
+)
+"""The checks before the mode default, in the PM-3 order."""
+
+
+def decide(config: PermissionConfig, request: PermissionRequest) -> PermissionDecision:
+    """Run :data:`STEPS` in order; the mode default decides when none of them did."""
+    call = Call.of(request)
+    for step in STEPS:
+        decision = step(config, call)
+        if decision is not None:
+            return decision
+    return mode_default(config, call)

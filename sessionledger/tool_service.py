@@ -1,0 +1,138 @@
+"""Tool calls, answers and permission checks for the sessions of one store.
+
+The face the HTTP routes and the CLI use: it builds the executor with the tools whose handlers
+exist, the workspace permission rules and the brokers, translates log errors into application
+errors, and records the permission decisions the host asks for about its own tools (TR-3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from eventlog import EventLogError, EventStore, HostKind, NewEvent, PermissionDecided, new_id
+from projections import Projections
+from projections.tool_calls import interaction_wire
+
+from .errors import Conflict, InvalidInput, from_eventlog
+from .executor import CallAnswer, Decision, ToolExecutor
+from .runtime import ExecutionRuntime
+from .tool_permissions import WorkspacePermissions
+from .tools.ask_handler import AskUserQuestionHandler
+from .tools.descriptors import MCP_NAME, ToolDescriptor, host_tool, mcp_tool
+from .tools.registry import ToolRegistry
+
+__all__ = ["ToolService", "default_registry"]
+
+
+def default_registry() -> ToolRegistry:
+    """Every service tool whose handler exists (later issues add theirs)."""
+    return ToolRegistry([AskUserQuestionHandler()])
+
+
+@contextmanager
+def _log_errors() -> Iterator[None]:
+    try:
+        yield
+    except EventLogError as exc:
+        raise from_eventlog(exc) from exc
+
+
+class ToolService:
+    """Runs service tools and answers permission checks for host tools."""
+
+    def __init__(
+        self,
+        *,
+        store: EventStore,
+        projections: Projections,
+        runtime: ExecutionRuntime,
+        registry: ToolRegistry | None = None,
+    ) -> None:
+        self._store = store
+        self._projections = projections
+        self._runtime = runtime
+        self.permissions = WorkspacePermissions()
+        self.executor = ToolExecutor(
+            store=store, projections=projections, runtime=runtime,
+            registry=registry or default_registry(), permissions=self.permissions,
+        )
+
+    def surface(self, session_id: str) -> list[str]:
+        """The tools the session is offered (TR-1)."""
+        return self.executor.surface(self._runtime.summary(session_id))
+
+    def call(
+        self, session_id: str, tool: str, raw_input: Mapping[str, Any], *,
+        call_id: str | None = None, host: HostKind | None = None,
+    ) -> CallAnswer:
+        with _log_errors():
+            return self.executor.call(session_id, tool, raw_input, call_id=call_id, host=host)
+
+    def get(self, session_id: str, call_id: str) -> CallAnswer:
+        with _log_errors():
+            return self.executor.get(session_id, call_id)
+
+    def respond(
+        self, session_id: str, interaction_id: str, decision: Decision, *,
+        input: Mapping[str, Any] | None = None, feedback: str | None = None,
+    ) -> dict[str, Any]:
+        with _log_errors():
+            return self.executor.respond(
+                session_id, interaction_id, decision, input=input, feedback=feedback
+            )
+
+    def pending_interactions(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's pending interactions in queue order, as the document lists them."""
+        with _log_errors():
+            docs = self._projections.pending_interactions(self._store, session_id)
+        return [interaction_wire(d) for d in docs]
+
+    def permission_check(
+        self, session_id: str, tool: str, raw_input: Mapping[str, Any], *,
+        read_only: bool | None = None, destructive: bool | None = None,
+        call_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Decide a host tool call (TR-3) and record the decision with its call id."""
+        session = self._runtime.summary(session_id)
+        descriptor = _host_descriptor(tool, read_only=read_only, destructive=destructive)
+        verdict = self.permissions.decide(
+            tool=descriptor, input=raw_input, state=session.execution,
+            workspace=Path(session.workspace),
+        )
+        cid = call_id or new_id("chk")
+        with _log_errors():
+            taken = self._projections.call(self._store, session_id, cid) is not None
+        if taken:  # its decision would be folded into that call's document
+            raise Conflict(
+                f"call id {cid!r} is a service tool call of this session; "
+                "use another id for the host tool",
+                details={"callId": cid},
+            )
+        event = PermissionDecided(call_id=cid, tool=tool, decision=verdict)
+        with _log_errors():
+            self._store.append(session_id, [NewEvent(event, actor="host", causation_id=cid)])
+        return {"behavior": verdict.behavior, "reason": verdict.reason,
+                "ruleId": verdict.rule_id, "callId": cid}
+
+
+def _host_descriptor(
+    tool: str, *, read_only: bool | None, destructive: bool | None
+) -> ToolDescriptor:
+    """The host tool's descriptor: built in, an MCP tool with declared flags, or declared."""
+    known = host_tool(tool)
+    if known is not None:
+        return known
+    if MCP_NAME.match(tool):
+        return mcp_tool(tool, read_only=bool(read_only), destructive=bool(destructive))
+    if read_only is None:
+        raise InvalidInput(
+            f"unknown host tool {tool!r}: declare readOnly (and destructive) for it",
+            details=[{"loc": ["readOnly"], "message": "required for tools without a descriptor"}],
+        )
+    return ToolDescriptor(
+        name=tool, kind="host", read_only=read_only, destructive=bool(destructive),
+        side_effect_scope="none" if read_only else "system", needs_approval=not read_only,
+    )

@@ -1,0 +1,264 @@
+"""The workspace configuration ``<workspace>/.sessionledger/config.toml`` (SPEC TR-4).
+
+Read with the standard library's ``tomllib`` into frozen pydantic models that refuse unknown
+keys and values of the wrong type (``true`` is not ``"true"``, ``1`` is not ``true``). A missing
+file means the defaults; anything invalid raises :class:`~sessionledger.errors.ConfigurationError`
+whose message names every offending key, as ``permission.allow[2]: …`` (list indexes from 0),
+so the service does not start on it. The shape, all tables and keys optional::
+
+    [permission]                      # the project rules, applied in the PM-3 order
+    disallowedTools = ["WebFetch"]    # rule patterns (see sessionledger.permission.patterns):
+    allowedTools = ["mcp__github__get_*"]   # Tool, Tool(argument glob), tool-name globs
+    allow = ["Bash(git *)", "Read(src/**)"]
+    ask = ["Bash(npm publish*)"]
+    deny = ["Read(.env)", "mcp__prod__*"]
+    webFetchPreapproved = ["docs.python.org"]   # bare domains; subdomains included
+
+    [features]
+    dynamicWorkflows = false          # registers ListModels (SPEC TR-1, LM-1)
+
+    [models]                          # the host's model catalog (SPEC §8); absent: no catalog
+    current = "anthropic/claude-sonnet"     # the session model, "providerId/modelId"
+
+    [[models.providers]]
+    id = "anthropic"                  # no "/", "$" or whitespace in ids
+    name = "Anthropic"                # display name, defaults to the id
+
+    [[models.providers.models]]
+    id = "claude-sonnet"
+    name = "Claude Sonnet"            # optional display name
+    contextWindow = 200000            # optional, tokens, > 0
+    reasoningLevels = ["low", "medium", "high"]   # optional, unique
+    defaultLevel = "medium"           # optional, one of reasoningLevels
+
+    [[models.providers.models]]
+    id = "claude-opus"
+    disabled = "no API key configured"      # optional: unusable, with the reason shown
+
+Provider ids are unique, and model ids unique within a provider, ignoring case (model
+references resolve case-insensitively, SPEC LM-2); ``current`` must name a listed model.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import ErrorDetails
+
+from .errors import ConfigurationError
+from .permission.config import PermissionConfig
+
+__all__ = [
+    "CONFIG_PATH",
+    "FeaturesConfig",
+    "ModelEntry",
+    "ModelsConfig",
+    "PermissionConfig",
+    "ProviderEntry",
+    "WorkspaceConfig",
+    "config_path",
+    "load_workspace_config",
+    "parse_workspace_config",
+]
+
+CONFIG_PATH = PurePosixPath(".sessionledger/config.toml")
+"""Where the configuration lives, relative to the workspace."""
+
+Id = Annotated[StrictStr, Field(min_length=1, pattern=r"^[^\s/$]+$")]
+Text = Annotated[StrictStr, Field(min_length=1)]
+
+
+class _KeyedError(ValueError):
+    """A cross-field error that belongs to a key below the validated table."""
+
+    def __init__(self, key: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", alias_generator=to_camel, validate_by_alias=True,
+        validate_by_name=False,
+    )
+
+
+class FeaturesConfig(_Table):
+    """Feature flags (``[features]``)."""
+
+    dynamic_workflows: StrictBool = False
+
+
+class ModelEntry(_Table):
+    """One model of a provider, as ListModels shows it (SPEC LM-1)."""
+
+    id: Id
+    name: Text | None = None
+    context_window: Annotated[StrictInt, Field(gt=0)] | None = None
+    reasoning_levels: tuple[Text, ...] = ()
+    default_level: Text | None = None
+    disabled: Text | None = None
+    """Why the model cannot be used; ``None`` when it can."""
+
+    @model_validator(mode="after")
+    def _levels(self) -> ModelEntry:
+        if len(set(self.reasoning_levels)) != len(self.reasoning_levels):
+            raise _KeyedError(("reasoningLevels",), "levels must be unique")
+        if self.default_level is not None and self.default_level not in self.reasoning_levels:
+            raise _KeyedError(
+                ("defaultLevel",),
+                f"{self.default_level!r} is not one of reasoningLevels "
+                f"{list(self.reasoning_levels)}",
+            )
+        return self
+
+
+class ProviderEntry(_Table):
+    """A model provider and its models."""
+
+    id: Id
+    name: Text | None = None
+    models: tuple[ModelEntry, ...] = ()
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.id
+
+    @model_validator(mode="after")
+    def _unique_models(self) -> ProviderEntry:
+        _refuse_duplicates([m.id for m in self.models], "models")
+        return self
+
+
+class ModelsConfig(_Table):
+    """The model catalog (``[models]``): providers in catalog order and the current model."""
+
+    providers: tuple[ProviderEntry, ...] = ()
+    current: StrictStr | None = None
+    """The session's model as ``providerId/modelId``."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelsConfig:
+        _refuse_duplicates([p.id for p in self.providers], "providers")
+        if self.current is not None:
+            listed = {f"{p.id}/{m.id}".lower() for p in self.providers for m in p.models}
+            if self.current.lower() not in listed:
+                raise _KeyedError(
+                    ("current",),
+                    f"{self.current!r} is not a listed model (expected 'providerId/modelId')",
+                )
+        return self
+
+
+def _refuse_duplicates(ids: list[str], key: str) -> None:
+    seen: set[str] = set()
+    for index, value in enumerate(ids):
+        if value.lower() in seen:
+            raise _KeyedError((key, index, "id"), f"duplicate id {value!r} (ids ignore case)")
+        seen.add(value.lower())
+
+
+class WorkspaceConfig(_Table):
+    """The whole ``config.toml``: permission rules, feature flags and the model catalog."""
+
+    permission: PermissionConfig = PermissionConfig()
+    features: FeaturesConfig = FeaturesConfig()
+    models: ModelsConfig | None = None
+    """``None`` when the file has no ``[models]`` table: the host has no model catalog."""
+
+
+def config_path(workspace: Path) -> Path:
+    """The configuration file of ``workspace``."""
+    return workspace / CONFIG_PATH
+
+
+def load_workspace_config(workspace: Path) -> WorkspaceConfig:
+    """Load ``<workspace>/.sessionledger/config.toml``; the defaults when there is no file."""
+    path = config_path(workspace)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return WorkspaceConfig()
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot read {path}: {exc.strerror or exc}", details={"source": str(path)}
+        ) from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"{path} is not UTF-8 text: {exc.reason} at byte {exc.start}",
+            details={"source": str(path)},
+        ) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(
+            f"{path} is not valid TOML: {exc}", details={"source": str(path)}
+        ) from exc
+    return parse_workspace_config(data, source=str(path))
+
+
+def parse_workspace_config(
+    data: Mapping[str, Any], *, source: str = str(CONFIG_PATH)
+) -> WorkspaceConfig:
+    """Validate parsed TOML; :class:`ConfigurationError` names each invalid key."""
+    try:
+        return WorkspaceConfig.model_validate(data)
+    except ValidationError as exc:
+        errors = [{"key": _key(e), "message": _message(e)} for e in exc.errors()]
+        lines = "; ".join(f"{e['key']}: {e['message']}" for e in errors)
+        raise ConfigurationError(
+            f"invalid configuration in {source}: {lines}",
+            details={"source": source, "errors": errors},
+        ) from None
+
+
+def _key(error: ErrorDetails) -> str:
+    loc = list(error["loc"])
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, _KeyedError):
+        loc.extend(cause.key)
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+_TYPE_MESSAGES = {
+    "extra_forbidden": "unknown key",
+    "model_type": "expected a table",
+    "model_attributes_type": "expected a table",
+    "dict_type": "expected a table",
+    "tuple_type": "expected a list",
+    "list_type": "expected a list",
+    "string_type": "expected a string",
+    "bool_type": "expected true or false",
+    "int_type": "expected an integer",
+}
+_PLAIN_MESSAGES = {
+    "string_pattern_mismatch": "an id must not be empty or contain '/', '$' or whitespace",
+    "string_too_short": "must not be empty",
+}
+
+
+def _message(error: ErrorDetails) -> str:
+    kind = error["type"]
+    if kind in _TYPE_MESSAGES:
+        message = _TYPE_MESSAGES[kind]
+        return message if kind == "extra_forbidden" else f"{message}, got {error['input']!r}"
+    if kind in _PLAIN_MESSAGES:
+        return f"{_PLAIN_MESSAGES[kind]}, got {error['input']!r}"
+    return error["msg"].removeprefix("Value error, ")

@@ -1,0 +1,192 @@
+"""The workspace configuration file ``.sessionledger/config.toml`` (SPEC TR-4, LM-1's catalog).
+
+A full valid file loads into typed, frozen models; a missing file means the defaults; every
+kind of invalid configuration is a ``ConfigurationError`` whose message names the key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from sessionledger.errors import ConfigurationError
+from sessionledger.permission import RulePattern
+from sessionledger.workspace_config import (
+    CONFIG_PATH,
+    WorkspaceConfig,
+    config_path,
+    load_workspace_config,
+)
+
+VALID = """
+[permission]
+disallowedTools = ["WebFetch"]
+allowedTools = ["mcp__github__get_*"]
+allow = ["Bash(git *)", "Read(src/**)"]
+ask = ["Bash(npm publish*)"]
+deny = ["Read(.env)", "mcp__prod__*"]
+webFetchPreapproved = ["docs.python.org", "PyPI.org."]
+
+[features]
+dynamicWorkflows = true
+
+[models]
+current = "anthropic/claude-sonnet"
+
+[[models.providers]]
+id = "anthropic"
+name = "Anthropic"
+
+[[models.providers.models]]
+id = "claude-sonnet"
+name = "Claude Sonnet"
+contextWindow = 200000
+reasoningLevels = ["low", "medium", "high"]
+defaultLevel = "medium"
+
+[[models.providers.models]]
+id = "claude-opus"
+disabled = "no API key configured"
+
+[[models.providers]]
+id = "local"
+"""
+
+
+def write_config(workspace: Path, text: str | bytes) -> Path:
+    path = config_path(workspace)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_tr4_a_valid_file_loads_into_typed_models(tmp_path: Path) -> None:
+    write_config(tmp_path, VALID)
+    config = load_workspace_config(tmp_path)
+    permission = config.permission
+    assert permission.disallowed_tools == (RulePattern("WebFetch"),)
+    assert permission.allow == (RulePattern("Bash", "git *"), RulePattern("Read", "src/**"))
+    assert [str(p) for p in permission.deny] == ["Read(.env)", "mcp__prod__*"]
+    assert permission.web_fetch_preapproved == ("docs.python.org", "pypi.org")
+    assert config.features.dynamic_workflows is True
+    assert config.models is not None
+    assert config.models.current == "anthropic/claude-sonnet"
+    anthropic, local = config.models.providers
+    sonnet, opus = anthropic.models
+    assert (sonnet.context_window, sonnet.reasoning_levels, sonnet.default_level) == (
+        200000, ("low", "medium", "high"), "medium")
+    assert opus.disabled == "no API key configured" and sonnet.disabled is None
+    assert (local.display_name, local.models) == ("local", ())
+    with pytest.raises(ValidationError):
+        config.features.dynamic_workflows = False  # type: ignore[misc]
+
+
+def test_tr4_a_missing_file_means_the_defaults(tmp_path: Path) -> None:
+    config = load_workspace_config(tmp_path)
+    assert config == WorkspaceConfig()
+    assert config.permission.allow == () and config.features.dynamic_workflows is False
+    assert config.models is None
+    assert CONFIG_PATH.as_posix() == ".sessionledger/config.toml"
+
+
+def test_tr4_an_empty_file_and_empty_tables_mean_the_defaults(tmp_path: Path) -> None:
+    write_config(tmp_path, "[permission]\n[features]\n")
+    assert load_workspace_config(tmp_path) == WorkspaceConfig()
+
+
+MODEL = '[[models.providers]]\nid = "p"\n[[models.providers.models]]\nid = "m"\n'
+INVALID = [
+    ("unknown top-level table", "[colors]\nx = 1", "colors: unknown key"),
+    ("unknown permission key", "[permission]\nallowed = []", "permission.allowed: unknown key"),
+    ("snake case key", "[permission]\ndisallowed_tools = []",
+     "permission.disallowed_tools: unknown key"),
+    ("unknown feature", "[features]\nturbo = true", "features.turbo: unknown key"),
+    ("table expected", "permission = 3", "permission: expected a table"),
+    ("list expected", "[permission]\nallow = \"Write\"", "permission.allow: expected a list"),
+    ("pattern not a string", "[permission]\ndeny = [\"Write\", 3]",
+     "permission.deny[1]: a pattern must be a string"),
+    ("unclosed pattern", "[permission]\nallow = [\"Write\", \"Read\", \"Bash(git *\"]",
+     "permission.allow[2]: pattern 'Bash(git *': missing closing ')'"),
+    ("empty pattern", "[permission]\nask = [\"\"]", "permission.ask[0]: empty pattern"),
+    ("empty argument", "[permission]\nallowedTools = [\"Bash()\"]",
+     "permission.allowedTools[0]: pattern 'Bash()': empty argument"),
+    ("bad tool name", "[permission]\ndisallowedTools = [\"Web Fetch\"]",
+     "permission.disallowedTools[0]: pattern 'Web Fetch': tool name"),
+    ("trailing text", "[permission]\ndeny = [\"Bash(rm *) x\"]",
+     "permission.deny[0]: pattern 'Bash(rm *) x': missing closing ')'"),
+    ("domain with scheme", "[permission]\nwebFetchPreapproved = [\"https://docs.python.org\"]",
+     "permission.webFetchPreapproved[0]: 'https://docs.python.org' is not a domain name"),
+    ("domain wildcard", "[permission]\nwebFetchPreapproved = [\"*.python.org\"]",
+     "permission.webFetchPreapproved[0]:"),
+    ("string for bool", "[features]\ndynamicWorkflows = \"false\"",
+     "features.dynamicWorkflows: expected true or false"),
+    ("int for bool", "[features]\ndynamicWorkflows = 1",
+     "features.dynamicWorkflows: expected true or false"),
+    ("providers not a list", "[models]\nproviders = 3", "models.providers: expected a list"),
+    ("provider id with slash", '[[models.providers]]\nid = "a/b"',
+     "models.providers[0].id: an id must not be empty or contain"),
+    ("provider without id", '[[models.providers]]\nname = "x"', "models.providers[0].id:"),
+    ("duplicate provider", '[[models.providers]]\nid = "a"\n[[models.providers]]\nid = "A"',
+     "models.providers[1].id: duplicate id 'A'"),
+    ("duplicate model", MODEL + '[[models.providers.models]]\nid = "M"',
+     "models.providers[0].models[1].id: duplicate id"),
+    ("context window zero", MODEL + "contextWindow = 0",
+     "models.providers[0].models[0].contextWindow:"),
+    ("context window text", MODEL + 'contextWindow = "big"',
+     "models.providers[0].models[0].contextWindow: expected an integer"),
+    ("default level unknown", MODEL + 'reasoningLevels = ["low"]\ndefaultLevel = "high"',
+     "models.providers[0].models[0].defaultLevel: 'high' is not one of reasoningLevels"),
+    ("levels repeated", MODEL + 'reasoningLevels = ["low", "low"]',
+     "models.providers[0].models[0].reasoningLevels: levels must be unique"),
+    ("empty disabled reason", MODEL + 'disabled = ""',
+     "models.providers[0].models[0].disabled: must not be empty"),
+    ("unknown model key", MODEL + "price = 3", "models.providers[0].models[0].price: unknown key"),
+    ("current not listed", MODEL + '[models]\ncurrent = "p/other"',
+     "models.current: 'p/other' is not a listed model"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), [(t, e) for _, t, e in INVALID],
+                         ids=[name for name, _, _ in INVALID])
+def test_tr4_invalid_configuration_names_the_key(
+    text: str, expected: str, tmp_path: Path
+) -> None:
+    path = write_config(tmp_path, text)
+    with pytest.raises(ConfigurationError) as caught:
+        load_workspace_config(tmp_path)
+    assert expected in caught.value.message
+    assert str(path) in caught.value.message
+    assert caught.value.details["errors"][0]["key"] == expected.split(":")[0]
+    assert caught.value.exit_code == 2
+
+
+def test_tr4_every_invalid_key_is_reported_at_once(tmp_path: Path) -> None:
+    write_config(tmp_path, '[permission]\nallow = ["Bash("]\ndeny = [1]\n[features]\nx = 1')
+    with pytest.raises(ConfigurationError) as caught:
+        load_workspace_config(tmp_path)
+    keys = [e["key"] for e in caught.value.details["errors"]]
+    assert keys == ["permission.allow[0]", "permission.deny[0]", "features.x"]
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    (b"[permission\nallow = []", "is not valid TOML"),
+    (b"allow = [", "is not valid TOML"),
+    (b"[permission]\nallow = [\"\xff\"]", "is not UTF-8"),
+])
+def test_tr4_a_file_that_is_not_toml_is_a_clear_error(
+    content: bytes, expected: str, tmp_path: Path
+) -> None:
+    write_config(tmp_path, content)
+    with pytest.raises(ConfigurationError, match=expected):
+        load_workspace_config(tmp_path)
+
+
+def test_tr4_an_unreadable_config_path_is_a_clear_error(tmp_path: Path) -> None:
+    config_path(tmp_path).mkdir(parents=True)
+    with pytest.raises(ConfigurationError, match="cannot read"):
+        load_workspace_config(tmp_path)
