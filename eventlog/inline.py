@@ -18,7 +18,7 @@ from .envelope import RecordedEvent
 
 __all__ = ["REBUILD_CHUNK", "InlineProjection", "Progress", "chunked"]
 
-REBUILD_CHUNK = 5000
+REBUILD_CHUNK = 20000
 """Events handed to ``apply`` at a time while rebuilding."""
 
 Progress = Callable[[int, int], None]

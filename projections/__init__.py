@@ -15,7 +15,13 @@ from eventlog import Clock, EventStore, RecordedEvent, backend_of, open_store
 from .documents import Doc, MemoryDocTable, SqliteDocTable
 from .execution_state import ExecutionStateProjection, SessionSummary, fold
 from .tables import MemorySummaryTable, SqliteSummaryTable
-from .tool_calls import DocProjection, call_key, fold_call, fold_interaction
+from .tool_calls import (
+    INTERACTION_EVENTS,
+    DocProjection,
+    call_key,
+    fold_call,
+    fold_interaction,
+)
 
 __all__ = [
     "ExecutionStateProjection",
@@ -74,7 +80,8 @@ def open_projected_store(
         ExecutionStateProjection(table),
         DocProjection(name="tool_calls", version=1, table=docs("tool_calls"), fold=fold_call),
         DocProjection(
-            name="interactions", version=1, table=docs("interactions"), fold=fold_interaction
+            name="interactions", version=1, table=docs("interactions"), fold=fold_interaction,
+            types=INTERACTION_EVENTS,
         ),
     )
     return open_store(url, clock=clock, projections=projections.all()), projections

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import astuple, fields
+from dataclasses import fields
+from operator import attrgetter
 from typing import Any
 
 from .execution_state import SessionSummary
@@ -19,6 +20,7 @@ __all__ = ["MemorySummaryTable", "SqliteSummaryTable"]
 _FIELDS = tuple(f.name for f in fields(SessionSummary))
 _COLUMNS = ", ".join(_FIELDS)
 _SELECT = f"SELECT {_COLUMNS} FROM execution_state"
+_VALUES = attrgetter(*_FIELDS)
 
 
 def _summary(row: tuple[Any, ...]) -> SessionSummary:
@@ -67,7 +69,7 @@ class SqliteSummaryTable:
         marks = ",".join("?" * len(_FIELDS))
         tx.executemany(
             f"INSERT OR REPLACE INTO execution_state ({_COLUMNS}) VALUES ({marks})",
-            [astuple(s) for s in summaries],
+            [_VALUES(s) for s in summaries],
         )
 
     def delete(self, tx: sqlite3.Connection, session_id: str) -> None:

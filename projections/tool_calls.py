@@ -32,6 +32,14 @@ __all__ = [
 ]
 
 
+CALL_EVENTS = frozenset({
+    "ToolCallRequested", "PermissionDecided", "InteractionRequested", "InteractionResolved",
+    "ToolCallCompleted",
+})
+"""The event types these views fold; every other event is skipped without a look inside."""
+INTERACTION_EVENTS = frozenset({"InteractionRequested", "InteractionResolved"})
+
+
 def call_key(session_id: str, call_id: str) -> str:
     """Calls are keyed per session: a client's call id need only be unique in its session."""
     return f"{session_id}/{call_id}"
@@ -43,6 +51,8 @@ def _dump(model: Any) -> Any:
 
 def fold_call(docs: dict[str, Doc | None], event: RecordedEvent) -> str | None:
     """Apply one event to the call documents; the key it touched, if any."""
+    if event.type not in CALL_EVENTS:
+        return None
     data = event.data
     if isinstance(data, ToolCallRequested):
         key = call_key(event.session_id, data.call_id)
@@ -83,6 +93,8 @@ def fold_call(docs: dict[str, Doc | None], event: RecordedEvent) -> str | None:
 
 def fold_interaction(docs: dict[str, Doc | None], event: RecordedEvent) -> str | None:
     """Apply one event to the interaction documents; the key it touched, if any."""
+    if event.type not in INTERACTION_EVENTS:
+        return None
     data = event.data
     if isinstance(data, InteractionRequested):
         docs[data.interaction_id] = Doc(
@@ -103,6 +115,8 @@ def fold_interaction(docs: dict[str, Doc | None], event: RecordedEvent) -> str |
 
 
 def _keys_of(event: RecordedEvent) -> list[str]:
+    if event.type not in CALL_EVENTS:
+        return []
     data = event.data
     keys = []
     call_id = getattr(data, "call_id", None)
@@ -120,11 +134,15 @@ Fold = Callable[[dict[str, Doc | None], RecordedEvent], str | None]
 class DocProjection:
     """An inline projection folding events into keyed documents (calls or interactions)."""
 
-    def __init__(self, *, name: str, version: int, table: DocTable, fold: Fold) -> None:
+    def __init__(
+        self, *, name: str, version: int, table: DocTable, fold: Fold,
+        types: frozenset[str] = CALL_EVENTS,
+    ) -> None:
         self.name = name
         self.version = version
         self.table = table
         self.fold = fold
+        self.types = types
 
     def create(self, tx: Any) -> None:
         self.table.create(tx)
@@ -139,6 +157,8 @@ class DocProjection:
         self.table.delete_session(tx, session_id)
 
     def apply(self, tx: Any, events: Sequence[RecordedEvent]) -> None:
+        types = self.types
+        events = [e for e in events if e.type in types]
         wanted = list(dict.fromkeys(k for e in events for k in _keys_of(e)))
         if not wanted:
             return

@@ -46,3 +46,16 @@ def test_replay_memory_bench_small_run(tmp_path: Path) -> None:
         assert header in out
     assert "20,000" in out
     assert not list(tmp_path.iterdir()), "scratch files left behind"
+
+
+def test_rebuild_bench_small_run(tmp_path: Path) -> None:
+    # Issue 3's rebuild figure: the script runs and prints both rates and the ratio.
+    done = _run("rebuild.py", "--events", "5000", "--sessions", "100", "--runs", "1",
+                tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    for text in ("typed replay (read_all)", "rebuild execution-state projection",
+                 "peak RSS MB", "rebuild / replay"):
+        assert text in out
+    assert out.count("5,000") >= 3
+    assert not list(tmp_path.iterdir()), "scratch files left behind"
