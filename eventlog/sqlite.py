@@ -35,7 +35,15 @@ from .appending import (
 from .canonical import GENESIS_HASH
 from .chain import ChainReport, verify_chain
 from .clock import Clock, SystemClock, format_instant
-from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent, decode_row
+from .envelope import (
+    AppendBatch,
+    AppendResult,
+    NewEvent,
+    RawRow,
+    RecordedEvent,
+    decode_row,
+    decode_rows,
+)
 from .errors import EventLogError, StoreBusy, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
@@ -255,7 +263,7 @@ class SQLiteEventStore:
                "ORDER BY global_position LIMIT ?")
         upcasters = self._upcasters
         for rows in chunked_rows(conn, sql, REBUILD_CHUNK):
-            events = [decode_row(row, upcasters=upcasters) for row in rows]
+            events = list(decode_rows(rows, upcasters=upcasters))
             for projection in projections:
                 projection.apply(conn, events)
             done += len(events)
@@ -361,16 +369,13 @@ class SQLiteEventStore:
     ) -> Iterator[RecordedEvent]:
         sql = (f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND seq > ? "
                "ORDER BY seq LIMIT ?")
-        upcasters = self._upcasters
-        for row in self._pages(sql, (session_id,), after, limit):
-            yield decode_row(row, upcasters=upcasters)
+        yield from decode_rows(self._pages(sql, (session_id,), after, limit),
+                               upcasters=self._upcasters)
 
     def read_all(self, *, after: int = 0, limit: int | None = None) -> Iterator[RecordedEvent]:
         sql = (f"SELECT {COLUMNS} FROM events WHERE global_position > ? "
                "ORDER BY global_position LIMIT ?")
-        upcasters = self._upcasters
-        for row in self._pages(sql, (), after, limit):
-            yield decode_row(row, upcasters=upcasters)
+        yield from decode_rows(self._pages(sql, (), after, limit), upcasters=self._upcasters)
 
     def raw_session(self, session_id: str) -> Iterator[tuple[Any, ...]]:
         # Tolerates rows whose seq was tampered into a non-integer or below 1 (they sort last)
