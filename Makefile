@@ -41,6 +41,8 @@ verify: $(VENV)/.dev
 
 bench: $(VENV)/.bench
 	$(PY) bench/eventlog.py
+	$(PY) bench/replay_memory.py
+	$(PY) bench/rebuild.py
 
 docs: $(VENV)/.dev
 	$(PY) -m sessionledger.docgen
