@@ -271,11 +271,16 @@ class ToolExecutor:
             raise InvalidInput("feedback must not be blank", details=[{"loc": ["feedback"]}])
         if decision == "modify" and new_input is not None:
             try:
-                handler.validate_answer(new_input)
+                handler.validate_answer(new_input, original=original)
             except ValidationError as exc:
                 raise InvalidInput(
                     f"the modified input is invalid ({summarize(exc)}); the call stays pending",
                     details=validation_details(exc),
+                ) from exc
+            except ValueError as exc:
+                raise InvalidInput(
+                    f"the modified input is invalid ({exc}); the call stays pending",
+                    details=[{"loc": ["input"], "message": str(exc)}],
                 ) from exc
         resolution = Resolution(decision=decision, input=new_input, feedback=feedback)
         raw = new_input if decision == "modify" and new_input is not None else original

@@ -80,3 +80,20 @@ def test_ho3_headless_denies_at_once_and_leaves_nothing_pending(
     assert answer.document["modelContent"] == "No permission client configured for AskUserQuestion"
     assert service.document(session)["interactions"] == []
     assert "InteractionRequested" not in _types(service, session)
+
+
+def test_aq5_a_modify_must_answer_the_questions_that_were_asked(
+    service: SessionService,
+) -> None:
+    # AQ-5: the modified input is validated again; changing the questions is refused (422)
+    # and the question stays pending.
+    from sessionledger.errors import InvalidInput
+
+    session = service.create_session()["sessionId"]
+    answer = service.tools.call(session, "AskUserQuestion", QUESTION)
+    iid = answer.document["interactionId"]
+    changed = {"questions": [{**QUESTION["questions"][0], "question": "Which queue?"}]}
+    with pytest.raises(InvalidInput, match="keep the questions"):
+        service.tools.respond(session, iid, "modify",
+                              input={**changed, "answers": {"Which queue?": "PostgreSQL"}})
+    assert [i["interactionId"] for i in service.document(session)["interactions"]] == [iid]

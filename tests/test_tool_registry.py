@@ -69,7 +69,7 @@ class FakeHandler:
     def validate_input(self, raw: Mapping[str, Any]) -> None:
         return None
 
-    def validate_answer(self, raw: Mapping[str, Any]) -> None:
+    def validate_answer(self, raw: Mapping[str, Any], *, original: Mapping[str, Any]) -> None:
         return None
 
     def interaction(self, raw: Mapping[str, Any]) -> tuple[InteractionKind, dict[str, Any]]:

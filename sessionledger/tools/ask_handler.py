@@ -44,8 +44,10 @@ class AskUserQuestionHandler:
     def validate_input(self, raw: Mapping[str, Any]) -> None:
         parse_model_input(raw)
 
-    def validate_answer(self, raw: Mapping[str, Any]) -> None:
-        parse_handler_input(raw)
+    def validate_answer(self, raw: Mapping[str, Any], *, original: Mapping[str, Any]) -> None:
+        answered = parse_handler_input(raw)
+        if answered.questions != parse_model_input(original).questions:
+            raise ValueError("the answer must keep the questions exactly as they were asked")
 
     def interaction(self, raw: Mapping[str, Any]) -> tuple[InteractionKind, dict[str, Any]]:
         questions = parse_model_input(raw).model_dump(

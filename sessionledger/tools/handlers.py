@@ -65,9 +65,10 @@ class ToolHandler(Protocol):
     def validate_input(self, raw: Mapping[str, Any]) -> None:
         """Raise ``pydantic.ValidationError`` when the model's input fails the schema."""
 
-    def validate_answer(self, raw: Mapping[str, Any]) -> None:
-        """Raise ``pydantic.ValidationError`` when a user-modified input fails the handler's
-        schema (the answer is refused with 422 and the call stays pending, HO-8)."""
+    def validate_answer(self, raw: Mapping[str, Any], *, original: Mapping[str, Any]) -> None:
+        """Raise ``ValueError`` (e.g. ``pydantic.ValidationError``) when a user-modified input
+        fails the handler's schema or does not answer the ``original`` call (the answer is
+        refused with 422 and the call stays pending, HO-8)."""
 
     def interaction(self, raw: Mapping[str, Any]) -> tuple[InteractionKind, dict[str, Any]]:
         """The kind and payload shown to the user when the call waits for them."""
