@@ -35,9 +35,11 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check $(PACKAGES) tests bench
 	$(VENV)/bin/mypy $(PACKAGES)
 
-# The long hypothesis profile and the many-kill crash tests, under a wall-clock budget.
-verify: $(VENV)/.dev
+# The long hypothesis profile and the many-kill crash tests, under a wall-clock budget; then
+# the benchmark scripts end to end with the bench extra (tiny sizes, no timing asserted).
+verify: $(VENV)/.bench
 	HYPOTHESIS_PROFILE=long timeout $(VERIFY_BUDGET_S) $(PY) -m pytest -q -m slow -p no:cacheprovider
+	timeout 600 $(PY) -m pytest -q -p no:cacheprovider tests/test_bench_smoke.py
 
 bench: $(VENV)/.bench
 	$(PY) bench/eventlog.py
