@@ -6,7 +6,6 @@ batches the same way; only reading and writing rows differs between them.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -20,7 +19,6 @@ __all__ = [
     "check_expected",
     "plan_rows",
     "prepare",
-    "publish",
     "result_from_rows",
     "typed_outcomes",
 ]
@@ -28,7 +26,6 @@ __all__ = [
 Listener = Callable[[Sequence[RecordedEvent]], None]
 """Called after each commit with the committed events, in global order."""
 
-_log = logging.getLogger("eventlog")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,18 +45,6 @@ def prepare(batch: AppendBatch) -> PreparedBatch:
         if CATALOG.get(new.event.type) is not type(new.event):
             raise UnknownEventType(new.event.type, session_id=batch.session_id)
     return PreparedBatch(batch, tuple(encode_event(new.event) for new in batch.events))
-
-
-def publish(listeners: Sequence[Listener], events: Sequence[RecordedEvent]) -> None:
-    """Hand committed events to each listener; a failing listener is logged, never raised.
-
-    The events are already durable: an error here must not make the append look failed.
-    """
-    for listener in listeners:
-        try:
-            listener(events)
-        except Exception:
-            _log.exception("event listener %r failed", listener)
 
 
 def check_expected(batch: AppendBatch, version: int) -> None:

@@ -16,7 +16,6 @@ from .appending import (
     check_expected,
     plan_rows,
     prepare,
-    publish,
     result_from_rows,
     typed_outcomes,
 )
@@ -28,6 +27,7 @@ from .errors import EventLogError, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import InlineProjection, Progress, chunked
 from .store import Listener, SessionHead
+from .subscribers import Subscribers
 from .upcasting import UpcasterRegistry, default_upcasters
 
 __all__ = ["MemoryEventStore"]
@@ -50,7 +50,7 @@ class MemoryEventStore:
         self.rows: list[RawRow] = []
         self.heads: dict[str, SessionHead] = {}
         self._by_session: dict[str, list[int]] = {}
-        self._listeners: list[Listener] = []
+        self._listeners: Subscribers[Sequence[RecordedEvent]] = Subscribers()
         self._lock = threading.RLock()
         self._closed = False
         self._projections = tuple(projections)
@@ -95,7 +95,7 @@ class MemoryEventStore:
                 if not result.replayed:
                     committed.extend(result.events)
             if committed:
-                publish(list(self._listeners), committed)
+                self._listeners.publish(committed)
             return outcomes
 
     def _apply(self, prepared: PreparedBatch) -> AppendResult:
@@ -236,15 +236,7 @@ class MemoryEventStore:
             return removed
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        with self._lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._listeners.add(listener)
 
     def close(self) -> None:
         with self._committer.exclusive(), self._lock:

@@ -28,7 +28,6 @@ from .appending import (
     check_expected,
     plan_rows,
     prepare,
-    publish,
     result_from_rows,
     typed_outcomes,
 )
@@ -58,6 +57,7 @@ from .sqlite_schema import (
     text_or_bytes,
 )
 from .store import Listener, SessionHead
+from .subscribers import Subscribers
 from .upcasting import UpcasterRegistry, default_upcasters
 
 __all__ = ["SQLiteEventStore", "create_schema"]
@@ -85,8 +85,8 @@ class SQLiteEventStore:
         self._synchronous = synchronous.upper()
         self._clock = clock or SystemClock()
         self._upcasters = upcasters
-        self._listeners: list[Listener] = []
-        self._listeners_lock = threading.Lock()
+        self._listeners: Subscribers[Sequence[RecordedEvent]] = Subscribers()
+        self._readers_lock = threading.Lock()
         self._readers: list[sqlite3.Connection] = []
         self._local = threading.local()
         self._closed = False
@@ -152,7 +152,7 @@ class SQLiteEventStore:
             for e in o.events
         ]
         if committed:
-            self._publish(committed)
+            self._listeners.publish(committed)
         return outcomes
 
     def _commit_once(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
@@ -221,11 +221,6 @@ class SQLiteEventStore:
         last = rows[-1]
         conn.execute(UPSERT_HEAD, (batch.session_id, last[2], last[12], now, now))
         return result_from_rows(prepared, rows)
-
-    def _publish(self, events: Sequence[RecordedEvent]) -> None:
-        with self._listeners_lock:
-            listeners = list(self._listeners)
-        publish(listeners, events)
 
     # -- projections -----------------------------------------------------------------------
 
@@ -343,7 +338,7 @@ class SQLiteEventStore:
         if conn is None:
             conn = self._connect()
             self._local.conn = conn
-            with self._listeners_lock:
+            with self._readers_lock:
                 self._readers.append(conn)
         return conn
 
@@ -440,15 +435,7 @@ class SQLiteEventStore:
     # -- lifecycle -------------------------------------------------------------------------
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        with self._listeners_lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._listeners_lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._listeners.add(listener)
 
     def close(self) -> None:
         """Wait for the group in flight, then refuse new work and close every connection."""
@@ -457,7 +444,7 @@ class SQLiteEventStore:
                 return
             self._closed = True
             self._writer.close()
-        with self._listeners_lock:
+        with self._readers_lock:
             for conn in self._readers:
                 conn.close()
             self._readers.clear()

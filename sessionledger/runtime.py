@@ -11,7 +11,6 @@ log and decides again.
 
 from __future__ import annotations
 
-import logging
 import random
 import threading
 import time
@@ -28,6 +27,7 @@ from eventlog import (
     RecordedEvent,
 )
 from eventlog.envelope import Actor
+from eventlog.subscribers import Subscribers
 from projections import Projections, SessionSummary
 from statemachine.execution import Command, ExecutionState, Refusal, decide_events
 
@@ -35,7 +35,6 @@ from .errors import CommandRefused, Conflict, SessionDeleted, SessionNotFound
 
 __all__ = ["CommandResult", "ExecutionRuntime", "StateListener"]
 
-_log = logging.getLogger("sessionledger.runtime")
 _ATTEMPTS = 5
 
 
@@ -64,20 +63,12 @@ class ExecutionRuntime:
         self._store = store
         self._projections = projections
         self._memory: dict[str, tuple[ExecutionState, int]] = {}
-        self._listeners: list[StateListener] = []
+        self._listeners: Subscribers[CommandResult] = Subscribers()
         self._lock = threading.Lock()
 
     def subscribe(self, listener: StateListener) -> Callable[[], None]:
         """Call ``listener`` after each change; returns the unsubscribe function."""
-        with self._lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._listeners.add(listener)
 
     def summary(self, session_id: str) -> SessionSummary:
         """The session's summary from the log's projection; 404 or 410 when unusable."""
@@ -151,15 +142,7 @@ class ExecutionRuntime:
                 continue
             result = CommandResult(session_id, after, appended.version, appended.events)
             self._remember(session_id, after, appended.version)
-            self._publish(result)
+            self._listeners.publish(result)
             return result
         raise Conflict(f"session {session_id!r} kept changing; try again")
 
-    def _publish(self, result: CommandResult) -> None:
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
-            try:
-                listener(result)
-            except Exception:
-                _log.exception("state listener %r failed", listener)
