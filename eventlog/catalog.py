@@ -35,6 +35,13 @@ __all__ = [
     "SessionEvent",
     "SessionModeChanged",
     "ToolCallCompleted",
+    "ContextCompacted",
+    "ReminderInjected",
+    "ReminderKind",
+    "TodoItemData",
+    "TodoPriority",
+    "TodoStatus",
+    "TodosWritten",
     "ToolCallRequested",
     "TurnControlData",
     "event_adapter",
@@ -155,6 +162,46 @@ class MessageRecorded(Event):
     source: str | None = None
 
 
+TodoStatus = Literal["pending", "in_progress", "completed"]
+TodoPriority = Literal["high", "medium", "low"]
+
+
+class TodoItemData(_Payload):
+    """One todo: what, how far along, how important (SPEC TD-1; no id)."""
+
+    content: str = Field(min_length=1)
+    priority: TodoPriority
+    status: TodoStatus
+
+
+class TodosWritten(Event):
+    """The session's whole todo list was replaced by ``todos`` (SPEC TD-3)."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["TodosWritten"] = "TodosWritten"
+    todos: tuple[TodoItemData, ...]
+
+
+ReminderKind = Literal["todo_reminder", "runtime_mode", "plan_exit", "plan_file_reference"]
+
+
+class ReminderInjected(Event):
+    """The runtime put a reminder into a model request (SPEC TD-5, PM-5, PM-10)."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["ReminderInjected"] = "ReminderInjected"
+    kind: ReminderKind
+    text: str
+    variant: Literal["full", "sparse"] | None = None
+
+
+class ContextCompacted(Event):
+    """The conversation's context was compacted; the plan file is read back next (PM-10)."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["ContextCompacted"] = "ContextCompacted"
+
+
 class SessionDeleted(Event):
     """The session was deleted: its routes answer 410; its events stay until purged."""
 
@@ -251,7 +298,8 @@ class ToolCallCompleted(Event):
 SessionEvent = Annotated[
     SessionCreated | SessionModeChanged | GoalStarted | GoalEnded | MessageRecorded
     | SessionDeleted | ToolCallRequested | PermissionDecided | InteractionRequested
-    | InteractionResolved | ToolCallCompleted,
+    | InteractionResolved | ToolCallCompleted | TodosWritten | ReminderInjected
+    | ContextCompacted,
     Field(discriminator="type"),
 ]
 
@@ -262,6 +310,7 @@ CATALOG: dict[str, type[Event]] = {
     for cls in (
         SessionCreated, SessionModeChanged, GoalStarted, GoalEnded, MessageRecorded,
         SessionDeleted, ToolCallRequested, PermissionDecided, InteractionRequested,
-        InteractionResolved, ToolCallCompleted,
+        InteractionResolved, ToolCallCompleted, TodosWritten, ReminderInjected,
+        ContextCompacted,
     )
 }
