@@ -113,6 +113,8 @@ class SQLiteEventStore:
         conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
         self._retry(lambda: conn.execute("PRAGMA journal_mode = WAL"))
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        # Projection tables may cascade from the sessions' summary rows (SPEC TD-4).
+        conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
     def _retry(self, action: Callable[[], Any]) -> Any:
