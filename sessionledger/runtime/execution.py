@@ -31,7 +31,7 @@ from eventlog.subscribers import Subscribers
 from projections import Projections, SessionSummary
 from statemachine.execution import Command, ExecutionState, Refusal, decide_events
 
-from .errors import CommandRefused, Conflict, SessionDeleted, SessionNotFound
+from ..errors import CommandRefused, Conflict, SessionDeleted, SessionNotFound
 
 __all__ = ["CommandResult", "ExecutionRuntime", "StateListener"]
 

@@ -1,0 +1,12 @@
+"""The turn-loop runtime: execution-state commands, and the reminders of each model request.
+
+:mod:`.execution` applies mode, Plan and goal commands in SPEC ES-6's order; :mod:`.turns`
+records the conversation's messages and compactions and decides, per model request, which
+reminders to inject (:mod:`.reminders`, texts in :mod:`.reminder_texts`). Import from here.
+"""
+
+from __future__ import annotations
+
+from .execution import CommandResult, ExecutionRuntime, StateListener
+
+__all__ = ["CommandResult", "ExecutionRuntime", "StateListener"]
