@@ -3,7 +3,9 @@
 Each event is a frozen model with a past-tense name, a ``type`` literal (the discriminator)
 and a class-level ``schema_version``. Payloads are stored as canonical JSON of the model's
 fields without ``type`` (the envelope carries it), under camelCase names as on the wire.
-Later issues add their types here and to :data:`SessionEvent`.
+Later issues add their types here and to :data:`SessionEvent`. Fields are declared in sorted
+order of their wire names where the types allow it, so the Rust serializer's JSON is already
+canonical and appends skip the slow path (:mod:`eventlog.fast_json`).
 """
 
 from __future__ import annotations
@@ -81,9 +83,9 @@ class ExecutionStateData(_Payload):
     held, so never written, as a permission mode.
     """
 
+    goal: GoalData | None = None
     mode: PermissionMode = "build"
     plan_enabled: bool = False
-    goal: GoalData | None = None
 
     @model_validator(mode="after")
     def _plan_and_goal_exclusive(self) -> ExecutionStateData:
@@ -110,10 +112,10 @@ class SessionCreated(Event):
 
     schema_version: ClassVar[int] = 1
     type: Literal["SessionCreated"] = "SessionCreated"
-    workspace: str
+    execution_state: ExecutionStateData = ExecutionStateData()
     host: HostKind = "protocol"
     parent_session_id: str | None = None
-    execution_state: ExecutionStateData = ExecutionStateData()
+    workspace: str
 
 
 ModeChangeVia = Literal[
@@ -155,10 +157,10 @@ class MessageRecorded(Event):
 
     schema_version: ClassVar[int] = 1
     type: Literal["MessageRecorded"] = "MessageRecorded"
-    role: Literal["assistant", "user"]
-    kind: Literal["real", "synthetic"] = "real"
-    continuation: bool = False
     content: str
+    continuation: bool = False
+    kind: Literal["real", "synthetic"] = "real"
+    role: Literal["assistant", "user"]
     source: str | None = None
 
 
@@ -234,9 +236,9 @@ class PermissionDecided(Event):
     schema_version: ClassVar[int] = 1
     type: Literal["PermissionDecided"] = "PermissionDecided"
     call_id: str
-    tool: str
-    decision: PermissionVerdict
     decided_by: Literal["service", "broker"] = "service"
+    decision: PermissionVerdict
+    tool: str
 
 
 InteractionKind = Literal["askUserQuestion", "planApproval", "toolApproval"]

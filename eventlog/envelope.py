@@ -7,7 +7,7 @@ so replay stays fast; :data:`RawRow` is the row exactly as the ``events`` table 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from .canonical import canonical_json, envelope_hash
 from .catalog import CATALOG, Event
 from .errors import EmptyBatch, UnknownEventType, UnknownSchemaVersion
+from .fast_json import fast_encoder
 from .upcasting import UpcasterRegistry, decode_payload, default_upcasters
 
 __all__ = [
@@ -123,9 +124,22 @@ class AppendResult:
         return tuple(e.global_position for e in self.events)
 
 
+_NO_TYPE = frozenset({"type"})
+_encoders: dict[type[Event], Callable[[Any], str]] = {}
+
+
+def _general_encode(event: Any) -> str:
+    return canonical_json(event.model_dump(mode="json", by_alias=True, exclude=_NO_TYPE))
+
+
 def encode_event(event: Event) -> str:
-    """The canonical JSON stored in the ``data`` column."""
-    return canonical_json(event.model_dump(mode="json", by_alias=True, exclude={"type"}))
+    """The canonical JSON stored in the ``data`` column (pydantic's own writer when that is
+    exactly canonical for the event's type, see :mod:`eventlog.fast_json`)."""
+    encoder = _encoders.get(type(event))
+    if encoder is None:
+        encoder = fast_encoder(type(event), exclude=_NO_TYPE) or _general_encode
+        _encoders[type(event)] = encoder
+    return encoder(event)
 
 
 def build_row(
