@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from eventlog import Clock, EventStore, RecordedEvent, backend_of, open_store
+from eventlog import (
+    Clock,
+    EventStore,
+    InlineProjection,
+    RecordedEvent,
+    backend_of,
+    open_store,
+)
 
 from .documents import Doc, MemoryDocTable, SqliteDocTable
 from .execution_state import ExecutionStateProjection, SessionSummary, fold
@@ -22,11 +29,13 @@ from .tool_calls import (
     fold_call,
     fold_interaction,
 )
+from .turn_counters import TurnCounters, TurnCountersProjection
 
 __all__ = [
     "ExecutionStateProjection",
     "Projections",
     "SessionSummary",
+    "TurnCounters",
     "compare_session",
     "open_projected_store",
 ]
@@ -39,9 +48,10 @@ class Projections:
     execution_state: ExecutionStateProjection
     tool_calls: DocProjection
     interactions: DocProjection
+    turns: TurnCountersProjection
 
-    def all(self) -> tuple[ExecutionStateProjection | DocProjection, ...]:
-        return (self.execution_state, self.tool_calls, self.interactions)
+    def all(self) -> tuple[InlineProjection, ...]:
+        return (self.execution_state, self.tool_calls, self.interactions, self.turns)
 
     def call(self, store: EventStore, session_id: str, call_id: str) -> Doc | None:
         """One tool call's document, or ``None``."""
@@ -63,6 +73,10 @@ class Projections:
         projection = self.execution_state
         return store.read_view(lambda tx: projection.get(tx, session_id))
 
+    def turn_counters(self, store: EventStore, session_id: str) -> TurnCounters | None:
+        """The session's reminder counters (SPEC TD-5, PM-5), or ``None``."""
+        return store.read_view(lambda tx: self.turns.get(tx, session_id))
+
     def summaries(self, store: EventStore) -> list[SessionSummary]:
         """Every session's summary, most recently written first."""
         projection = self.execution_state
@@ -83,6 +97,7 @@ def open_projected_store(
             name="interactions", version=1, table=docs("interactions"), fold=fold_interaction,
             types=INTERACTION_EVENTS,
         ),
+        TurnCountersProjection(docs("turn_counters")),
     )
     return open_store(url, clock=clock, projections=projections.all()), projections
 
@@ -97,6 +112,8 @@ def compare_session(
     )
     for view in (projections.tool_calls, projections.interactions):
         differences += _doc_differences(store, view, events, session_id)
+    stored_turns = projections.turn_counters(store, session_id)
+    differences += projections.turns.differences(stored_turns, events, session_id)
     return differences
 
 

@@ -49,7 +49,7 @@ from .errors import (
     WorkspaceOutsideRoot,
     from_eventlog,
 )
-from .runtime import CommandResult, ExecutionRuntime
+from .runtime import CommandResult, ExecutionRuntime, TurnService
 from .tool_service import ToolService
 
 __all__ = [
@@ -114,6 +114,7 @@ class SessionService:
         self._runtime = ExecutionRuntime(store, projections)
         self._root = Path(workspace_root).resolve()
         self.tools = ToolService(store=store, projections=projections, runtime=self._runtime)
+        self.turns = TurnService(store, projections, self._runtime)
 
     @classmethod
     def open(cls, url: str, *, workspace_root: Path | str) -> SessionService:

@@ -42,6 +42,7 @@ from projections import (
 from projections.documents import SqliteDocTable
 from projections.tables import SqliteSummaryTable
 from projections.tool_calls import DocProjection, fold_call, fold_interaction
+from projections.turn_counters import TurnCountersProjection
 from sessionledger.errors import CommandRefused, Conflict
 from sessionledger.runtime import CommandResult, ExecutionRuntime
 from statemachine.execution import (
@@ -189,10 +190,11 @@ def test_es6_append_failing_inside_the_store_transaction_rolls_back_everything(
                           fold=fold_call)
     interactions = DocProjection(name="interactions", version=1,
                                  table=SqliteDocTable("interactions"), fold=fold_interaction)
+    turns = TurnCountersProjection(SqliteDocTable("turn_counters"))
     exploding = ExplodingProjection()
-    store = open_store(url, projections=(execution, calls, interactions, exploding))
+    store = open_store(url, projections=(execution, calls, interactions, turns, exploding))
     try:
-        projections = Projections(execution, calls, interactions)
+        projections = Projections(execution, calls, interactions, turns)
         session = create(store, mode="auto")
         runtime = ExecutionRuntime(store, projections)
         seen = Recorder().attach(store, runtime)

@@ -8,5 +8,19 @@ reminders to inject (:mod:`.reminders`, texts in :mod:`.reminder_texts`). Import
 from __future__ import annotations
 
 from .execution import CommandResult, ExecutionRuntime, StateListener
+from .reminders import Reminder, ReminderContext, ReminderSource, TurnRequest, decide_reminders
+from .turns import LogTodos, TodoSource, TurnService
 
-__all__ = ["CommandResult", "ExecutionRuntime", "StateListener"]
+__all__ = [
+    "CommandResult",
+    "ExecutionRuntime",
+    "LogTodos",
+    "Reminder",
+    "ReminderContext",
+    "ReminderSource",
+    "StateListener",
+    "TodoSource",
+    "TurnRequest",
+    "TurnService",
+    "decide_reminders",
+]

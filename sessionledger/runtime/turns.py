@@ -1,0 +1,211 @@
+"""The turn loop's record: messages, compactions, and the reminders each model request gets.
+
+A host tells the service what happened in the conversation (:meth:`TurnService.record_message`,
+:meth:`TurnService.compact`) and, before each model request, asks which reminders to inject
+(:meth:`TurnService.prepare_request`). The decision is :func:`.reminders.decide_reminders`
+over the session's turn counters (an inline projection, so a restart answers the same); every
+reminder it returns is recorded as ``ReminderInjected`` — the todo reminder also as a
+synthetic user message (TD-5) — in one batch guarded by the session's version, so two hosts
+preparing at once never both inject the same reminder. Recording moves the counters, which
+is why ``prepare-request`` is not idempotent (PM-5).
+
+The todo list comes through :class:`TodoSource`; :class:`LogTodos` reads it from the log
+until the todo projection of issue 5's other half is wired in its place.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal, Protocol
+
+from eventlog import (
+    AppendResult,
+    ConcurrencyConflict,
+    ContextCompacted,
+    EventLogError,
+    EventStore,
+    MessageRecorded,
+    NewEvent,
+    RecordedEvent,
+    ReminderInjected,
+    TodoItemData,
+    TodosWritten,
+    new_id,
+)
+from projections import Projections, SessionSummary, TurnCounters
+from projections.turn_counters import fold_turns
+
+from ..errors import Conflict, InvalidInput, from_eventlog
+from .execution import ExecutionRuntime
+from .reminders import Reminder, ReminderSource, TurnRequest, decide_reminders
+
+__all__ = ["LogTodos", "Role", "TodoSource", "TurnService", "last_written_todos"]
+
+Role = Literal["assistant", "user"]
+ROLES: tuple[str, ...] = ("assistant", "user")
+_ATTEMPTS = 5
+
+Decide = Callable[[SessionSummary, TurnCounters], list[NewEvent]]
+"""Builds the batch from the session as it is now; an empty batch appends nothing."""
+
+
+class TodoSource(Protocol):
+    """Where the reminder engine reads a session's current todo list."""
+
+    def todos(self, session_id: str) -> Sequence[TodoItemData]: ...
+
+
+def last_written_todos(events: Iterable[RecordedEvent]) -> tuple[TodoItemData, ...]:
+    """The list the last ``TodosWritten`` wrote (TD-3 replaces the whole list), or ``()``."""
+    current: tuple[TodoItemData, ...] = ()
+    for event in events:
+        if isinstance(event.data, TodosWritten):
+            current = event.data.todos
+    return current
+
+
+class LogTodos:
+    """The current todo list folded from the session's log (read only when a reminder fires)."""
+
+    def __init__(self, store: EventStore) -> None:
+        self._store = store
+
+    def todos(self, session_id: str) -> Sequence[TodoItemData]:
+        return last_written_todos(self._store.read_session(session_id))
+
+
+@contextmanager
+def _log_errors() -> Iterator[None]:
+    try:
+        yield
+    except EventLogError as exc:
+        raise from_eventlog(exc) from exc
+
+
+def _receipt(result: AppendResult) -> dict[str, Any]:
+    event = result.events[-1]
+    return {"sessionId": result.session_id, "seq": event.seq, "version": result.version,
+            "recordedAt": event.recorded_at}
+
+
+class TurnService:
+    """Messages, compactions and reminder injection for the sessions of one store."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        projections: Projections,
+        runtime: ExecutionRuntime,
+        *,
+        todos: TodoSource | None = None,
+        sources: Sequence[ReminderSource] = (),
+    ) -> None:
+        self._store = store
+        self._projections = projections
+        self._runtime = runtime
+        self.todo_source: TodoSource = todos if todos is not None else LogTodos(store)
+        self.sources: list[ReminderSource] = list(sources)
+        """Reminders between the Plan and the todo reminder, in order (issue 7 adds one)."""
+
+    def counters(self, session_id: str) -> TurnCounters:
+        """The session's turn counters now; 404 unknown, 410 deleted."""
+        summary = self._runtime.summary(session_id)
+        return self._counters(summary.session_id)
+
+    def _counters(self, session_id: str) -> TurnCounters:
+        with _log_errors():
+            found = self._projections.turn_counters(self._store, session_id)
+            if found is None:  # only a damaged read model lacks them; the log still knows
+                found = fold_turns(self._store.read_session(session_id))
+        return found if found is not None else TurnCounters(session_id)
+
+    def record_message(
+        self, session_id: str, role: Role, content: str, *, continuation: bool = False
+    ) -> dict[str, Any]:
+        """Append one real ``MessageRecorded``; where it landed (``seq``, ``version``)."""
+        if role not in ROLES:
+            raise InvalidInput(
+                f"role must be 'assistant' or 'user', not {role!r}",
+                details=[{"loc": ["role"], "message": "unknown role"}],
+            )
+        if not content.strip():
+            raise InvalidInput(
+                "content must not be empty", details=[{"loc": ["content"], "message": "empty"}]
+            )
+        event = MessageRecorded(role=role, kind="real", continuation=continuation,
+                                content=content)
+        actor: Literal["model", "user"] = "model" if role == "assistant" else "user"
+        result = self._append(session_id, lambda _s, _c: [NewEvent(event, actor=actor)])
+        assert result is not None  # one event, always appended
+        return _receipt(result)
+
+    def compact(self, session_id: str) -> dict[str, Any]:
+        """Append ``ContextCompacted`` (the host compacted the context); where it landed."""
+        batch = [NewEvent(ContextCompacted(), actor="host")]
+        result = self._append(session_id, lambda _s, _c: batch)
+        assert result is not None
+        return _receipt(result)
+
+    def prepare_request(
+        self, session_id: str, tools: Collection[str], *, continuation: bool = False
+    ) -> list[Reminder]:
+        """Decide this request's reminders and record them; nothing is appended for none."""
+        for name in tools:
+            if not name.strip():
+                raise InvalidInput(
+                    "tool names must not be empty",
+                    details=[{"loc": ["tools"], "message": "empty tool name"}],
+                )
+        request = TurnRequest.of(tools, continuation=continuation)
+        decided: list[Reminder] = []
+
+        def decide(summary: SessionSummary, counters: TurnCounters) -> list[NewEvent]:
+            decided[:] = decide_reminders(
+                counters, request, lambda: self._todos(summary.session_id),
+                sources=self.sources, workspace=summary.workspace,
+            )
+            return _reminder_events(decided)
+
+        self._append(session_id, decide)
+        return decided
+
+    def _todos(self, session_id: str) -> Sequence[TodoItemData]:
+        with _log_errors():
+            return self.todo_source.todos(session_id)
+
+    def _append(self, session_id: str, decide: Decide) -> AppendResult | None:
+        """Decide on a fresh read and append guarded by its version; retry when overtaken.
+
+        The version is read before the counters, so counters newer than the version can only
+        make the append conflict, never let a stale decision through.
+        """
+        for attempt in range(_ATTEMPTS):
+            with _log_errors():
+                summary = self._runtime.summary(session_id)  # 404 / 410
+                batch = decide(summary, self._counters(session_id))
+                if not batch:
+                    return None
+                try:
+                    return self._store.append(session_id, batch, expected_version=summary.version)
+                except ConcurrencyConflict:
+                    pass  # someone wrote first: back off a little, then decide again afresh
+            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+        raise Conflict(f"session {session_id!r} kept changing; try again")
+
+
+def _reminder_events(reminders: Sequence[Reminder]) -> list[NewEvent]:
+    """``ReminderInjected`` per reminder; the todo reminder also as a synthetic user message."""
+    correlation = new_id("req") if reminders else None
+    batch: list[NewEvent] = []
+    for reminder in reminders:
+        injected = ReminderInjected(kind=reminder.kind, text=reminder.text,
+                                    variant=reminder.variant)
+        batch.append(NewEvent(injected, actor="system", correlation_id=correlation))
+        if reminder.kind == "todo_reminder":
+            notice = MessageRecorded(role="user", kind="synthetic", source="todo_reminder",
+                                     content=reminder.text)
+            batch.append(NewEvent(notice, actor="system", correlation_id=correlation))
+    return batch
