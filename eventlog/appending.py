@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from .canonical import chain_hash
 from .catalog import CATALOG
-from .envelope import AppendBatch, AppendResult, RawRow, RecordedEvent, build_row, encode_event
+from .envelope import AppendBatch, AppendResult, RawRow, RecordedEvent, encode_event
 from .errors import ConcurrencyConflict, EventLogError, UnknownEventType
 
 __all__ = [
@@ -63,22 +64,33 @@ def plan_rows(
     next_position: int,
     recorded_at: str,
 ) -> list[RawRow]:
-    """The rows that extend the session's chain from ``version``/``prev_hash``."""
+    """The rows that extend the session's chain from ``version``/``prev_hash``.
+
+    :func:`eventlog.envelope.build_row` per event, unrolled: this loop runs for every event
+    ever appended.
+    """
     batch = prepared.batch
+    session_id = batch.session_id
+    key = batch.idempotency_key
     rows: list[RawRow] = []
-    for offset, (new, data_json) in enumerate(zip(batch.events, prepared.data_json, strict=True)):
-        row = build_row(
-            global_position=next_position + offset,
-            session_id=batch.session_id,
-            seq=version + offset + 1,
-            new=new,
-            data_json=data_json,
-            recorded_at=recorded_at,
-            idempotency_key=batch.idempotency_key,
-            prev_hash=prev_hash,
+    seq = version
+    position = next_position
+    for new, data_json in zip(batch.events, prepared.data_json, strict=True):
+        seq += 1
+        event = new.event
+        event_type = event.type
+        schema_version = event.schema_version
+        actor, causation_id, correlation_id = new.actor, new.causation_id, new.correlation_id
+        digest = chain_hash(
+            prev_hash, session_id, seq, event_type, schema_version, data_json, recorded_at,
+            actor, causation_id, correlation_id,
         )
-        prev_hash = row[12]
-        rows.append(row)
+        rows.append((
+            position, session_id, seq, event_type, schema_version, data_json, recorded_at,
+            actor, causation_id, correlation_id, key, prev_hash, digest,
+        ))
+        prev_hash = digest
+        position += 1
     return rows
 
 

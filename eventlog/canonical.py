@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["GENESIS_HASH", "canonical_json", "envelope_hash"]
+__all__ = ["GENESIS_HASH", "canonical_json", "chain_hash", "envelope_hash"]
 
 GENESIS_HASH = "0" * 64
 
@@ -34,6 +34,36 @@ def canonical_json(value: Any) -> str:
     return _dumps(value)
 
 
+_ENVELOPE = (
+    '%s{"actor":%s,"causation_id":%s,"correlation_id":%s,"data":%s,"prev_hash":%s,'
+    '"recorded_at":%s,"schema_version":%d,"seq":%d,"session_id":%s,"type":%s}'
+)
+"""``prev_hash`` followed by the envelope's canonical JSON, keys in sorted order."""
+
+_sha256 = hashlib.sha256
+
+
+def chain_hash(
+    prev_hash: str,
+    session_id: str,
+    seq: int,
+    event_type: str,
+    schema_version: int,
+    data_json: str,
+    recorded_at: str,
+    actor: str,
+    causation_id: str | None,
+    correlation_id: str | None,
+) -> str:
+    """:func:`envelope_hash` with positional arguments, for the append loop."""
+    body = _ENVELOPE % (
+        prev_hash, _text(actor), _optional(causation_id), _optional(correlation_id), data_json,
+        _text(prev_hash), _text(recorded_at), schema_version, seq, _text(session_id),
+        _text(event_type),
+    )
+    return _sha256(body.encode("utf-8")).hexdigest()
+
+
 def envelope_hash(
     *,
     prev_hash: str,
@@ -52,17 +82,7 @@ def envelope_hash(
     The string is assembled in sorted-key order, which equals ``canonical_json`` of the whole
     envelope dict (a property test checks this) without re-serialising the payload.
     """
-    body = (
-        '{"actor":' + _text(actor)
-        + ',"causation_id":' + _optional(causation_id)
-        + ',"correlation_id":' + _optional(correlation_id)
-        + ',"data":' + data_json
-        + ',"prev_hash":' + _text(prev_hash)
-        + ',"recorded_at":' + _text(recorded_at)
-        + ',"schema_version":' + str(schema_version)
-        + ',"seq":' + str(seq)
-        + ',"session_id":' + _text(session_id)
-        + ',"type":' + _text(event_type)
-        + "}"
+    return chain_hash(
+        prev_hash, session_id, seq, event_type, schema_version, data_json, recorded_at, actor,
+        causation_id, correlation_id,
     )
-    return hashlib.sha256((prev_hash + body).encode("utf-8")).hexdigest()

@@ -66,6 +66,7 @@ T = TypeVar("T")
 _PAGE = 2000
 _BUSY_TIMEOUT_MS = 5000
 _MAX_ATTEMPTS = 12
+_HEADS_CACHED = 50_000
 
 
 class SQLiteEventStore:
@@ -94,6 +95,9 @@ class SQLiteEventStore:
         self._projections = tuple(projections)
         self._known_position: int | None = None
         self._data_version = -1
+        self._heads: dict[str, tuple[int, str]] = {}
+        """(version, head hash) per session as this connection last wrote or read it: valid
+        while no other connection has committed (``PRAGMA data_version`` unchanged)."""
         self._retry(lambda: create_schema(sqlite_utils.Database(self._writer)))
         self._retry(self._refresh_stale_projections)
         self._committer: GroupCommitter[PreparedBatch, AppendResult] = GroupCommitter(
@@ -180,6 +184,7 @@ class SQLiteEventStore:
             conn.execute("COMMIT")
         except BaseException:
             self._known_position = None
+            self._heads.clear()
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
@@ -196,6 +201,9 @@ class SQLiteEventStore:
         if self._known_position is None or version != self._data_version:
             (self._known_position,) = conn.execute(HIGH_WATER).fetchone()
             self._data_version = version
+            self._heads.clear()
+        elif len(self._heads) > _HEADS_CACHED:
+            self._heads.clear()
         return int(self._known_position)
 
     def _apply(
@@ -210,10 +218,11 @@ class SQLiteEventStore:
             if earlier:
                 events = tuple(decode_row(r, upcasters=self._upcasters) for r in earlier)
                 return AppendResult(batch.session_id, events, replayed=True)
-        head = conn.execute(
+        head = self._heads.get(batch.session_id) or conn.execute(
             "SELECT version, head_hash FROM streams WHERE session_id = ?", (batch.session_id,)
         ).fetchone()
         version, prev_hash = head if head else (0, GENESIS_HASH)
+        self._heads[batch.session_id] = (version, prev_hash)
         check_expected(batch, version)
         rows = plan_rows(
             prepared, version=version, prev_hash=prev_hash, next_position=next_position,
@@ -222,6 +231,7 @@ class SQLiteEventStore:
         conn.executemany(INSERT, rows)
         last = rows[-1]
         conn.execute(UPSERT_HEAD, (batch.session_id, last[2], last[12], now, now))
+        self._heads[batch.session_id] = (last[2], last[12])
         return result_from_rows(prepared, rows)
 
     # -- projections -----------------------------------------------------------------------
@@ -317,6 +327,7 @@ class SQLiteEventStore:
                     "DELETE FROM events WHERE session_id = ?", (session_id,)
                 ).rowcount
                 conn.execute("DELETE FROM streams WHERE session_id = ?", (session_id,))
+                self._heads.pop(session_id, None)
                 for projection in self._projections:
                     projection.forget(conn, session_id)
                 conn.execute("COMMIT")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from eventlog import ManualClock, open_store
+from eventlog import ManualClock, NewEvent, SessionCreated, SessionDeleted, open_store
 
 WORKER = Path(__file__).parent / "workers" / "mp_appender.py"
 SESSION = "sess_shared"
@@ -109,3 +109,22 @@ def assert_batches_contiguous(stored: list[tuple[int, int, str]]) -> None:
         assert indexes == list(range(len(members))), batch
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), batch
         assert len(members) == int(batch.split("-")[1]) % 3 + 1, batch  # no partial batch
+
+
+def test_el2_two_connections_interleaving_on_one_session_chain_correctly(tmp_path: Path) -> None:
+    """EL-2: a writer's cached session heads are dropped when another connection commits, and
+    a purge forgets the purged session's head, so numbering and chains stay right."""
+    url = f"sqlite:///{tmp_path / 'two.db'}"
+    clock = ManualClock()
+    with closing(open_store(url, clock=clock)) as one, closing(open_store(url, clock=clock)) as two:
+        one.append("sess_a", [NewEvent(SessionCreated(workspace="/w"), actor="user")])
+        for turn in range(6):
+            writer = (one, two)[turn % 2]
+            result = writer.append("sess_a", [NewEvent(SessionDeleted(), actor="user")])
+            assert result.version == turn + 2
+        one.purge("sess_a")
+        again = one.append("sess_a", [NewEvent(SessionCreated(workspace="/w"), actor="user")])
+        assert again.version == 1
+        assert two.append("sess_a", [NewEvent(SessionDeleted(), actor="user")]).version == 2
+        assert [e.seq for e in one.read_session("sess_a")] == [1, 2]
+        assert all(report.ok for report in one.verify("sess_a"))
