@@ -33,6 +33,7 @@ from .middleware import BearerAuthMiddleware, RequestLogMiddleware
 from .routes import session_routes
 from .streaming import CommitNotifier, stream_routes
 from .tool_routes import tool_routes
+from .turn_routes import turn_routes
 
 __all__ = ["create_app", "error_response"]
 
@@ -140,6 +141,7 @@ def create_app(
     app.include_router(session_routes(service))
     app.include_router(execution_routes(service))
     app.include_router(tool_routes(service))
+    app.include_router(turn_routes(service))
     app.include_router(
         stream_routes(service, notifier=notifier, settings=settings, stopping=stop)
     )

@@ -1,0 +1,152 @@
+"""The turn loop over HTTP (SPEC §11): messages, compaction, and preparing a model request.
+
+``POST /v1/sessions/{id}/messages`` records one real message (201 with where it landed);
+``POST /v1/sessions/{id}/compact`` records that the host compacted the context (200, same
+body); ``POST /v1/sessions/{id}/prepare-request`` decides the reminders for the next model
+request and records them (TD-5, PM-5, PM-10) — it is not idempotent: each call that returns
+reminders moves the counters. Bodies are strict: unknown fields, blank content or tool names
+and non-boolean flags are 422 ``invalid_input`` and append nothing; an unknown session is
+404, a deleted one 410.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+
+from ..sessions import SessionService
+
+__all__ = [
+    "CompactRequest",
+    "MessageRequest",
+    "PrepareRequest",
+    "RecordedReceipt",
+    "ReminderOut",
+    "RemindersResponse",
+    "turn_routes",
+]
+
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    404: {"description": "no such session (`session_not_found`)"},
+    409: {"description": "the session kept changing under the request (`conflict`)"},
+    410: {"description": "the session was deleted (`session_deleted`)"},
+    422: {"description": "the body failed validation (`invalid_input`); nothing appended"},
+}
+MAX_TOOLS = 1000
+"""More tool names than any host offers in one request; a longer list is bad input."""
+
+
+def _not_blank(value: str, name: str) -> str:
+    if not value.strip():
+        raise ValueError(f"'{name}' must not be blank")
+    return value
+
+
+class MessageRequest(BaseModel):
+    """Body of ``POST /v1/sessions/{id}/messages``: one real message of the conversation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["assistant", "user"]
+    content: str = Field(min_length=1, description="the message text (not only whitespace)")
+    continuation: StrictBool = Field(
+        default=False,
+        description="true for an output-token continuation (not counted by TD-5)",
+    )
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        return _not_blank(value, "content")
+
+
+class CompactRequest(BaseModel):
+    """Body of ``POST /v1/sessions/{id}/compact``: empty (``{}``) or no body at all."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class PrepareRequest(BaseModel):
+    """Body of ``POST /v1/sessions/{id}/prepare-request``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tools: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        max_length=MAX_TOOLS, description="the tool names this model request offers"
+    )
+    continuation: StrictBool = Field(
+        default=False,
+        description="an output-token continuation: no todo reminder (Plan reminders still come)",
+    )
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, value: list[str]) -> list[str]:
+        if any(not name.strip() for name in value):
+            raise ValueError("tool names must not be blank")
+        return value
+
+
+class RecordedReceipt(BaseModel):
+    """Where a recorded event landed: its ``seq`` and the session's version after it."""
+
+    sessionId: str  # the wire names are camelCase
+    seq: int
+    version: int
+    recordedAt: str
+
+
+class ReminderOut(BaseModel):
+    """One reminder to inject, in the order it goes into the request."""
+
+    kind: Literal["todo_reminder", "runtime_mode", "plan_exit", "plan_file_reference"]
+    variant: Literal["full", "sparse"] | None
+    text: str
+
+
+class RemindersResponse(BaseModel):
+    """Answer of ``prepare-request``: the reminders, possibly none."""
+
+    reminders: list[ReminderOut]
+
+
+def turn_routes(service: SessionService) -> APIRouter:
+    """The messages, compact and prepare-request routes over ``service.turns``."""
+    router = APIRouter(tags=["turn loop"], responses=_RESPONSES)
+
+    @router.post(
+        "/v1/sessions/{session_id}/messages", status_code=201,
+        response_model=RecordedReceipt,
+    )
+    def record_message(
+        session_id: str, body: Annotated[MessageRequest, Body()]
+    ) -> JSONResponse:
+        """Record a real assistant or user message; 201 with its ``seq`` and the version."""
+        receipt = service.turns.record_message(
+            session_id, body.role, body.content, continuation=body.continuation
+        )
+        return JSONResponse(receipt, status_code=201)
+
+    @router.post("/v1/sessions/{session_id}/compact", response_model=RecordedReceipt)
+    def compact(
+        session_id: str, body: Annotated[CompactRequest | None, Body()] = None
+    ) -> dict[str, Any]:
+        """Record a context compaction (``ContextCompacted``); 200 with its ``seq``."""
+        return service.turns.compact(session_id)
+
+    @router.post(
+        "/v1/sessions/{session_id}/prepare-request", response_model=RemindersResponse
+    )
+    def prepare_request(
+        session_id: str, body: Annotated[PrepareRequest, Body()]
+    ) -> dict[str, Any]:
+        """Decide and record this model request's reminders, in injection order."""
+        reminders = service.turns.prepare_request(
+            session_id, body.tools, continuation=body.continuation
+        )
+        return {"reminders": [r.to_wire() for r in reminders]}
+
+    return router
