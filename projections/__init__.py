@@ -22,6 +22,8 @@ from eventlog import (
 from .documents import Doc, MemoryDocTable, SqliteDocTable
 from .execution_state import ExecutionStateProjection, SessionSummary, fold
 from .tables import MemorySummaryTable, SqliteSummaryTable
+from .todo_tables import MemoryTodoTable, SqliteTodoTable
+from .todos import TodoProjection, todo_differences
 from .tool_calls import (
     INTERACTION_EVENTS,
     DocProjection,
@@ -35,6 +37,7 @@ __all__ = [
     "ExecutionStateProjection",
     "Projections",
     "SessionSummary",
+    "TodoProjection",
     "TurnCounters",
     "compare_session",
     "open_projected_store",
@@ -49,9 +52,10 @@ class Projections:
     tool_calls: DocProjection
     interactions: DocProjection
     turns: TurnCountersProjection
+    todos: TodoProjection
 
     def all(self) -> tuple[InlineProjection, ...]:
-        return (self.execution_state, self.tool_calls, self.interactions, self.turns)
+        return (self.execution_state, self.tool_calls, self.interactions, self.turns, self.todos)
 
     def call(self, store: EventStore, session_id: str, call_id: str) -> Doc | None:
         """One tool call's document, or ``None``."""
@@ -90,14 +94,16 @@ def open_projected_store(
     sqlite = backend_of(url) == "sqlite"
     table = SqliteSummaryTable() if sqlite else MemorySummaryTable()
     docs: Any = SqliteDocTable if sqlite else MemoryDocTable
+    summaries = ExecutionStateProjection(table)  # the todo rows reference its rows
     projections = Projections(
-        ExecutionStateProjection(table),
+        summaries,
         DocProjection(name="tool_calls", version=1, table=docs("tool_calls"), fold=fold_call),
         DocProjection(
             name="interactions", version=1, table=docs("interactions"), fold=fold_interaction,
             types=INTERACTION_EVENTS,
         ),
         TurnCountersProjection(docs("turn_counters")),
+        TodoProjection(SqliteTodoTable() if sqlite else MemoryTodoTable(), summaries),
     )
     return open_store(url, clock=clock, projections=projections.all()), projections
 
@@ -112,6 +118,7 @@ def compare_session(
     )
     for view in (projections.tool_calls, projections.interactions):
         differences += _doc_differences(store, view, events, session_id)
+    differences += todo_differences(store, projections.todos, events, session_id)
     stored_turns = projections.turn_counters(store, session_id)
     differences += projections.turns.differences(stored_turns, events, session_id)
     return differences

@@ -21,6 +21,11 @@ _FIELDS = tuple(f.name for f in fields(SessionSummary))
 _COLUMNS = ", ".join(_FIELDS)
 _SELECT = f"SELECT {_COLUMNS} FROM execution_state"
 _VALUES = attrgetter(*_FIELDS)
+_UPSERT = (
+    f"INSERT INTO execution_state ({_COLUMNS}) VALUES ({','.join('?' * len(_FIELDS))}) "
+    "ON CONFLICT(session_id) DO UPDATE SET "
+    + ", ".join(f"{f} = excluded.{f}" for f in _FIELDS if f != "session_id")
+)
 
 
 def _summary(row: tuple[Any, ...]) -> SessionSummary:
@@ -66,11 +71,9 @@ class SqliteSummaryTable:
         return found
 
     def save(self, tx: sqlite3.Connection, summaries: Sequence[SessionSummary]) -> None:
-        marks = ",".join("?" * len(_FIELDS))
-        tx.executemany(
-            f"INSERT OR REPLACE INTO execution_state ({_COLUMNS}) VALUES ({marks})",
-            [_VALUES(s) for s in summaries],
-        )
+        # An upsert, never INSERT OR REPLACE: a replace deletes the row first, and that
+        # delete would cascade to the session's todo rows (SPEC TD-4).
+        tx.executemany(_UPSERT, [_VALUES(s) for s in summaries])
 
     def delete(self, tx: sqlite3.Connection, session_id: str) -> None:
         tx.execute("DELETE FROM execution_state WHERE session_id = ?", (session_id,))

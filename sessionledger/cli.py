@@ -218,6 +218,37 @@ def state(db: str | None, session_id: str, as_json: bool) -> None:
         _out.print(f"{name:<8} {escape(value)}")
 
 
+_STATUS_STYLE = {"completed": "green", "in_progress": "bold yellow", "pending": ""}
+
+
+@main.command()
+@db_option
+@click.argument("session_id", metavar="SESSION")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object instead of a table.")
+def todos(db: str | None, session_id: str, as_json: bool) -> None:
+    """Show a session's todo list in order, with its completed/total progress (TD-6)."""
+    with _service(db) as service:
+        current = service.todos.current(session_id)
+    if as_json:
+        click.echo(json.dumps(current.to_json(), ensure_ascii=False))
+        return
+    when = f", updated {current.updated_at}" if current.updated_at else ""
+    _out.print(f"{current.session_id}: {current.progress}{when}")
+    if not current.items:
+        _out.print("no todos")
+        return
+    table = Table()
+    table.add_column("#", justify="right")
+    table.add_column("status")
+    table.add_column("priority")
+    table.add_column("content", overflow="fold")
+    for number, item in enumerate(current.items, start=1):
+        style = _STATUS_STYLE.get(item.status, "")
+        table.add_row(str(number), f"[{style}]{item.status}[/]" if style else item.status,
+                      item.priority, escape(item.content))
+    _out.print(table)
+
+
 def _event_line(event: RecordedEvent) -> str:
     data = json.dumps(event.to_wire()["data"], ensure_ascii=False, separators=(",", ":"))
     return (f"{event.seq:>6}  {event.recorded_at}  {event.actor:<6}  "

@@ -48,10 +48,11 @@ def execution_state_wire(state: ExecutionState) -> dict[str, Any]:
 
 
 def session_document(
-    summary: SessionSummary, *, interactions: list[dict[str, Any]] | None = None
+    summary: SessionSummary, *, interactions: list[dict[str, Any]] | None = None,
+    todos: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The ``GET /v1/sessions/{id}`` shape: pending interactions in queue order; todos come
-    with their issue."""
+    """The ``GET /v1/sessions/{id}`` shape: todos in list order, pending interactions in
+    queue order."""
     return {
         "sessionId": summary.session_id,
         "version": summary.version,
@@ -59,7 +60,7 @@ def session_document(
         "parentSessionId": summary.parent_session_id,
         "executionState": execution_state_wire(summary.execution),
         "displayMode": summary.display_mode,
-        "todos": [],
+        "todos": todos or [],
         "interactions": interactions or [],
     }
 

@@ -33,6 +33,7 @@ from eventlog import (
 )
 from eventlog.envelope import Actor
 from projections import Projections, SessionSummary
+from projections.todos import current_todos
 from projections.tool_calls import call_wire
 from statemachine.execution import ExecutionState
 
@@ -192,7 +193,7 @@ class ToolExecutor:
             PermissionDecided(call_id=call_id, tool=name, decision=verdict),
         ]
         if verdict.behavior == "allow":
-            outcome = handler.run(ToolContext(session=session, call_id=call_id), raw, None)
+            outcome = handler.run(self._context(session, call_id), raw, None)
             return [*events, *outcome.events, _completed(name, call_id, outcome)]
         if verdict.behavior == "ask":
             answer = broker_for(host).on_ask(name)
@@ -209,6 +210,11 @@ class ToolExecutor:
             call_id=call_id, tool=name, status="denied", success=False,
             model_content=verdict.reason, permission=verdict,
         )]
+
+    def _context(self, session: SessionSummary, call_id: str) -> ToolContext:
+        """What the handler may know: the summary and the session's current todo list."""
+        todos = current_todos(self._store, self._projections.todos, session.session_id)
+        return ToolContext(session=session, call_id=call_id, todos=todos)
 
     def get(self, session_id: str, call_id: str) -> CallAnswer:
         """The call's document as it is now."""
@@ -284,7 +290,7 @@ class ToolExecutor:
                 ) from exc
         resolution = Resolution(decision=decision, input=new_input, feedback=feedback)
         raw = new_input if decision == "modify" and new_input is not None else original
-        outcome = handler.run(ToolContext(session=session, call_id=call_id), raw, resolution)
+        outcome = handler.run(self._context(session, call_id), raw, resolution)
         name = handler.descriptor.name
         return [
             InteractionResolved(

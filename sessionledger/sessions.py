@@ -50,6 +50,7 @@ from .errors import (
     from_eventlog,
 )
 from .runtime import CommandResult, ExecutionRuntime, TurnService
+from .todos import TodoService
 from .tool_service import ToolService
 
 __all__ = [
@@ -114,6 +115,7 @@ class SessionService:
         self._runtime = ExecutionRuntime(store, projections)
         self._root = Path(workspace_root).resolve()
         self.tools = ToolService(store=store, projections=projections, runtime=self._runtime)
+        self.todos = TodoService(store, projections)
         self.turns = TurnService(store, projections, self._runtime)
 
     @classmethod
@@ -250,7 +252,8 @@ class SessionService:
         """The session document of SPEC §11 (``GET /v1/sessions/{id}``), from the projection."""
         summary = self.summary(session_id)
         return session_document(
-            summary, interactions=self.tools.pending_interactions(session_id)
+            summary, interactions=self.tools.pending_interactions(session_id),
+            todos=self.todos.wire(session_id),
         )
 
     def summaries(self, *, include_deleted: bool = False) -> list[SessionSummary]:

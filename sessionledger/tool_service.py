@@ -23,13 +23,14 @@ from .tool_permissions import WorkspacePermissions
 from .tools.ask_handler import AskUserQuestionHandler
 from .tools.descriptors import MCP_NAME, ToolDescriptor, host_tool, mcp_tool
 from .tools.registry import ToolRegistry
+from .tools.todo_handler import TodoReadHandler, TodoWriteHandler
 
 __all__ = ["ToolService", "default_registry"]
 
 
 def default_registry() -> ToolRegistry:
     """Every service tool whose handler exists (later issues add theirs)."""
-    return ToolRegistry([AskUserQuestionHandler()])
+    return ToolRegistry([TodoReadHandler(), TodoWriteHandler(), AskUserQuestionHandler()])
 
 
 @contextmanager

@@ -41,6 +41,8 @@ from projections import (
 )
 from projections.documents import SqliteDocTable
 from projections.tables import SqliteSummaryTable
+from projections.todo_tables import SqliteTodoTable
+from projections.todos import TodoProjection
 from projections.tool_calls import DocProjection, fold_call, fold_interaction
 from projections.turn_counters import TurnCountersProjection
 from sessionledger.errors import CommandRefused, Conflict
@@ -191,10 +193,13 @@ def test_es6_append_failing_inside_the_store_transaction_rolls_back_everything(
     interactions = DocProjection(name="interactions", version=1,
                                  table=SqliteDocTable("interactions"), fold=fold_interaction)
     turns = TurnCountersProjection(SqliteDocTable("turn_counters"))
+    todos = TodoProjection(SqliteTodoTable(), execution)
     exploding = ExplodingProjection()
-    store = open_store(url, projections=(execution, calls, interactions, turns, exploding))
+    store = open_store(
+        url, projections=(execution, calls, interactions, turns, todos, exploding)
+    )
     try:
-        projections = Projections(execution, calls, interactions, turns)
+        projections = Projections(execution, calls, interactions, turns, todos)
         session = create(store, mode="auto")
         runtime = ExecutionRuntime(store, projections)
         seen = Recorder().attach(store, runtime)

@@ -195,16 +195,16 @@ def test_registry_refuses_a_name_registered_twice() -> None:
         registry.register(fake("TodoRead"))
 
 
-# -- today's registry: AskUserQuestion is the only handler ---------------------------------
+# -- today's registry: the handlers that exist (AskUserQuestion, TodoRead, TodoWrite) ------
 
 
 @pytest.mark.parametrize("subagent", [False, True])
 @pytest.mark.parametrize("host", HOSTS)
-def test_tr1_default_registry_offers_exactly_ask_user_question(
+def test_tr1_default_registry_offers_exactly_the_existing_handlers(
     host: HostKind, subagent: bool
 ) -> None:
     options = SurfaceOptions(host=host, subagent=subagent)
-    assert default_registry().surface(options) == ["AskUserQuestion"]
+    assert default_registry().surface(options) == ["AskUserQuestion", "TodoRead", "TodoWrite"]
 
 
 @pytest.fixture
@@ -219,13 +219,13 @@ def service(tmp_path: Path) -> Iterator[SessionService]:
 
 
 @pytest.mark.parametrize("host", HOSTS)
-def test_tr1_es7_sessions_of_every_host_are_offered_exactly_ask_user_question(
+def test_tr1_es7_sessions_of_every_host_are_offered_exactly_the_existing_handlers(
     service: SessionService, host: HostKind
 ) -> None:
     parent = service.create_session(host=host, mode="plan")["sessionId"]
     child = service.create_session(host=host, parent_session_id=parent)["sessionId"]
-    assert service.tools.surface(parent) == ["AskUserQuestion"]
-    assert service.tools.surface(child) == ["AskUserQuestion"]
+    assert service.tools.surface(parent) == ["AskUserQuestion", "TodoRead", "TodoWrite"]
+    assert service.tools.surface(child) == ["AskUserQuestion", "TodoRead", "TodoWrite"]
 
 
 @pytest.mark.parametrize("host", HOSTS)

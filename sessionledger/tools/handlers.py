@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from eventlog import Event, FollowUpData, InteractionKind, TurnControlData
+from eventlog import Event, FollowUpData, InteractionKind, TodoItemData, TurnControlData
 from projections import SessionSummary
 
 from .descriptors import ToolDescriptor
@@ -27,6 +27,8 @@ class ToolContext:
 
     session: SessionSummary
     call_id: str
+    todos: tuple[TodoItemData, ...] = ()
+    """The session's current todo list, in order (loaded by the executor for each step)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,121 @@
+"""Where the todo rows are kept: the SQLite ``todo`` table, or a dict for the in-memory twin.
+
+The only SQL of the todo projection lives here (SPEC TD-4): table ``todo`` keyed by
+``(session_id, position)``, rows in list order (position 0, 1, 2 …), each with its
+``content``, ``status``, ``priority`` and ``updated_at`` (when the list was written). The
+session column references the execution-state summary row with ``ON DELETE CASCADE``, so a
+session's todos go with its summary row — on purge, or when the summary table is dropped for
+a rebuild (the todo projection is then rebuilt too, see :mod:`projections.todos`). The store's
+write connection has ``PRAGMA foreign_keys = ON``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["MemoryTodoTable", "SqliteTodoTable", "TodoRow", "TodoTable"]
+
+
+@dataclass(frozen=True, slots=True)
+class TodoRow:
+    """One stored todo: its place in its session's list and what it says."""
+
+    session_id: str
+    position: int
+    content: str
+    status: str
+    priority: str
+    updated_at: str
+
+
+class TodoTable(Protocol):
+    """Where todo rows live for one backend; ``tx`` is the store's transaction handle."""
+
+    def create(self, tx: Any) -> None: ...
+    def is_present(self, tx: Any) -> bool: ...
+    def drop(self, tx: Any) -> None: ...
+    def replace(self, tx: Any, session_id: str, rows: Sequence[TodoRow]) -> None: ...
+    def delete_session(self, tx: Any, session_id: str) -> None: ...
+    def of_session(self, tx: Any, session_id: str) -> list[TodoRow]: ...
+
+
+_COLUMNS = "session_id, position, content, status, priority, updated_at"
+
+
+class SqliteTodoTable:
+    """Todo rows in the ``todo`` table beside ``execution_state``."""
+
+    def create(self, tx: sqlite3.Connection) -> None:
+        tx.execute(
+            "CREATE TABLE IF NOT EXISTS todo ("
+            "session_id TEXT NOT NULL, position INTEGER NOT NULL, content TEXT NOT NULL, "
+            "status TEXT NOT NULL, priority TEXT NOT NULL, updated_at TEXT NOT NULL, "
+            "PRIMARY KEY (session_id, position), "
+            "FOREIGN KEY (session_id) REFERENCES execution_state(session_id) "
+            "ON DELETE CASCADE)"
+        )
+
+    def is_present(self, tx: sqlite3.Connection) -> bool:
+        found = tx.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'todo'"
+        ).fetchone()
+        return found is not None
+
+    def drop(self, tx: sqlite3.Connection) -> None:
+        tx.execute("DROP TABLE IF EXISTS todo")
+
+    def replace(self, tx: sqlite3.Connection, session_id: str, rows: Sequence[TodoRow]) -> None:
+        """Delete the session's rows and insert ``rows`` (in the caller's transaction)."""
+        tx.execute("DELETE FROM todo WHERE session_id = ?", (session_id,))
+        if rows:
+            tx.executemany(
+                f"INSERT INTO todo ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+                [(r.session_id, r.position, r.content, r.status, r.priority, r.updated_at)
+                 for r in rows],
+            )
+
+    def delete_session(self, tx: sqlite3.Connection, session_id: str) -> None:
+        tx.execute("DELETE FROM todo WHERE session_id = ?", (session_id,))
+
+    def of_session(self, tx: sqlite3.Connection, session_id: str) -> list[TodoRow]:
+        return [
+            TodoRow(*row) for row in tx.execute(
+                f"SELECT {_COLUMNS} FROM todo WHERE session_id = ? ORDER BY position",
+                (session_id,),
+            )
+        ]
+
+
+class MemoryTodoTable:
+    """Todo rows in a dict by session, for the in-memory store (``tx`` is unused).
+
+    There is no cascade here: the projection deletes a session's rows itself (on
+    ``SessionDeleted`` and on ``forget``), which the SQLite table's cascade only backs up.
+    """
+
+    def __init__(self) -> None:
+        self.rows: dict[str, tuple[TodoRow, ...]] = {}
+
+    def create(self, tx: Any) -> None:
+        return None
+
+    def is_present(self, tx: Any) -> bool:
+        return True
+
+    def drop(self, tx: Any) -> None:
+        self.rows.clear()
+
+    def replace(self, tx: Any, session_id: str, rows: Sequence[TodoRow]) -> None:
+        if rows:
+            self.rows[session_id] = tuple(sorted(rows, key=lambda r: r.position))
+        else:
+            self.rows.pop(session_id, None)
+
+    def delete_session(self, tx: Any, session_id: str) -> None:
+        self.rows.pop(session_id, None)
+
+    def of_session(self, tx: Any, session_id: str) -> list[TodoRow]:
+        return list(self.rows.get(session_id, ()))

@@ -1,0 +1,229 @@
+"""The TodoRead / TodoWrite contract: input schemas, the result and its texts (SPEC §4).
+
+Pure code for the handlers to call, no I/O.
+
+* :class:`TodoWriteInput` — ``{"todos": [item…]}`` (TD-1), strict: no coercion, unknown
+  fields rejected at both levels. An item has no id: ``content`` (non-empty, not blank),
+  ``status`` and ``priority``. The schema description of ``todos`` is the exact TD-2 sentence.
+  More than one ``in_progress`` item is accepted: the rule is advisory (parallel subagents).
+* :class:`TodoReadInput` — ``{}``, strict.
+
+:func:`write_result` builds what TodoWrite returns (TD-3): ``oldTodos``, ``todos``,
+``summary`` keyed by the status values plus ``total``, and ``droppedUnfinished`` — the old
+pending or in-progress items whose content no longer appears in the new list, so the model
+notices an unfinished item it may have lost (the write still replaces the list). Contents are
+compared exactly, as a multiset: each new item covers at most one old item with the same
+content (docs/decisions.md D28).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from eventlog import TodoItemData
+
+__all__ = [
+    "READ_DESCRIPTION",
+    "STATUSES",
+    "TODOS_DESCRIPTION",
+    "UNFINISHED",
+    "WRITE_DESCRIPTION",
+    "TodoItem",
+    "TodoReadInput",
+    "TodoResult",
+    "TodoWriteInput",
+    "dropped_unfinished",
+    "item_wire",
+    "list_lines",
+    "parse_read_input",
+    "parse_write_input",
+    "read_model_schema",
+    "read_result",
+    "summary",
+    "write_model_schema",
+    "write_result",
+]
+
+TODOS_DESCRIPTION = (
+    "The complete updated todo list. At most one item may be in_progress at a time."
+)
+"""The exact schema description of ``todos`` (TD-2)."""
+
+STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed")
+UNFINISHED = frozenset({"pending", "in_progress"})
+
+WRITE_DESCRIPTION = (
+    "Create and manage the structured todo list of this session: track progress on "
+    "multi-step work and show the user what you are doing.\n\n"
+    "Send the COMPLETE list every time: each call replaces the whole list, so an item you "
+    "leave out is removed. Keep at most one item in_progress at a time; mark an item "
+    "completed as soon as it is done, before starting the next. Each item has `content` "
+    "(what to do, non-empty), `status` (pending, in_progress or completed) and `priority` "
+    "(high, medium or low); items have no id."
+)
+"""What the model is told about TodoWrite (TD-2)."""
+
+READ_DESCRIPTION = (
+    "Read the current todo list of this session: every item with its status and priority, "
+    "in order, and how many are pending, in progress and completed. Takes no input."
+)
+"""What the model is told about TodoRead (TD-3)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class TodoItem(_Strict):
+    """One todo as the model writes it: no id."""
+
+    content: str = Field(min_length=1, description="What to do.")
+    status: Literal["pending", "in_progress", "completed"]
+    priority: Literal["high", "medium", "low"]
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, content: str) -> str:
+        if not content.strip():
+            raise ValueError("content must not be blank")
+        return content
+
+    def to_data(self) -> TodoItemData:
+        return TodoItemData(content=self.content, status=self.status, priority=self.priority)
+
+
+class TodoWriteInput(_Strict):
+    """TodoWrite's input: the whole new list (TD-1)."""
+
+    todos: list[TodoItem] = Field(description=TODOS_DESCRIPTION)
+
+
+class TodoReadInput(_Strict):
+    """TodoRead's input: nothing."""
+
+
+def parse_write_input(raw: Mapping[str, Any]) -> TodoWriteInput:
+    """Validate the model's TodoWrite input; raises ``pydantic.ValidationError``."""
+    return TodoWriteInput.model_validate(dict(raw))
+
+
+def parse_read_input(raw: Mapping[str, Any]) -> TodoReadInput:
+    """Validate TodoRead's (empty) input; raises ``pydantic.ValidationError``."""
+    return TodoReadInput.model_validate(dict(raw))
+
+
+def _for_model(schema: dict[str, Any]) -> dict[str, Any]:
+    """Pydantic's schema without titles and without the models' docstrings (written for
+    maintainers, not the model); the field descriptions stay."""
+    schema = {k: v for k, v in schema.items() if k not in ("title", "description")}
+    for key, value in list(schema.items()):
+        if key == "properties":
+            schema[key] = {
+                name: {k: v for k, v in prop.items() if k != "title"}
+                for name, prop in value.items()
+            }
+        elif key == "$defs":
+            schema[key] = {name: _for_model(d) for name, d in value.items()}
+    return schema
+
+
+def write_model_schema() -> dict[str, Any]:
+    """The JSON schema TodoWrite gives the model."""
+    return _for_model(TodoWriteInput.model_json_schema())
+
+
+def read_model_schema() -> dict[str, Any]:
+    """The JSON schema TodoRead gives the model: an object with no properties."""
+    return _for_model(TodoReadInput.model_json_schema())
+
+
+# -- results ---------------------------------------------------------------------------------
+
+
+def item_wire(item: TodoItemData) -> dict[str, str]:
+    """An item as results and the session document show it."""
+    return {"content": item.content, "status": item.status, "priority": item.priority}
+
+
+def summary(todos: Sequence[TodoItemData]) -> dict[str, int]:
+    """Counts by status, keyed by the status values, plus ``total`` (TD-3)."""
+    counts: Counter[str] = Counter(t.status for t in todos)
+    return {**{status: counts[status] for status in STATUSES}, "total": len(todos)}
+
+
+def dropped_unfinished(
+    old: Sequence[TodoItemData], new: Sequence[TodoItemData]
+) -> list[TodoItemData]:
+    """Old pending/in-progress items whose content is not in ``new`` (matched exactly).
+
+    A multiset match: each new item covers at most one old item of the same content, and
+    unfinished old items are covered first, in list order; so with three unfinished "A"s
+    before and one "A" after, the last two are reported. Renames count as dropped; reorders
+    and status changes do not; completed items are never reported.
+    """
+    available = Counter(t.content for t in new)
+    dropped = []
+    for item in old:
+        if item.status not in UNFINISHED:
+            continue
+        if available[item.content] > 0:
+            available[item.content] -= 1
+        else:
+            dropped.append(item)
+    return dropped
+
+
+def list_lines(todos: Sequence[TodoItemData]) -> list[str]:
+    """``1. [in_progress] content`` per item, in list order."""
+    return [f"{i}. [{t.status}] {t.content}" for i, t in enumerate(todos, start=1)]
+
+
+def _counts_text(todos: Sequence[TodoItemData]) -> str:
+    counts = summary(todos)
+    noun = "item" if counts["total"] == 1 else "items"
+    return (f"{counts['total']} {noun}: {counts['in_progress']} in progress, "
+            f"{counts['pending']} pending, {counts['completed']} completed")
+
+
+@dataclass(frozen=True, slots=True)
+class TodoResult:
+    """A todo tool's result dict and the text the model gets."""
+
+    result: dict[str, Any]
+    text: str
+
+
+def write_result(old: Sequence[TodoItemData], new: Sequence[TodoItemData]) -> TodoResult:
+    """TodoWrite's result (TD-3): the lists before and after, counts, dropped items."""
+    dropped = dropped_unfinished(old, new)
+    text = (f"Todo list updated ({_counts_text(new)}). Keep it current: send the complete "
+            "list with every change and keep at most one item in_progress.")
+    if dropped:
+        text += ("\n\nThese unfinished items from the previous list are no longer in it:\n"
+                 + "\n".join(list_lines(dropped))
+                 + "\nIf you did not mean to remove them, write the list again including them.")
+    return TodoResult(
+        result={
+            "oldTodos": [item_wire(t) for t in old],
+            "todos": [item_wire(t) for t in new],
+            "summary": summary(new),
+            "droppedUnfinished": [item_wire(t) for t in dropped],
+        },
+        text=text,
+    )
+
+
+def read_result(todos: Sequence[TodoItemData]) -> TodoResult:
+    """TodoRead's result: the current list and its counts."""
+    if todos:
+        text = f"Current todo list ({_counts_text(todos)}):\n" + "\n".join(list_lines(todos))
+    else:
+        text = "The todo list is empty."
+    return TodoResult(
+        result={"todos": [item_wire(t) for t in todos], "summary": summary(todos)}, text=text,
+    )
