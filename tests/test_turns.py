@@ -153,6 +153,24 @@ def test_td5_a_reminder_resets_the_count_like_a_todo_write(service: SessionServi
     )
 
 
+def test_td5_a_todowrite_call_resets_the_count_and_an_invalid_one_does_not(
+    service: SessionService,
+) -> None:
+    sid = new_session(service)
+    say(service, sid, "assistant", 10)
+    todos = [{"content": "ship it", "status": "in_progress", "priority": "high"}]
+    with pytest.raises(InvalidInput):  # refused as invalid: nothing recorded, nothing reset
+        service.tools.call(sid, "TodoWrite", {"todos": todos, "extra": 1})
+    assert service.turns.counters(sid).assistant_since_todo == 10
+    answer = service.tools.call(sid, "TodoWrite", {"todos": todos})
+    assert answer.document["success"] is True
+    say(service, sid, "assistant", 9)
+    assert prepare(service, sid) == []
+    say(service, sid, "assistant")
+    (reminder,) = prepare(service, sid)
+    assert reminder.text.endswith("\n\n1. [in_progress] ship it")
+
+
 def test_td5_no_todo_reminder_without_todowrite_or_in_a_continuation(
     service: SessionService,
 ) -> None:

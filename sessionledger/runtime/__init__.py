@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from .execution import CommandResult, ExecutionRuntime, StateListener
 from .reminders import Reminder, ReminderContext, ReminderSource, TurnRequest, decide_reminders
-from .turns import LogTodos, TodoSource, TurnService
+from .turns import ProjectedTodos, TodoSource, TurnService
 
 __all__ = [
     "CommandResult",
     "ExecutionRuntime",
-    "LogTodos",
+    "ProjectedTodos",
     "Reminder",
     "ReminderContext",
     "ReminderSource",

@@ -9,15 +9,15 @@ synthetic user message (TD-5) — in one batch guarded by the session's version,
 preparing at once never both inject the same reminder. Recording moves the counters, which
 is why ``prepare-request`` is not idempotent (PM-5).
 
-The todo list comes through :class:`TodoSource`; :class:`LogTodos` reads it from the log
-until the todo projection of issue 5's other half is wired in its place.
+The todo list comes through the narrow :class:`TodoSource`; :class:`ProjectedTodos` reads it
+from the todo projection (:mod:`projections.todos`), and only when a todo reminder is due.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal, Protocol
 
@@ -29,20 +29,19 @@ from eventlog import (
     EventStore,
     MessageRecorded,
     NewEvent,
-    RecordedEvent,
     ReminderInjected,
     TodoItemData,
-    TodosWritten,
     new_id,
 )
 from projections import Projections, SessionSummary, TurnCounters
+from projections.todos import current_todos
 from projections.turn_counters import fold_turns
 
 from ..errors import Conflict, InvalidInput, from_eventlog
 from .execution import ExecutionRuntime
 from .reminders import Reminder, ReminderSource, TurnRequest, decide_reminders
 
-__all__ = ["LogTodos", "Role", "TodoSource", "TurnService", "last_written_todos"]
+__all__ = ["ProjectedTodos", "Role", "TodoSource", "TurnService"]
 
 Role = Literal["assistant", "user"]
 ROLES: tuple[str, ...] = ("assistant", "user")
@@ -58,23 +57,15 @@ class TodoSource(Protocol):
     def todos(self, session_id: str) -> Sequence[TodoItemData]: ...
 
 
-def last_written_todos(events: Iterable[RecordedEvent]) -> tuple[TodoItemData, ...]:
-    """The list the last ``TodosWritten`` wrote (TD-3 replaces the whole list), or ``()``."""
-    current: tuple[TodoItemData, ...] = ()
-    for event in events:
-        if isinstance(event.data, TodosWritten):
-            current = event.data.todos
-    return current
+class ProjectedTodos:
+    """The current todo list from the todo projection, kept inline by the store (TD-4)."""
 
-
-class LogTodos:
-    """The current todo list folded from the session's log (read only when a reminder fires)."""
-
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: EventStore, projections: Projections) -> None:
         self._store = store
+        self._projections = projections
 
     def todos(self, session_id: str) -> Sequence[TodoItemData]:
-        return last_written_todos(self._store.read_session(session_id))
+        return current_todos(self._store, self._projections.todos, session_id)
 
 
 @contextmanager
@@ -106,7 +97,9 @@ class TurnService:
         self._store = store
         self._projections = projections
         self._runtime = runtime
-        self.todo_source: TodoSource = todos if todos is not None else LogTodos(store)
+        self.todo_source: TodoSource = (
+            todos if todos is not None else ProjectedTodos(store, projections)
+        )
         self.sources: list[ReminderSource] = list(sources)
         """Reminders between the Plan and the todo reminder, in order (issue 7 adds one)."""
 
