@@ -11,6 +11,7 @@ on its own thread with no hand-off; 32 concurrent callers share a handful of fsy
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Generic, TypeVar
@@ -49,6 +50,7 @@ class GroupCommitter(Generic[I, R]):
         self._queue: list[_Pending[I, R]] = []
         self._queue_lock = threading.Lock()
         self._writer = threading.Lock()
+        self._last_group = 0
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -70,6 +72,10 @@ class GroupCommitter(Generic[I, R]):
             # Nobody is committing: lead at once with our items and whatever is queued,
             # without allocating a wait object (the lone caller's fast path).
             try:
+                if self._last_group > 1:
+                    # The last group had company: let the callers it just answered queue
+                    # their next items before we collect, rather than committing alone.
+                    time.sleep(0)
                 return self._lead_with(items)
             finally:
                 self._writer.release()
@@ -115,6 +121,7 @@ class GroupCommitter(Generic[I, R]):
         self._settle(group, self._commit_all([p.item for p in group], len(group)))
 
     def _commit_all(self, items: Sequence[I], count: int) -> Sequence[R | BaseException]:
+        self._last_group = count
         try:
             return self._commit(items)
         except BaseException as exc:  # every caller of the group gets it

@@ -25,13 +25,9 @@ import sqlite_utils
 
 from .appending import (
     PreparedBatch,
-    check_expected,
-    plan_rows,
     prepare,
-    result_from_rows,
     typed_outcomes,
 )
-from .canonical import GENESIS_HASH
 from .chain import ChainReport, verify_chain
 from .clock import Clock, SystemClock, format_instant
 from .envelope import (
@@ -40,17 +36,15 @@ from .envelope import (
     NewEvent,
     RawRow,
     RecordedEvent,
-    decode_row,
     decode_rows,
 )
 from .errors import EventLogError, StoreBusy, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
+from .sqlite_group import write_group
 from .sqlite_schema import (
     COLUMNS,
     HIGH_WATER,
-    INSERT,
-    UPSERT_HEAD,
     chunked_rows,
     create_schema,
     is_busy,
@@ -165,22 +159,11 @@ class SQLiteEventStore:
         conn = self._writer
         conn.execute("BEGIN IMMEDIATE")
         try:
-            position = self._high_water(conn)
-            now = format_instant(self._clock.now())
-            outcomes: list[AppendResult | BaseException] = []
-            for prepared in group:
-                # Every check runs before the batch writes anything, so a refused batch
-                # leaves nothing to roll back and fails alone without a savepoint.
-                try:
-                    result = self._apply(conn, prepared, position + 1, now)
-                except EventLogError as exc:
-                    outcomes.append(exc)
-                    continue
-                outcomes.append(result)
-                if not result.replayed:
-                    position = result.events[-1].global_position
-                    for projection in self._projections:
-                        projection.apply(conn, result.events)
+            done = write_group(
+                conn, group, heads=self._heads, position=self._high_water(conn),
+                now=format_instant(self._clock.now()), upcasters=self._upcasters,
+                projections=self._projections,
+            )
             conn.execute("COMMIT")
         except BaseException:
             self._known_position = None
@@ -188,8 +171,8 @@ class SQLiteEventStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        self._known_position = position
-        return outcomes
+        self._known_position = done.last_position
+        return done.outcomes
 
     def _high_water(self, conn: sqlite3.Connection) -> int:
         """The last position used; re-read only when another connection has written.
@@ -205,34 +188,6 @@ class SQLiteEventStore:
         elif len(self._heads) > _HEADS_CACHED:
             self._heads.clear()
         return int(self._known_position)
-
-    def _apply(
-        self, conn: sqlite3.Connection, prepared: PreparedBatch, next_position: int, now: str
-    ) -> AppendResult:
-        batch = prepared.batch
-        if batch.idempotency_key is not None:
-            earlier = conn.execute(
-                f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND idempotency_key = ? "
-                "ORDER BY seq", (batch.session_id, batch.idempotency_key),
-            ).fetchall()
-            if earlier:
-                events = tuple(decode_row(r, upcasters=self._upcasters) for r in earlier)
-                return AppendResult(batch.session_id, events, replayed=True)
-        head = self._heads.get(batch.session_id) or conn.execute(
-            "SELECT version, head_hash FROM streams WHERE session_id = ?", (batch.session_id,)
-        ).fetchone()
-        version, prev_hash = head if head else (0, GENESIS_HASH)
-        self._heads[batch.session_id] = (version, prev_hash)
-        check_expected(batch, version)
-        rows = plan_rows(
-            prepared, version=version, prev_hash=prev_hash, next_position=next_position,
-            recorded_at=now,
-        )
-        conn.executemany(INSERT, rows)
-        last = rows[-1]
-        conn.execute(UPSERT_HEAD, (batch.session_id, last[2], last[12], now, now))
-        self._heads[batch.session_id] = (last[2], last[12])
-        return result_from_rows(prepared, rows)
 
     # -- projections -----------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from functools import lru_cache
 
 import sqlite_utils
 
@@ -20,6 +21,8 @@ __all__ = [
     "HIGH_WATER",
     "INSERT",
     "UPSERT_HEAD",
+    "insert_events_sql",
+    "upsert_heads_sql",
     "chunked_rows",
     "create_schema",
     "is_busy",
@@ -36,6 +39,29 @@ UPSERT_HEAD = (
     "VALUES (?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET version=excluded.version, "
     "head_hash=excluded.head_hash, updated_at=excluded.updated_at"
 )
+_UPSERT_HEAD_PREFIX = (
+    "INSERT INTO streams (session_id, version, head_hash, created_at, updated_at) "
+)
+_UPSERT_HEAD_SUFFIX = (
+    " ON CONFLICT(session_id) DO UPDATE SET version=excluded.version, "
+    "head_hash=excluded.head_hash, updated_at=excluded.updated_at"
+)
+
+
+@lru_cache(maxsize=64)
+def insert_events_sql(rows: int) -> str:
+    """One ``INSERT`` of ``rows`` event rows: one statement step however many rows."""
+    return f"INSERT INTO events ({COLUMNS}) VALUES " + ",".join(
+        ["(?,?,?,?,?,?,?,?,?,?,?,?,?)"] * rows
+    )
+
+
+@lru_cache(maxsize=64)
+def upsert_heads_sql(heads: int) -> str:
+    """One upsert of ``heads`` (session_id, version, head_hash, created_at, updated_at)."""
+    return _UPSERT_HEAD_PREFIX + "VALUES " + ",".join(["(?,?,?,?,?)"] * heads) + _UPSERT_HEAD_SUFFIX
+
+
 HIGH_WATER = (
     "SELECT max(coalesce((SELECT max(global_position) FROM events), 0), "
     "coalesce((SELECT value FROM meta WHERE key = 'purged_through'), 0))"
