@@ -129,7 +129,7 @@ def test_td5_user_and_continuation_messages_never_count(service: SessionService)
     assert kinds(prepare(service, sid)) == ["todo_reminder"]
 
 
-def test_td5_synthetic_assistant_messages_count(service: SessionService) -> None:  # D35
+def test_td5_synthetic_assistant_messages_count(service: SessionService) -> None:  # D34
     sid = new_session(service)
     say(service, sid, "assistant", 9)
     synthetic = MessageRecorded(role="assistant", kind="synthetic", content="injected")
