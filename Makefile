@@ -45,6 +45,7 @@ bench: $(VENV)/.bench
 	$(PY) bench/eventlog.py
 	$(PY) bench/replay_memory.py
 	$(PY) bench/rebuild.py
+	$(PY) bench/todos.py
 
 docs: $(VENV)/.dev
 	$(PY) -m sessionledger.docgen

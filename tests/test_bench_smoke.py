@@ -59,3 +59,15 @@ def test_rebuild_bench_small_run(tmp_path: Path) -> None:
         assert text in out
     assert out.count("5,000") >= 3
     assert not list(tmp_path.iterdir()), "scratch files left behind"
+
+
+def test_todos_bench_quick_prints_the_table_and_the_ratio(tmp_path: Path) -> None:
+    # Issue 5's acceptance 5: TodoWrite end to end beside the single durable append.
+    done = _run("todos.py", "--quick", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    for text in ("single-event durable append", "TodoWrite, 20 items", "p50 ms", "p99 ms",
+                 "ops/s", "TodoWrite writes/s / single appends/s", ">= 0.50"):
+        assert text in out
+    assert out.count("PASS") + out.count("MISS") == 1
+    assert not list(tmp_path.iterdir()), "scratch files left behind"
