@@ -8,7 +8,7 @@ is the session's FIFO queue (SPEC HO-4).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from eventlog import (
@@ -24,6 +24,7 @@ from .documents import Doc, DocTable
 
 __all__ = [
     "DocProjection",
+    "call_document",
     "call_key",
     "call_wire",
     "fold_call",
@@ -89,6 +90,18 @@ def fold_call(docs: dict[str, Doc | None], event: RecordedEvent) -> str | None:
             body["permission"] = _dump(data.permission)
     docs[key] = Doc(key, doc.session_id, status, doc.order, body)
     return key
+
+
+def call_document(
+    events: Iterable[RecordedEvent], session_id: str, call_id: str, *, before: Doc | None = None
+) -> Doc | None:
+    """The call's document after ``events`` were appended, ``before`` being its stored
+    document until then: what the view now holds, without reading it back."""
+    key = call_key(session_id, call_id)
+    docs: dict[str, Doc | None] = {key: before}
+    for event in events:
+        fold_call(docs, event)
+    return docs[key]
 
 
 def fold_interaction(docs: dict[str, Doc | None], event: RecordedEvent) -> str | None:

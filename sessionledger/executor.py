@@ -34,7 +34,7 @@ from eventlog import (
 from eventlog.envelope import Actor
 from projections import Projections, SessionSummary
 from projections.todos import current_todos
-from projections.tool_calls import call_wire
+from projections.tool_calls import call_document, call_wire
 from statemachine.execution import ExecutionState
 
 from .brokers import Pending, broker_for
@@ -157,13 +157,14 @@ class ToolExecutor:
                 session, handler, raw_input, cid, host or cast(HostKind, session.host)
             )
             try:
-                self._store.append(
+                appended = self._store.append(
                     session_id, [NewEvent(e, actor=actor, causation_id=cid) for e in events],
                     expected_version=session.version,
                 )
             except ConcurrencyConflict:
                 continue
-            found = self._projections.call(self._store, session_id, cid)
+            # The id was free at this version, so the view folded the call from nothing.
+            found = call_document(appended.events, session_id, cid)
             assert found is not None
             return _answer(call_wire(found))
         raise Conflict(f"session {session_id!r} kept changing; try again")
