@@ -22,10 +22,36 @@ I = TypeVar("I")  # noqa: E741
 R = TypeVar("R")
 
 
+class _Latch:
+    """A wake-up signal: ``set`` may come any number of times from any thread; ``wait``
+    returns once one has come since the last ``clear`` or ``wait``. A bare lock, because
+    ``threading.Event`` (a Python-level condition) cost a fifth of the writer's CPU with 32
+    callers waiting."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        try:
+            self._lock.release()
+        except RuntimeError:  # already set
+            pass
+
+    def clear(self) -> None:
+        self._lock.acquire(blocking=False)
+
+    def wait(self) -> None:
+        """Block until set; the signal is consumed (callers clear before looking anyway)."""
+        self._lock.acquire()
+
+
 class _Pending(Generic[I, R]):
     __slots__ = ("done", "item", "outcome", "wake")
 
-    def __init__(self, item: I, wake: threading.Event) -> None:
+    def __init__(self, item: I, wake: _Latch) -> None:
         self.item = item
         self.wake = wake
         self.done = False
@@ -80,7 +106,7 @@ class GroupCommitter(Generic[I, R]):
             finally:
                 self._writer.release()
                 self._hand_over()
-        wake = threading.Event()
+        wake = _Latch()
         pending: list[_Pending[I, R]] = [_Pending(item, wake) for item in items]
         with self._queue_lock:
             self._queue.extend(pending)
