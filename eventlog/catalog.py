@@ -38,6 +38,11 @@ __all__ = [
     "SessionModeChanged",
     "ToolCallCompleted",
     "ContextCompacted",
+    "CronScheduleCreated",
+    "CronScheduleDeleted",
+    "CronScheduleUpdated",
+    "OffPeakPromptCreated",
+    "SessionModelSelected",
     "ReminderInjected",
     "ReminderKind",
     "TodoItemData",
@@ -297,11 +302,64 @@ class ToolCallCompleted(Event):
     follow_up_user_input: FollowUpData | None = None
 
 
+class SessionModelSelected(Event):
+    """The user chose the session's model: a catalog id ``providerId/modelId`` and the
+    reasoning level it runs at (SPEC LM-1 ``[current]``, LM-2's session provider)."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["SessionModelSelected"] = "SessionModelSelected"
+    level: str | None = None
+    model: str = Field(min_length=1)
+
+
+class CronScheduleCreated(Event):
+    """A cron schedule was recorded for the session (SPEC TR-5); the host runs its prompt."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["CronScheduleCreated"] = "CronScheduleCreated"
+    cron: str = Field(min_length=1)
+    prompt: str = Field(min_length=1)
+    recurring: bool = True
+    schedule_id: str
+
+
+class CronScheduleUpdated(Event):
+    """A cron schedule's expression, prompt or enabled flag changed (unset: unchanged)."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["CronScheduleUpdated"] = "CronScheduleUpdated"
+    cron: str | None = None
+    enabled: bool | None = None
+    prompt: str | None = None
+    schedule_id: str
+
+
+class CronScheduleDeleted(Event):
+    """A cron schedule was removed; it is never due again."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["CronScheduleDeleted"] = "CronScheduleDeleted"
+    schedule_id: str
+
+
+class OffPeakPromptCreated(Event):
+    """A prompt was queued for the host's next off-peak window (SPEC TR-5): due from
+    ``dueAt`` (the window's start, or the creation time inside a window) to ``windowEndAt``."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["OffPeakPromptCreated"] = "OffPeakPromptCreated"
+    due_at: str
+    off_peak_id: str
+    prompt: str = Field(min_length=1)
+    window_end_at: str
+
+
 SessionEvent = Annotated[
     SessionCreated | SessionModeChanged | GoalStarted | GoalEnded | MessageRecorded
     | SessionDeleted | ToolCallRequested | PermissionDecided | InteractionRequested
     | InteractionResolved | ToolCallCompleted | TodosWritten | ReminderInjected
-    | ContextCompacted,
+    | ContextCompacted | SessionModelSelected | CronScheduleCreated | CronScheduleUpdated
+    | CronScheduleDeleted | OffPeakPromptCreated,
     Field(discriminator="type"),
 ]
 
@@ -313,6 +371,7 @@ CATALOG: dict[str, type[Event]] = {
         SessionCreated, SessionModeChanged, GoalStarted, GoalEnded, MessageRecorded,
         SessionDeleted, ToolCallRequested, PermissionDecided, InteractionRequested,
         InteractionResolved, ToolCallCompleted, TodosWritten, ReminderInjected,
-        ContextCompacted,
+        ContextCompacted, SessionModelSelected, CronScheduleCreated, CronScheduleUpdated,
+        CronScheduleDeleted, OffPeakPromptCreated,
     )
 }

@@ -7,7 +7,7 @@ is the projection half of an audit: the stored read model against a fresh fold o
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from eventlog import (
@@ -31,6 +31,7 @@ from .tool_calls import (
     fold_call,
     fold_interaction,
 )
+from .tool_records import ToolRecordsProjection
 from .turn_counters import TurnCounters, TurnCountersProjection
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "Projections",
     "SessionSummary",
     "TodoProjection",
+    "ToolRecordsProjection",
     "TurnCounters",
     "compare_session",
     "open_projected_store",
@@ -53,9 +55,13 @@ class Projections:
     interactions: DocProjection
     turns: TurnCountersProjection
     todos: TodoProjection
+    records: ToolRecordsProjection = field(
+        default_factory=lambda: ToolRecordsProjection(MemoryDocTable("tool_records"))
+    )
 
     def all(self) -> tuple[InlineProjection, ...]:
-        return (self.execution_state, self.tool_calls, self.interactions, self.turns, self.todos)
+        return (self.execution_state, self.tool_calls, self.interactions, self.turns, self.todos,
+                self.records)
 
     def call(self, store: EventStore, session_id: str, call_id: str) -> Doc | None:
         """One tool call's document, or ``None``."""
@@ -104,6 +110,7 @@ def open_projected_store(
         ),
         TurnCountersProjection(docs("turn_counters")),
         TodoProjection(SqliteTodoTable() if sqlite else MemoryTodoTable(), summaries),
+        records=ToolRecordsProjection(docs("tool_records")),
     )
     return open_store(url, clock=clock, projections=projections.all()), projections
 
@@ -116,7 +123,7 @@ def compare_session(
     differences = _summary_differences(
         fold(events), projections.summary(store, session_id), session_id
     )
-    for view in (projections.tool_calls, projections.interactions):
+    for view in (projections.tool_calls, projections.interactions, projections.records):
         differences += _doc_differences(store, view, events, session_id)
     differences += todo_differences(store, projections.todos, events, session_id)
     stored_turns = projections.turn_counters(store, session_id)

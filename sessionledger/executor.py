@@ -10,7 +10,7 @@ Re-sending a ``callId`` returns the original call and never runs it twice.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
@@ -106,12 +106,16 @@ class ToolExecutor:
         runtime: ExecutionRuntime,
         registry: ToolRegistry,
         permissions: PermissionAuthority,
+        surface: Callable[[SessionSummary, HostKind | None], SurfaceOptions] | None = None,
     ) -> None:
         self._store = store
         self._projections = projections
         self._runtime = runtime
         self._registry = registry
         self._permissions = permissions
+        self._surface = surface
+        """The session's flags and ports (dynamic workflows, off-peak) when the service
+        knows them; otherwise only its host and parent decide."""
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -122,6 +126,8 @@ class ToolExecutor:
     def _options(
         self, session: SessionSummary, host: HostKind | None = None
     ) -> SurfaceOptions:
+        if self._surface is not None:
+            return self._surface(session, host)
         return SurfaceOptions(
             host=host or cast(HostKind, session.host),
             subagent=session.parent_session_id is not None,

@@ -49,6 +49,7 @@ from .errors import (
     WorkspaceOutsideRoot,
     from_eventlog,
 )
+from .model_service import ModelService
 from .runtime import CommandResult, ExecutionRuntime, TurnService
 from .todos import TodoService
 from .tool_service import ToolService
@@ -115,6 +116,10 @@ class SessionService:
         self._runtime = ExecutionRuntime(store, projections)
         self._root = Path(workspace_root).resolve()
         self.tools = ToolService(store=store, projections=projections, runtime=self._runtime)
+        self.models = ModelService(
+            store, projections, self._runtime, catalog=self.tools.ports.model_catalog(),
+            workspace_root=self._root,
+        )
         self.todos = TodoService(store, projections)
         self.turns = TurnService(store, projections, self._runtime)
 

@@ -20,17 +20,23 @@ from .errors import Conflict, InvalidInput, from_eventlog
 from .executor import CallAnswer, Decision, ToolExecutor
 from .runtime import ExecutionRuntime
 from .tool_permissions import WorkspacePermissions
-from .tools.ask_handler import AskUserQuestionHandler
+from .tool_ports import ToolPorts, WorkspaceSurface
+from .tool_set import basic_handlers, service_handlers
 from .tools.descriptors import MCP_NAME, ToolDescriptor, host_tool, mcp_tool
 from .tools.registry import ToolRegistry
-from .tools.todo_handler import TodoReadHandler, TodoWriteHandler
 
 __all__ = ["ToolService", "default_registry"]
 
 
-def default_registry() -> ToolRegistry:
-    """Every service tool whose handler exists (later issues add theirs)."""
-    return ToolRegistry([TodoReadHandler(), TodoWriteHandler(), AskUserQuestionHandler()])
+def default_registry(
+    store: EventStore | None = None, projections: Projections | None = None,
+    ports: ToolPorts | None = None,
+) -> ToolRegistry:
+    """Every service tool whose handler exists; without a store only those that need
+    nothing but the session (todos, questions)."""
+    if store is None or projections is None:
+        return ToolRegistry(basic_handlers())
+    return ToolRegistry(service_handlers(store, projections, ports or ToolPorts()))
 
 
 @contextmanager
@@ -51,14 +57,18 @@ class ToolService:
         projections: Projections,
         runtime: ExecutionRuntime,
         registry: ToolRegistry | None = None,
+        ports: ToolPorts | None = None,
     ) -> None:
         self._store = store
         self._projections = projections
         self._runtime = runtime
         self.permissions = WorkspacePermissions()
+        self.ports = ports or ToolPorts(config=self.permissions.config)
         self.executor = ToolExecutor(
             store=store, projections=projections, runtime=runtime,
-            registry=registry or default_registry(), permissions=self.permissions,
+            registry=registry or default_registry(store, projections, self.ports),
+            permissions=self.permissions,
+            surface=WorkspaceSurface(self.ports.config).options,
         )
 
     def surface(self, session_id: str) -> list[str]:

@@ -35,16 +35,23 @@ so the service does not start on it. The shape, all tables and keys optional::
     id = "claude-opus"
     disabled = "no API key configured"      # optional: unusable, with the reason shown
 
+    [offPeak]                         # the host's off-peak windows (SPEC TR-5); absent: the
+    windows = ["22:00-06:00"]         # off-peak port is closed. "HH:MM-HH:MM", may wrap
+    timezone = "Europe/Berlin"        # midnight; IANA zone of the times, default "UTC"
+
 Provider ids are unique, and model ids unique within a provider, ignoring case (model
 references resolve case-insensitively, SPEC LM-2); ``current`` must name a listed model.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
+from datetime import time
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     BaseModel,
@@ -67,6 +74,7 @@ __all__ = [
     "FeaturesConfig",
     "ModelEntry",
     "ModelsConfig",
+    "OffPeakConfig",
     "PermissionConfig",
     "ProviderEntry",
     "WorkspaceConfig",
@@ -172,13 +180,48 @@ def _refuse_duplicates(ids: list[str], key: str) -> None:
         seen.add(value.lower())
 
 
+_WINDOW = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-3]):([0-5]\d)$")
+
+
+class OffPeakConfig(_Table):
+    """The host's off-peak windows (``[offPeak]``): when off-peak prompts are due (TR-5)."""
+
+    windows: tuple[StrictStr, ...] = Field(min_length=1)
+    timezone: StrictStr = "UTC"
+
+    @model_validator(mode="after")
+    def _valid(self) -> OffPeakConfig:
+        for index, window in enumerate(self.windows):
+            match = _WINDOW.match(window)
+            if match is None or match[1] + match[2] == match[3] + match[4]:
+                raise _KeyedError(
+                    ("windows", index),
+                    f"{window!r} is not a window 'HH:MM-HH:MM' (24-hour, start != end)",
+                )
+        try:
+            ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise _KeyedError(("timezone",), f"unknown time zone {self.timezone!r}") from None
+        return self
+
+    def spans(self) -> list[tuple[time, time]]:
+        """Each window as (start, end) times of day; an end before the start wraps midnight."""
+        return [
+            (time(int(w[0:2]), int(w[3:5])), time(int(w[6:8]), int(w[9:11])))
+            for w in self.windows
+        ]
+
+
 class WorkspaceConfig(_Table):
-    """The whole ``config.toml``: permission rules, feature flags and the model catalog."""
+    """The whole ``config.toml``: permission rules, feature flags, the model catalog and the
+    off-peak windows."""
 
     permission: PermissionConfig = PermissionConfig()
     features: FeaturesConfig = FeaturesConfig()
     models: ModelsConfig | None = None
     """``None`` when the file has no ``[models]`` table: the host has no model catalog."""
+    off_peak: OffPeakConfig | None = None
+    """``None`` when the file has no ``[offPeak]`` table: the off-peak port stays closed."""
 
 
 def config_path(workspace: Path) -> Path:

@@ -1,10 +1,12 @@
 """The tool registry: which tools each kind of session is offered (SPEC TR-1, TR-2, ES-7).
 
-Today only AskUserQuestion has a handler, so every session (protocol, TUI, headless,
-subagent) is offered exactly ``{"AskUserQuestion"}``. The rules of TR-1 are checked with a
-registry holding a fake handler for every tool name the SPEC knows: the expected surface is
-computed here from the SPEC's wording, independently of the registry, for every host, port and
-flag combination. The descriptors of the service's own tools are held to the TR-2 table.
+The rules of TR-1 are checked with a registry holding a fake handler for every tool name the
+SPEC knows: the expected surface is computed here from the SPEC's wording, independently of
+the registry, for every host, port and flag combination. Then the real default registry —
+every handler but the Plan tools (issue 7) — is held to the same rule per host, with the
+workspace's ``dynamicWorkflows`` flag off and on and its off-peak port closed and open
+(acceptance 5 of issue 8). The descriptors of the service's own tools are held to the TR-2
+table.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sessionledger.tool_service import ToolService, default_registry
 from sessionledger.tools.descriptors import SERVICE_TOOLS, ToolDescriptor
 from sessionledger.tools.handlers import HandlerOutcome, Resolution, ToolContext
 from sessionledger.tools.registry import SurfaceOptions, ToolRegistry
+from sessionledger.workspace_config import config_path
 
 HOSTS: tuple[HostKind, ...] = ("protocol", "tui", "headless")
 
@@ -195,12 +198,15 @@ def test_registry_refuses_a_name_registered_twice() -> None:
         registry.register(fake("TodoRead"))
 
 
-# -- today's registry: the handlers that exist (AskUserQuestion, TodoRead, TodoWrite) ------
+# -- the default registry: every handler that exists (the Plan tools arrive with issue 7) --
+
+EXISTING = EVERY_TOOL - PLAN
+"""The tools whose handlers exist today."""
 
 
 @pytest.mark.parametrize("subagent", [False, True])
 @pytest.mark.parametrize("host", HOSTS)
-def test_tr1_default_registry_offers_exactly_the_existing_handlers(
+def test_tr1_default_registry_without_a_store_offers_the_session_only_tools(
     host: HostKind, subagent: bool
 ) -> None:
     options = SurfaceOptions(host=host, subagent=subagent)
@@ -218,14 +224,62 @@ def service(tmp_path: Path) -> Iterator[SessionService]:
         opened.close()
 
 
+def _configure(root: Path, *, dynamic_workflows: bool, off_peak: bool) -> None:
+    path = config_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = f"[features]\ndynamicWorkflows = {'true' if dynamic_workflows else 'false'}\n"
+    if off_peak:
+        text += '[offPeak]\nwindows = ["22:00-06:00"]\n'
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize("off_peak", [False, True])
+@pytest.mark.parametrize("dynamic_workflows", [False, True])
 @pytest.mark.parametrize("host", HOSTS)
-def test_tr1_es7_sessions_of_every_host_are_offered_exactly_the_existing_handlers(
-    service: SessionService, host: HostKind
+def test_tr1_tr5_lm1_sessions_of_every_host_flag_and_port(
+    service: SessionService, host: HostKind, dynamic_workflows: bool, off_peak: bool
 ) -> None:
+    """Acceptance 5 (#8): ListModels with the flag only, cron tools on protocol sessions
+    (their port is always injected there), off-peak tools only when the host opened the port
+    (the workspace declares its windows) and only on protocol sessions; TUI and -p get
+    neither port; a subagent never gets the Plan tools."""
+    _configure(service.workspace_root, dynamic_workflows=dynamic_workflows, off_peak=off_peak)
     parent = service.create_session(host=host, mode="plan")["sessionId"]
     child = service.create_session(host=host, parent_session_id=parent)["sessionId"]
-    assert service.tools.surface(parent) == ["AskUserQuestion", "TodoRead", "TodoWrite"]
-    assert service.tools.surface(child) == ["AskUserQuestion", "TodoRead", "TodoWrite"]
+    for session, subagent in ((parent, False), (child, True)):
+        expected = expected_surface(
+            host, subagent=subagent, dynamic_workflows=dynamic_workflows,
+            off_peak_port=off_peak and host == "protocol",
+        )
+        assert service.tools.surface(session) == sorted(expected & EXISTING)
+
+
+def test_tr1_lm1_list_models_behind_the_flag_is_refused_and_appends_nothing(
+    service: SessionService,
+) -> None:
+    _configure(service.workspace_root, dynamic_workflows=False, off_peak=False)
+    session = service.create_session()["sessionId"]
+    before = service.store.version(session)
+    with pytest.raises(InvalidInput) as refused:
+        service.tools.call(session, "ListModels", {})
+    assert refused.value.status == 422
+    assert service.store.version(session) == before
+    _configure(service.workspace_root, dynamic_workflows=True, off_peak=False)
+    assert "ListModels" in service.tools.surface(session)  # the file is read again
+
+
+@pytest.mark.parametrize("host", ["tui", "headless"])
+def test_tr1_tr5_cron_and_off_peak_tools_are_refused_without_their_ports(
+    service: SessionService, host: HostKind
+) -> None:
+    _configure(service.workspace_root, dynamic_workflows=True, off_peak=True)
+    session = service.create_session(host=host)["sessionId"]
+    before = service.store.version(session)
+    for tool, raw in (("CronCreate", {"cron": "* * * * *", "prompt": "p"}),
+                      ("CronList", {}), ("OffPeakCreate", {"prompt": "p"})):
+        with pytest.raises(InvalidInput):
+            service.tools.call(session, tool, raw)
+    assert service.store.version(session) == before
 
 
 @pytest.mark.parametrize("host", HOSTS)

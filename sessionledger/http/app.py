@@ -30,6 +30,7 @@ from ..logs import batch_logger, log_event, logger
 from ..sessions import SessionService
 from .execution_routes import execution_routes
 from .middleware import BearerAuthMiddleware, RequestLogMiddleware
+from .model_routes import model_routes
 from .routes import session_routes
 from .streaming import CommitNotifier, stream_routes
 from .tool_routes import tool_routes
@@ -142,6 +143,7 @@ def create_app(
     app.include_router(execution_routes(service))
     app.include_router(tool_routes(service))
     app.include_router(turn_routes(service))
+    app.include_router(model_routes(service))
     app.include_router(
         stream_routes(service, notifier=notifier, settings=settings, stopping=stop)
     )

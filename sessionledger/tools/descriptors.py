@@ -45,6 +45,9 @@ class ToolDescriptor:
     """Writes files (Write, Edit): ``edit`` mode allows it inside the workspace (PM-4)."""
     shell: bool = False
     """Runs a shell command (Bash): read-only-ness comes from the classifier (PM-4)."""
+    timeout_s: float | None = None
+    """The tool's own time limit, where it has one (ListModels 10 s, ReadSessionContext
+    a fixed 5 minutes: LM-1, RS-2); its handler keeps to it."""
 
 
 SERVICE_TOOLS: dict[str, ToolDescriptor] = {
@@ -67,8 +70,10 @@ SERVICE_TOOLS: dict[str, ToolDescriptor] = {
             name="ExitPlanMode", kind="service", read_only=False, side_effect_scope="session",
             requires_user_interaction=True, allowed_in_plan_mode=True,
         ),
-        ToolDescriptor(name="ListModels", kind="service", read_only=True),
-        ToolDescriptor(name="ReadSessionContext", kind="service", read_only=True),
+        ToolDescriptor(name="ListModels", kind="service", read_only=True, timeout_s=10.0),
+        ToolDescriptor(
+            name="ReadSessionContext", kind="service", read_only=True, timeout_s=300.0,
+        ),
     )
 }
 """The service's own tools with the TR-2 flags (handlers arrive with their issues)."""

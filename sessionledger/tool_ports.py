@@ -1,0 +1,134 @@
+"""The ports the later service tools reach the host through, and which tools a session sees.
+
+Handlers do no I/O of their own; what they need from outside the log comes through a port
+injected when the registry is built (:class:`ToolPorts`):
+
+* the **model catalog** (ListModels, model references) — :mod:`sessionledger.model_catalog`;
+* an optional **auxiliary model** that extracts material for ReadSessionContext (RS-2), with
+  a fallback to local material when it is absent, fails or overruns its time;
+* the **cron** port (TR-5), which validates five-field expressions and answers next-due
+  times — protocol sessions always have one, TUI and headless never;
+* the **off-peak** port, open only when the host declares its off-peak windows (the
+  ``[offPeak]`` table of the workspace configuration) and only on protocol sessions.
+
+:class:`WorkspaceSurface` turns a session's host and workspace configuration into the
+:class:`~sessionledger.tools.registry.SurfaceOptions` the registry decides on (TR-1).
+:func:`call_with_timeout` bounds a port call by a wall-clock budget.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol, TypeVar, cast
+
+from eventlog import Clock, HostKind, SystemClock
+from projections import SessionSummary
+
+from .model_catalog import FileModelCatalog, ModelCatalogPort
+from .schedule_ports import CroniterCron, CronPort, OffPeakPorts
+from .tools.registry import SurfaceOptions
+from .workspace_config import WorkspaceConfig, load_workspace_config
+
+__all__ = [
+    "AUXILIARY_TIMEOUT_S",
+    "AuxiliaryModel",
+    "ExtractionRequest",
+    "PortTimeout",
+    "ToolPorts",
+    "WorkspaceSurface",
+    "call_with_timeout",
+]
+
+T = TypeVar("T")
+
+AUXILIARY_TIMEOUT_S = 270.0
+"""How long the auxiliary model may take: the tool's fixed 5 minutes (RS-2) less a margin
+for reading the session and building the local fallback."""
+
+
+class PortTimeout(TimeoutError):
+    """A port call did not answer within its budget."""
+
+
+def call_with_timeout(function: Callable[[], T], timeout_s: float, *, name: str) -> T:
+    """Run ``function`` on a daemon thread and wait at most ``timeout_s`` seconds for it.
+
+    Its exception is re-raised here; past the budget :class:`PortTimeout` is raised and the
+    call is abandoned (a port that hangs keeps only its own thread; nothing waits for it).
+    """
+    outcome: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as exc:  # handed to the caller
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"port-{name}", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise PortTimeout(f"{name} did not answer within {timeout_s:g} s")
+    if "error" in outcome:
+        raise cast(BaseException, outcome["error"])
+    return cast(T, outcome["value"])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExtractionRequest:
+    """What the auxiliary model is asked: material of another session, cut for the query."""
+
+    session_id: str
+    query: str
+    strategy: Literal["relevant", "handoff"]
+    max_tokens: int
+    material: str
+    """The local material of that session (the source the extraction works from)."""
+
+
+class AuxiliaryModel(Protocol):
+    """A small model the host lends for extraction (RS-2); answers the extracted text."""
+
+    def extract(self, request: ExtractionRequest) -> str: ...
+
+
+ConfigLoader = Callable[[Path], WorkspaceConfig]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolPorts:
+    """Everything the later tools reach outside the log through; defaults are local."""
+
+    config: ConfigLoader = load_workspace_config
+    catalog: ModelCatalogPort | None = None
+    """``None``: the file-backed catalog over ``config``."""
+    auxiliary: AuxiliaryModel | None = None
+    auxiliary_timeout_s: float = AUXILIARY_TIMEOUT_S
+    cron: CronPort = field(default_factory=CroniterCron)
+    clock: Clock = field(default_factory=SystemClock)
+
+    def model_catalog(self) -> ModelCatalogPort:
+        return self.catalog if self.catalog is not None else FileModelCatalog(self.config)
+
+    def off_peak(self) -> OffPeakPorts:
+        return OffPeakPorts(self.config)
+
+
+class WorkspaceSurface:
+    """A session's surface options from its host, its parent and its workspace's config."""
+
+    def __init__(self, config: ConfigLoader = load_workspace_config) -> None:
+        self._config = config
+
+    def options(self, session: SessionSummary, host: HostKind | None = None) -> SurfaceOptions:
+        kind = host or cast(HostKind, session.host)
+        config = self._config(Path(session.workspace))
+        return SurfaceOptions(
+            host=kind,
+            subagent=session.parent_session_id is not None,
+            dynamic_workflows=config.features.dynamic_workflows,
+            off_peak_port=kind == "protocol" and config.off_peak is not None,
+        )
