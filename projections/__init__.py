@@ -23,7 +23,7 @@ from .documents import Doc, MemoryDocTable, SqliteDocTable
 from .execution_state import ExecutionStateProjection, SessionSummary, fold
 from .tables import MemorySummaryTable, SqliteSummaryTable
 from .todo_tables import MemoryTodoTable, SqliteTodoTable
-from .todos import TodoProjection, todo_differences
+from .todos import TodoProjection, TodoRow, todo_differences
 from .tool_calls import (
     INTERACTION_EVENTS,
     DocProjection,
@@ -86,6 +86,11 @@ class Projections:
     def turn_counters(self, store: EventStore, session_id: str) -> TurnCounters | None:
         """The session's reminder counters (SPEC TD-5, PM-5), or ``None``."""
         return store.read_view(lambda tx: self.turns.get(tx, session_id))
+
+    def todo_rows(self, store: EventStore, session_id: str) -> tuple[TodoRow, ...]:
+        """The session's stored todo rows in list order, as read (no revalidation)."""
+        projection = self.todos
+        return tuple(store.read_view(lambda tx: projection.of_session(tx, session_id)))
 
     def summaries(self, store: EventStore) -> list[SessionSummary]:
         """Every session's summary, most recently written first."""

@@ -33,7 +33,6 @@ from eventlog import (
 )
 from eventlog.envelope import Actor
 from projections import Projections, SessionSummary
-from projections.todos import current_todos
 from projections.tool_calls import call_document, call_wire
 from statemachine.execution import ExecutionState
 
@@ -220,7 +219,7 @@ class ToolExecutor:
 
     def _context(self, session: SessionSummary, call_id: str) -> ToolContext:
         """What the handler may know: the summary and the session's current todo list."""
-        todos = current_todos(self._store, self._projections.todos, session.session_id)
+        todos = self._projections.todo_rows(self._store, session.session_id)
         return ToolContext(session=session, call_id=call_id, todos=todos)
 
     def get(self, session_id: str, call_id: str) -> CallAnswer:

@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from eventlog import Event, FollowUpData, InteractionKind, TodoItemData, TurnControlData
+from eventlog import Event, FollowUpData, InteractionKind, TurnControlData
 from projections import SessionSummary
 
 from .descriptors import ToolDescriptor
+from .todo_contract import TodoFields
 
 __all__ = ["HandlerOutcome", "Resolution", "ToolContext", "ToolHandler"]
 
@@ -27,8 +28,9 @@ class ToolContext:
 
     session: SessionSummary
     call_id: str
-    todos: tuple[TodoItemData, ...] = ()
-    """The session's current todo list, in order (loaded by the executor for each step)."""
+    todos: tuple[TodoFields, ...] = ()
+    """The session's current todo list, in order (the todo table's rows, loaded by the
+    executor for each step)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

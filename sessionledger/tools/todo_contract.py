@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -33,6 +33,7 @@ __all__ = [
     "TODOS_DESCRIPTION",
     "UNFINISHED",
     "WRITE_DESCRIPTION",
+    "TodoFields",
     "TodoItem",
     "TodoReadInput",
     "TodoResult",
@@ -145,20 +146,32 @@ def read_model_schema() -> dict[str, Any]:
 # -- results ---------------------------------------------------------------------------------
 
 
-def item_wire(item: TodoItemData) -> dict[str, str]:
+class TodoFields(Protocol):
+    """A todo's three fields: the catalog's :class:`~eventlog.TodoItemData`, or a stored row
+    of the todo table read as it is (the executor's current list, never revalidated)."""
+
+    @property
+    def content(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def priority(self) -> str: ...
+
+
+def item_wire(item: TodoFields) -> dict[str, str]:
     """An item as results and the session document show it."""
     return {"content": item.content, "status": item.status, "priority": item.priority}
 
 
-def summary(todos: Sequence[TodoItemData]) -> dict[str, int]:
+def summary(todos: Sequence[TodoFields]) -> dict[str, int]:
     """Counts by status, keyed by the status values, plus ``total`` (TD-3)."""
     counts: Counter[str] = Counter(t.status for t in todos)
     return {**{status: counts[status] for status in STATUSES}, "total": len(todos)}
 
 
 def dropped_unfinished(
-    old: Sequence[TodoItemData], new: Sequence[TodoItemData]
-) -> list[TodoItemData]:
+    old: Sequence[TodoFields], new: Sequence[TodoFields]
+) -> list[TodoFields]:
     """Old pending/in-progress items whose content is not in ``new`` (matched exactly).
 
     A multiset match: each new item covers at most one old item of the same content, and
@@ -178,13 +191,12 @@ def dropped_unfinished(
     return dropped
 
 
-def list_lines(todos: Sequence[TodoItemData]) -> list[str]:
+def list_lines(todos: Sequence[TodoFields]) -> list[str]:
     """``1. [in_progress] content`` per item, in list order."""
     return [f"{i}. [{t.status}] {t.content}" for i, t in enumerate(todos, start=1)]
 
 
-def _counts_text(todos: Sequence[TodoItemData]) -> str:
-    counts = summary(todos)
+def _counts_text(counts: dict[str, int]) -> str:
     noun = "item" if counts["total"] == 1 else "items"
     return (f"{counts['total']} {noun}: {counts['in_progress']} in progress, "
             f"{counts['pending']} pending, {counts['completed']} completed")
@@ -198,10 +210,11 @@ class TodoResult:
     text: str
 
 
-def write_result(old: Sequence[TodoItemData], new: Sequence[TodoItemData]) -> TodoResult:
+def write_result(old: Sequence[TodoFields], new: Sequence[TodoFields]) -> TodoResult:
     """TodoWrite's result (TD-3): the lists before and after, counts, dropped items."""
     dropped = dropped_unfinished(old, new)
-    text = (f"Todo list updated ({_counts_text(new)}). Keep it current: send the complete "
+    counts = summary(new)
+    text = (f"Todo list updated ({_counts_text(counts)}). Keep it current: send the complete "
             "list with every change and keep at most one item in_progress.")
     if dropped:
         text += ("\n\nThese unfinished items from the previous list are no longer in it:\n"
@@ -211,19 +224,20 @@ def write_result(old: Sequence[TodoItemData], new: Sequence[TodoItemData]) -> To
         result={
             "oldTodos": [item_wire(t) for t in old],
             "todos": [item_wire(t) for t in new],
-            "summary": summary(new),
+            "summary": counts,
             "droppedUnfinished": [item_wire(t) for t in dropped],
         },
         text=text,
     )
 
 
-def read_result(todos: Sequence[TodoItemData]) -> TodoResult:
+def read_result(todos: Sequence[TodoFields]) -> TodoResult:
     """TodoRead's result: the current list and its counts."""
+    counts = summary(todos)
     if todos:
-        text = f"Current todo list ({_counts_text(todos)}):\n" + "\n".join(list_lines(todos))
+        text = f"Current todo list ({_counts_text(counts)}):\n" + "\n".join(list_lines(todos))
     else:
         text = "The todo list is empty."
     return TodoResult(
-        result={"todos": [item_wire(t) for t in todos], "summary": summary(todos)}, text=text,
+        result={"todos": [item_wire(t) for t in todos], "summary": counts}, text=text,
     )

@@ -72,11 +72,12 @@ class TodoWriteHandler:
         declined = _declined("TodoWrite", resolution)
         if declined is not None:
             return declined
-        new = tuple(item.to_data() for item in parse_write_input(raw).todos)
-        answer = write_result(context.todos, new)
+        # ``raw`` passed validate_input (or validate_answer): its items only become the
+        # catalog's, in one validation of the event.
+        written = TodosWritten.model_validate({"todos": raw["todos"]})
+        answer = write_result(context.todos, written.todos)
         return HandlerOutcome(
-            success=True, model_content=answer.text, result=answer.result,
-            events=(TodosWritten(todos=new),),
+            success=True, model_content=answer.text, result=answer.result, events=(written,),
         )
 
 
