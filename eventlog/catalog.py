@@ -24,9 +24,16 @@ __all__ = [
     "GoalEnded",
     "GoalStarted",
     "HostKind",
+    "AutoResolutionReason",
+    "AutoResolutionState",
+    "InteractionAutoResolutionChanged",
     "InteractionKind",
     "InteractionRequested",
     "InteractionResolved",
+    "InteractionUserActivity",
+    "SettingChanged",
+    "SettingName",
+    "UserActivityAction",
     "MessageRecorded",
     "ModeChangeVia",
     "PermissionDecided",
@@ -272,6 +279,59 @@ class InteractionResolved(Event):
     feedback: str | None = None
 
 
+AutoResolutionState = Literal["hiddenGrace", "countdown", "paused", "ineligible"]
+"""A question's auto-continue timer as recorded (SPEC HO-4 … HO-7); the resolution itself is
+``InteractionResolved`` (``autoContinued`` when the timer answered)."""
+AutoResolutionReason = Literal["settingOff", "settingTurnedOff", "userActivity"]
+"""Why a timer was paused or a question made ineligible: the setting was off when it was
+registered, was turned off later (HO-6), or the user engaged with it (HO-5)."""
+
+
+class InteractionAutoResolutionChanged(Event):
+    """A question's auto-continue timer changed state, with its absolute times (HO-7).
+
+    ``startedAt``/``visibleAt``/``deadlineAt`` are set from the start on and kept through
+    ``countdown`` and ``paused``; ``effectiveAt`` is the instant the change took effect
+    (``visibleAt`` for the countdown, the setting change for a pause it caused), which may be
+    earlier than the envelope's ``recorded_at`` when the service was down.
+    """
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["InteractionAutoResolutionChanged"] = "InteractionAutoResolutionChanged"
+    deadline_at: str | None = None
+    effective_at: str
+    interaction_id: str
+    reason: AutoResolutionReason | None = None
+    started_at: str | None = None
+    state: AutoResolutionState
+    visible_at: str | None = None
+
+
+UserActivityAction = Literal["move", "select", "type", "other"]
+
+
+class InteractionUserActivity(Event):
+    """The user engaged with a pending question (moved, selected, typed; HO-5)."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["InteractionUserActivity"] = "InteractionUserActivity"
+    action: UserActivityAction = "other"
+    interaction_id: str
+
+
+SettingName = Literal["autoContinueQuestions"]
+
+
+class SettingChanged(Event):
+    """A service-wide setting changed (HO-6); recorded in the reserved settings stream."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["SettingChanged"] = "SettingChanged"
+    name: SettingName
+    previous: bool
+    value: bool
+
+
 class TurnControlData(_Payload):
     """Tells the host to end the turn after this result."""
 
@@ -358,7 +418,8 @@ SessionEvent = Annotated[
     SessionCreated | SessionModeChanged | GoalStarted | GoalEnded | MessageRecorded
     | SessionDeleted | ToolCallRequested | PermissionDecided | InteractionRequested
     | InteractionResolved | ToolCallCompleted | TodosWritten | ReminderInjected
-    | ContextCompacted | SessionModelSelected | CronScheduleCreated | CronScheduleUpdated
+    | ContextCompacted | InteractionAutoResolutionChanged | InteractionUserActivity
+    | SettingChanged | SessionModelSelected | CronScheduleCreated | CronScheduleUpdated
     | CronScheduleDeleted | OffPeakPromptCreated,
     Field(discriminator="type"),
 ]
@@ -371,7 +432,8 @@ CATALOG: dict[str, type[Event]] = {
         SessionCreated, SessionModeChanged, GoalStarted, GoalEnded, MessageRecorded,
         SessionDeleted, ToolCallRequested, PermissionDecided, InteractionRequested,
         InteractionResolved, ToolCallCompleted, TodosWritten, ReminderInjected,
-        ContextCompacted, SessionModelSelected, CronScheduleCreated, CronScheduleUpdated,
+        ContextCompacted, InteractionAutoResolutionChanged, InteractionUserActivity,
+        SettingChanged, SessionModelSelected, CronScheduleCreated, CronScheduleUpdated,
         CronScheduleDeleted, OffPeakPromptCreated,
     )
 }

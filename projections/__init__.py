@@ -21,6 +21,8 @@ from eventlog import (
 
 from .documents import Doc, MemoryDocTable, SqliteDocTable
 from .execution_state import ExecutionStateProjection, SessionSummary, fold
+from .interaction_timer_tables import MemoryTimerTable, SqliteTimerTable, TimerRow
+from .interaction_timers import InteractionTimersProjection
 from .tables import MemorySummaryTable, SqliteSummaryTable
 from .todo_tables import MemoryTodoTable, SqliteTodoTable
 from .todos import TodoProjection, TodoRow, todo_differences
@@ -36,6 +38,7 @@ from .turn_counters import TurnCounters, TurnCountersProjection
 
 __all__ = [
     "ExecutionStateProjection",
+    "InteractionTimersProjection",
     "Projections",
     "SessionSummary",
     "TodoProjection",
@@ -55,13 +58,16 @@ class Projections:
     interactions: DocProjection
     turns: TurnCountersProjection
     todos: TodoProjection
+    timers: InteractionTimersProjection | None = None
+    """Question timers (HO-4); ``None`` only where a store is opened without them (tests)."""
     records: ToolRecordsProjection = field(
         default_factory=lambda: ToolRecordsProjection(MemoryDocTable("tool_records"))
     )
 
     def all(self) -> tuple[InlineProjection, ...]:
-        return (self.execution_state, self.tool_calls, self.interactions, self.turns, self.todos,
-                self.records)
+        views = (self.execution_state, self.tool_calls, self.interactions, self.turns,
+                 self.todos, self.timers, self.records)
+        return tuple(v for v in views if v is not None)
 
     def call(self, store: EventStore, session_id: str, call_id: str) -> Doc | None:
         """One tool call's document, or ``None``."""
@@ -92,6 +98,15 @@ class Projections:
         projection = self.todos
         return tuple(store.read_view(lambda tx: projection.of_session(tx, session_id)))
 
+    def timer_row(self, store: EventStore, key: str) -> TimerRow | None:
+        """A session's queue with its timers, or the settings stream's history of changes."""
+        timers = self.timers
+        return None if timers is None else store.read_view(lambda tx: timers.get(tx, key))
+
+    def watched_timers(self, store: EventStore) -> list[TimerRow]:
+        """The rows of sessions with a question whose timer may still move (HO-4)."""
+        return [] if self.timers is None else store.read_view(self.timers.watched)
+
     def summaries(self, store: EventStore) -> list[SessionSummary]:
         """Every session's summary, most recently written first."""
         projection = self.execution_state
@@ -115,6 +130,7 @@ def open_projected_store(
         ),
         TurnCountersProjection(docs("turn_counters")),
         TodoProjection(SqliteTodoTable() if sqlite else MemoryTodoTable(), summaries),
+        InteractionTimersProjection(SqliteTimerTable() if sqlite else MemoryTimerTable()),
         records=ToolRecordsProjection(docs("tool_records")),
     )
     return open_store(url, clock=clock, projections=projections.all()), projections
@@ -133,6 +149,8 @@ def compare_session(
     differences += todo_differences(store, projections.todos, events, session_id)
     stored_turns = projections.turn_counters(store, session_id)
     differences += projections.turns.differences(stored_turns, events, session_id)
+    if projections.timers is not None:
+        differences += projections.timers.differences(store, events, session_id)
     return differences
 
 

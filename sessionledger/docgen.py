@@ -77,21 +77,27 @@ def render_event_catalog() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render_state_machines() -> str:
-    """Mermaid diagrams drawn by ``transitions`` from the machines' own definitions."""
+def _mermaid(
+    states: list[str], transitions: list[dict[str, Any]], *, initial: str, title: str
+) -> str:
+    """A machine's mermaid diagram, drawn by ``transitions`` from its own definition."""
     from transitions.extensions import GraphMachine
-
-    from statemachine.execution import STATES, TRANSITIONS
 
     class _Model:
         pass
 
     model = _Model()
     GraphMachine(
-        model=model, states=STATES, transitions=TRANSITIONS, initial="build",
-        auto_transitions=False, graph_engine="mermaid", title="Execution state",
+        model=model, states=states, transitions=transitions, initial=initial,
+        auto_transitions=False, graph_engine="mermaid", title=title,
     )
-    diagram = model.get_graph().draw(None)  # type: ignore[attr-defined]
+    return str(model.get_graph().draw(None)).strip()  # type: ignore[attr-defined]
+
+
+def render_state_machines() -> str:
+    """Mermaid diagrams drawn by ``transitions`` from the machines' own definitions."""
+    from statemachine import execution, interaction
+
     return "\n".join([
         _HEADER,
         "# State machines",
@@ -103,7 +109,23 @@ def render_state_machines() -> str:
         "reach one (ES-5); a trigger missing from a state is refused and appends nothing.",
         "",
         "```mermaid",
-        diagram.strip(),
+        _mermaid(execution.STATES, execution.TRANSITIONS, initial="build",
+                 title="Execution state"),
+        "```",
+        "",
+        "## Interaction auto-resolution (SPEC HO-4 … HO-8)",
+        "",
+        "One machine per interaction. A question of a protocol host registered while the",
+        "setting is on starts `registered`; anything else (TUI, headless, plan approvals, the",
+        "setting off) is `ineligible` and waits for the user forever. `start` fires when the",
+        "question reaches the head of its session's FIFO queue (`startedAt`), `show_countdown`",
+        "at `visibleAt`, `deadline` at `deadlineAt` (the call completes as `autoContinued`).",
+        "User activity or the setting turned off pause a running clock for good, times kept.",
+        "Every move is an appended event carrying the absolute times (HO-7).",
+        "",
+        "```mermaid",
+        _mermaid(interaction.STATES, interaction.TRANSITIONS, initial=interaction.INITIAL,
+                 title="Interaction auto-resolution"),
         "```",
         "",
     ])
