@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pydantic_core import to_json
+
 __all__ = ["Doc", "DocTable", "MemoryDocTable", "SqliteDocTable"]
 
 
@@ -82,10 +84,15 @@ class SqliteDocTable:
         return found
 
     def save(self, tx: sqlite3.Connection, docs: Sequence[Doc]) -> None:
+        # An upsert keeps a changed document's row where it was (a replace would delete and
+        # re-insert it); the body is written by pydantic-core's JSON writer, several times
+        # faster than ``json.dumps`` (a stored body need not be canonical, only loadable).
         tx.executemany(
-            f"INSERT OR REPLACE INTO {self.name} (key, session_id, status, ord, body) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [(d.key, d.session_id, d.status, d.order, json.dumps(d.body, sort_keys=True))
+            f"INSERT INTO {self.name} (key, session_id, status, ord, body) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+            "session_id = excluded.session_id, status = excluded.status, ord = excluded.ord, "
+            "body = excluded.body",
+            [(d.key, d.session_id, d.status, d.order, to_json(d.body).decode("utf-8"))
              for d in docs],
         )
 
