@@ -13,7 +13,7 @@ named ``turn_counters``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from eventlog import (
@@ -58,12 +58,14 @@ class TurnCounters:
     compacted: bool = False
 
     def to_body(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _FIELDS}
 
     @classmethod
     def from_body(cls, body: dict[str, Any]) -> TurnCounters:
         return cls(**body)
 
+
+_FIELDS = tuple(f.name for f in fields(TurnCounters))
 
 Applier = Callable[[TurnCounters, RecordedEvent], TurnCounters]
 
@@ -174,17 +176,20 @@ class TurnCountersProjection:
         if not relevant:
             return
         wanted = list(dict.fromkeys(e.session_id for e in relevant))
-        current: dict[str, TurnCounters | None] = {
+        stored = {
             key: TurnCounters.from_body(doc.body)
             for key, doc in self.table.load(tx, wanted).items()
         }
+        current: dict[str, TurnCounters | None] = dict(stored)
         last_seq: dict[str, int] = {}
         for event in relevant:
             current[event.session_id] = apply_turn_event(current.get(event.session_id), event)
             last_seq[event.session_id] = event.seq
+        # Only counters that changed are written (a todo write when none were counted, a
+        # mode change that keeps Plan as it was, … leave the row as it is).
         self.table.save(tx, [
             _doc(counters, last_seq[sid]) for sid, counters in current.items()
-            if counters is not None
+            if counters is not None and counters != stored.get(sid)
         ])
 
     def get(self, tx: Any, session_id: str) -> TurnCounters | None:
