@@ -163,7 +163,10 @@ def serve(
     from .http import serve as run_server  # FastAPI and uvicorn only when serving
 
     load_workspace_config(settings.workspace_root)  # TR-4: never start on invalid rules
-    service = SessionService.open(resolve_store_url(db), workspace_root=settings.workspace_root)
+    service = SessionService.open(
+        resolve_store_url(db), workspace_root=settings.workspace_root,
+        timer_config=settings.timer_config,
+    )
     run_server(settings, service=service)
 
 

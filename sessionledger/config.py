@@ -19,6 +19,7 @@ from pathlib import Path
 
 from eventlog import DEFAULT_STORE_URL, EventLogError, EventStore, InvalidStoreUrl
 from projections import Projections, open_projected_store
+from statemachine.interaction import TimerConfig
 
 from .errors import ConfigurationError, from_eventlog
 
@@ -93,8 +94,8 @@ class ServerSettings:
 
     ``workspace_root`` is the default workspace of a new session and the directory every
     session workspace must resolve inside. ``question_grace_s`` and ``question_deadline_s`` are
-    the AskUserQuestion auto-continue durations (SPEC §6), accepted now and used by a later
-    issue. ``token`` is the bearer token; it is required when ``host`` is not loopback.
+    the AskUserQuestion auto-continue durations (SPEC HO-4; :attr:`timer_config`). ``token``
+    is the bearer token; it is required when ``host`` is not loopback.
     ``stream_poll_s`` bounds how late an append by another process reaches an open stream;
     ``stream_keepalive_s`` is the idle time after which a stream sends a comment.
     """
@@ -131,3 +132,8 @@ class ServerSettings:
         if not root.is_dir():
             raise ConfigurationError(f"workspace root {str(root)!r} is not a directory")
         object.__setattr__(self, "workspace_root", root.resolve())
+
+    @property
+    def timer_config(self) -> TimerConfig:
+        """The question timer durations of HO-4 (grace, deadline)."""
+        return TimerConfig(grace_s=self.question_grace_s, deadline_s=self.question_deadline_s)

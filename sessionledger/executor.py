@@ -269,9 +269,39 @@ class ToolExecutor:
             return call_wire(done)
         raise Conflict(f"session {session_id!r} kept changing; try again")
 
+    def auto_continue(
+        self, session_id: str, interaction_id: str, *, expected_version: int,
+        idempotency_key: str,
+    ) -> dict[str, Any] | None:
+        """The timer's answer at the deadline (HO-4, HO-8): accept with ``{}`` through the
+        same answer step as a user's, recorded as ``autoContinued`` by the ``timer`` in one
+        batch guarded by ``expected_version`` and ``idempotency_key`` (a conflict is raised
+        for the caller to decide again). ``None`` when the interaction is not pending."""
+        session = self._runtime.summary(session_id)
+        interaction = self._projections.interaction(self._store, interaction_id)
+        if interaction is None or interaction.session_id != session_id:
+            return None
+        if interaction.status != "pending":
+            return None
+        call_id = interaction.body["callId"]
+        call = self._projections.call(self._store, session_id, call_id)
+        handler = self._registry.handler(call.body["tool"]) if call is not None else None
+        assert call is not None and handler is not None
+        events = self._answer_step(
+            session, handler, call.body["input"], interaction, "autoContinued", None, None
+        )
+        self._store.append(
+            session_id, [NewEvent(e, actor="timer", causation_id=call_id) for e in events],
+            expected_version=expected_version, idempotency_key=idempotency_key,
+        )
+        done = self._projections.call(self._store, session_id, call_id)
+        assert done is not None
+        return call_wire(done)
+
     def _answer_step(
         self, session: SessionSummary, handler: ToolHandler, original: Mapping[str, Any],
-        interaction: Any, decision: Decision, new_input: Mapping[str, Any] | None,
+        interaction: Any, decision: Decision | Literal["autoContinued"],
+        new_input: Mapping[str, Any] | None,
         feedback: str | None,
     ) -> list[Event]:
         call_id = interaction.body["callId"]

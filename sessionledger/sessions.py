@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from eventlog import (
     Actor,
+    Clock,
     ConcurrencyConflict,
     EventLogError,
     EventStore,
@@ -27,6 +28,7 @@ from eventlog import (
     NewEvent,
     RecordedEvent,
     SessionCreated,
+    SystemClock,
     new_session_id,
 )
 from eventlog import (
@@ -35,6 +37,7 @@ from eventlog import (
 from projections import Projections, SessionSummary
 from projections.execution_state import fold
 from statemachine.execution import Command, Cycle, EndGoal, LeavePlan, SetMode, StartGoal
+from statemachine.interaction import TimerConfig
 
 from .audit import AuditProgress, AuditReport, audit_log, audit_session
 from .config import open_event_store
@@ -51,6 +54,8 @@ from .errors import (
 )
 from .model_service import ModelService
 from .runtime import CommandResult, ExecutionRuntime, TurnService
+from .settings import SettingsService
+from .timers import TimerService
 from .todos import TodoService
 from .tool_service import ToolService
 
@@ -109,7 +114,8 @@ class SessionService:
     """Sessions over one event store and its projections, confined to one workspace root."""
 
     def __init__(
-        self, store: EventStore, projections: Projections, *, workspace_root: Path | str
+        self, store: EventStore, projections: Projections, *, workspace_root: Path | str,
+        timer_config: TimerConfig | None = None, clock: Clock | None = None,
     ) -> None:
         self._store = store
         self._projections = projections
@@ -122,12 +128,21 @@ class SessionService:
         )
         self.todos = TodoService(store, projections)
         self.turns = TurnService(store, projections, self._runtime)
+        self.timers = TimerService(
+            store=store, projections=projections, runtime=self._runtime,
+            executor=self.tools.executor, config=timer_config or TimerConfig(),
+            clock=clock or SystemClock(),
+        )
+        self.tools.timers = self.timers
+        self.settings = SettingsService(store, self.timers)
 
     @classmethod
-    def open(cls, url: str, *, workspace_root: Path | str) -> SessionService:
+    def open(
+        cls, url: str, *, workspace_root: Path | str, timer_config: TimerConfig | None = None
+    ) -> SessionService:
         """A service over the store ``url`` names, opened with its projections."""
         store, projections = open_event_store(url)
-        return cls(store, projections, workspace_root=workspace_root)
+        return cls(store, projections, workspace_root=workspace_root, timer_config=timer_config)
 
     def close(self) -> None:
         """Close the store (waits for a commit in flight)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from eventlog import EventLogError, EventStore, HostKind, NewEvent, PermissionDecided, new_id
 from projections import Projections
@@ -25,7 +25,7 @@ from .tool_set import basic_handlers, service_handlers
 from .tools.descriptors import MCP_NAME, ToolDescriptor, host_tool, mcp_tool
 from .tools.registry import ToolRegistry
 
-__all__ = ["ToolService", "default_registry"]
+__all__ = ["QueueTimers", "ToolService", "default_registry"]
 
 
 def default_registry(
@@ -47,8 +47,24 @@ def _log_errors() -> Iterator[None]:
         raise from_eventlog(exc) from exc
 
 
+class QueueTimers(Protocol):
+    """The auto-continue timers of the interaction queues (:mod:`sessionledger.timers`)."""
+
+    def settle(self, session_id: str) -> int: ...
+    def settle_quietly(self, session_id: str) -> None: ...
+    def auto_resolutions(self, session_id: str) -> dict[str, dict[str, Any] | None]: ...
+
+
 class ToolService:
-    """Runs service tools and answers permission checks for host tools."""
+    """Runs service tools and answers permission checks for host tools.
+
+    With :attr:`timers` attached (the session service does), a queue that changed — a call
+    now waiting, an answer that lets the next question reach the head — gets its due timer
+    transitions at once, and an answer first lets a deadline that already passed fire (the
+    deadline is the log's, not the scheduler's, HO-4).
+    """
+
+    timers: QueueTimers | None = None
 
     def __init__(
         self,
@@ -80,7 +96,12 @@ class ToolService:
         call_id: str | None = None, host: HostKind | None = None,
     ) -> CallAnswer:
         with _log_errors():
-            return self.executor.call(session_id, tool, raw_input, call_id=call_id, host=host)
+            answer = self.executor.call(
+                session_id, tool, raw_input, call_id=call_id, host=host
+            )
+        if answer.status_code == 202 and self.timers is not None:
+            self.timers.settle_quietly(session_id)
+        return answer
 
     def get(self, session_id: str, call_id: str) -> CallAnswer:
         with _log_errors():
@@ -91,15 +112,25 @@ class ToolService:
         input: Mapping[str, Any] | None = None, feedback: str | None = None,
     ) -> dict[str, Any]:
         with _log_errors():
-            return self.executor.respond(
+            if self.timers is not None:
+                self.timers.settle(session_id)
+            done = self.executor.respond(
                 session_id, interaction_id, decision, input=input, feedback=feedback
             )
+        if self.timers is not None:
+            self.timers.settle_quietly(session_id)
+        return done
 
     def pending_interactions(self, session_id: str) -> list[dict[str, Any]]:
         """The session's pending interactions in queue order, as the document lists them."""
         with _log_errors():
             docs = self._projections.pending_interactions(self._store, session_id)
-        return [interaction_wire(d) for d in docs]
+        wires = [interaction_wire(d) for d in docs]
+        if self.timers is not None and wires:
+            timers = self.timers.auto_resolutions(session_id)
+            for wire in wires:
+                wire["autoResolution"] = timers.get(wire["interactionId"])
+        return wires
 
     def permission_check(
         self, session_id: str, tool: str, raw_input: Mapping[str, Any], *,

@@ -760,11 +760,12 @@ def test_session_document_lists_pending_interactions_in_fifo_order(
     ]
     listed = service.document(session)["interactions"]
     assert [i["interactionId"] for i in listed] == [c["interactionId"] for c in calls]
-    for entry, text, call in zip(listed, TEXTS, calls, strict=True):
+    for index, (entry, text, call) in enumerate(zip(listed, TEXTS, calls, strict=True)):
         assert set(entry) == INTERACTION_KEYS
         assert entry["callId"] == call["callId"]
         assert entry["kind"] == "askUserQuestion"
-        assert entry["autoResolution"] is None
+        # HO-4: only the head of the queue has a clock; the others wait without one
+        assert (entry["autoResolution"] is None) == (index > 0)
         assert entry["payload"] == {"questions": [question(text)]}
     assert service.tools.pending_interactions(session) == listed
 

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,13 @@ def test_pending_then_modify_completes_with_the_spec_shapes(http: httpx.Client) 
     assert listed["callId"] == pending["callId"]
     assert listed["kind"] == "askUserQuestion"
     assert listed["payload"] == INPUT
-    assert listed["autoResolution"] is None
+    timer = listed["autoResolution"]  # HO-4: at the head of the queue, its clock runs
+    assert timer["state"] == "hiddenGrace"
+    started, visible, deadline = (
+        datetime.fromisoformat(timer[k]) for k in ("startedAt", "visibleAt", "deadlineAt")
+    )
+    assert (visible - started, deadline - started) == (timedelta(seconds=60),
+                                                       timedelta(seconds=300))
 
     answered = respond(http, sid, pending["interactionId"], decision="modify", input=ANSWERED)
     assert answered.status_code == 200, answered.text

@@ -27,8 +27,10 @@ from .. import __version__
 from ..config import ServerSettings
 from ..errors import SessionLedgerError, from_eventlog
 from ..logs import batch_logger, log_event, logger
+from ..scheduler import TimerScheduler
 from ..sessions import SessionService
 from .execution_routes import execution_routes
+from .interaction_routes import interaction_routes
 from .middleware import BearerAuthMiddleware, RequestLogMiddleware
 from .model_routes import model_routes
 from .routes import session_routes
@@ -121,14 +123,18 @@ def create_app(
     stop = stopping if stopping is not None else threading.Event()
     notifier = CommitNotifier()
 
+    scheduler = TimerScheduler(service.timers, service.store, poll_s=settings.stream_poll_s)
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         notifier.attach(service.store, asyncio.get_running_loop())
         unsubscribe = service.store.subscribe(batch_logger())
+        scheduler.start()  # its first pass re-arms every timer from the log (HO-7)
         try:
             yield
         finally:
             stop.set()
+            scheduler.stop()
             unsubscribe()
             notifier.detach()
 
@@ -144,6 +150,7 @@ def create_app(
     app.include_router(tool_routes(service))
     app.include_router(turn_routes(service))
     app.include_router(model_routes(service))
+    app.include_router(interaction_routes(service))
     app.include_router(
         stream_routes(service, notifier=notifier, settings=settings, stopping=stop)
     )

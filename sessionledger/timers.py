@@ -1,0 +1,235 @@
+"""The interaction registry's clock: appends what the timer projection says is due (HO-4 … HO-7).
+
+The projection (:mod:`projections.interaction_timers`) holds each session's queue with the
+timer states and absolute times its events recorded; the pure decision
+(:func:`projections.interaction_timers.session_due`, over :mod:`statemachine.interaction`)
+says which transition is next and when. This module does the I/O: it reads the session's
+version *first*, then the projection, and appends the due transition guarded by that
+version and by an idempotency key per interaction and state — so two processes on one
+database that decide the same transition record it once, and a decision made on a stale
+read conflicts and is made again. The auto-continue at the deadline is the executor's
+answer step (:meth:`~sessionledger.executor.ToolExecutor.auto_continue`), so the call
+document reads completed as soon as it is appended.
+
+:meth:`TimerService.settle` appends everything due in one session up to now, in order (after
+a restart that is every transition missed while the service was down);
+:meth:`TimerService.run_due` does it for every session with a timer that may move and
+answers the next due instant, which is all the scheduler (:mod:`sessionledger.scheduler`)
+needs. User activity (HO-5) is a command here too: recorded, and pausing a running timer for
+good.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from eventlog import (
+    Clock,
+    ConcurrencyConflict,
+    EventLogError,
+    EventStore,
+    NewEvent,
+    StoreClosed,
+    UserActivityAction,
+)
+from projections import Projections
+from projections.interaction_timers import (
+    SETTINGS_STREAM,
+    auto_resolution_wire,
+    session_due,
+    setting_history,
+    timers_of,
+)
+from projections.tool_calls import interaction_wire
+from statemachine.interaction import (
+    Due,
+    InteractionTimer,
+    Refusal,
+    SettingHistory,
+    TimerConfig,
+    activity_events,
+)
+
+from .errors import Conflict, NotFound, SessionLedgerError, from_eventlog
+from .executor import ToolExecutor
+from .logs import log_event, logger
+from .runtime import ExecutionRuntime
+
+__all__ = ["MAX_STEPS", "TimerService"]
+
+MAX_STEPS = 64
+"""Transitions one ``settle`` appends at most (a pass later goes on); a bound, not a limit
+any real queue reaches: each interaction moves through at most four timer states."""
+_ATTEMPTS = 5
+
+_log = logger.getChild("timers")
+
+
+@contextmanager
+def _log_errors() -> Iterator[None]:
+    try:
+        yield
+    except EventLogError as exc:
+        raise from_eventlog(exc) from exc
+
+
+class TimerService:
+    """Auto-continue timers for the sessions of one store."""
+
+    def __init__(
+        self,
+        *,
+        store: EventStore,
+        projections: Projections,
+        runtime: ExecutionRuntime,
+        executor: ToolExecutor,
+        config: TimerConfig,
+        clock: Clock,
+    ) -> None:
+        self._store = store
+        self._projections = projections
+        self._runtime = runtime
+        self._executor = executor
+        self.config = config
+        self.clock = clock
+
+    # -- what the log says ---------------------------------------------------------------
+
+    def settings(self) -> SettingHistory:
+        """Every change of ``autoContinueQuestions``, in log order."""
+        return setting_history(self._projections.timer_row(self._store, SETTINGS_STREAM))
+
+    def auto_resolutions(self, session_id: str) -> dict[str, dict[str, Any] | None]:
+        """``autoResolution`` of each pending interaction of the session (SPEC §11)."""
+        with _log_errors():
+            row = self._projections.timer_row(self._store, session_id)
+        if row is None:
+            return {}
+        return {e["interactionId"]: auto_resolution_wire(e) for e in row.body["queue"]}
+
+    def next_due(self, session_id: str) -> Due | None:
+        """The session's next timer transition (due or not)."""
+        row = self._projections.timer_row(self._store, session_id)
+        return session_due(row, self.settings(), self.config)
+
+    # -- appending what is due -----------------------------------------------------------
+
+    def settle(self, session_id: str, now: datetime | None = None) -> int:
+        """Append every transition of the session due at ``now`` (default: the clock), in
+        order; the number appended (a lost race appends nothing and decides again)."""
+        appended = 0
+        conflicts = 0
+        while appended < MAX_STEPS and conflicts < _ATTEMPTS:
+            moment = now or self.clock.now()
+            version = self._store.version(session_id)  # first: the row is at least as new
+            due = self.next_due(session_id)
+            if due is None or due.at > moment:
+                break
+            try:
+                self._apply(session_id, due, version)
+            except ConcurrencyConflict:
+                conflicts += 1
+                continue
+            appended += 1
+        return appended
+
+    def _apply(self, session_id: str, due: Due, version: int) -> None:
+        if due.event is None:  # the deadline: the executor answers with {} (HO-4, HO-8)
+            self._executor.auto_continue(
+                session_id, due.interaction_id, expected_version=version,
+                idempotency_key=due.idempotency_key,
+            )
+            return
+        self._store.append(
+            session_id,
+            [NewEvent(due.event, actor="timer", causation_id=due.call_id)],
+            expected_version=version, idempotency_key=due.idempotency_key,
+        )
+
+    def run_due(self, now: datetime | None = None) -> datetime | None:
+        """Settle every session with a timer that may move; the next instant something is
+        due (``None`` when nothing is waiting for time). A session that fails is logged and
+        skipped; the others go on."""
+        moment = now or self.clock.now()
+        settings = self.settings()
+        upcoming: list[datetime] = []
+        for row in self._projections.watched_timers(self._store):
+            due = session_due(row, settings, self.config)
+            if due is not None and due.at <= moment:
+                self._settle_logged(row.key, moment)
+                due = self.next_due(row.key)
+            if due is not None:
+                upcoming.append(due.at)
+        return min(upcoming) if upcoming else None
+
+    def settle_quietly(self, session_id: str, now: datetime | None = None) -> None:
+        """:meth:`settle` after a change that already succeeded (a call now waits, an answer
+        moved the queue): a failure is logged, and the scheduler's next pass retries it."""
+        self._settle_logged(session_id, now or self.clock.now())
+
+    def _settle_logged(self, session_id: str, now: datetime) -> None:
+        try:
+            self.settle(session_id, now)
+        except (StoreClosed, KeyboardInterrupt):
+            raise
+        except (SessionLedgerError, EventLogError) as exc:
+            log_event(_log, "timer step failed", sessionId=session_id,
+                      error=exc.__class__.__name__, message=str(exc))
+
+    # -- user activity (HO-5) ------------------------------------------------------------
+
+    def activity(
+        self, session_id: str, interaction_id: str, action: UserActivityAction = "other"
+    ) -> dict[str, Any]:
+        """Record a user action on a pending interaction; the interaction afterwards.
+
+        Whatever fell due before now is appended first (a question past its deadline has
+        auto-continued, so activity on it is 409 like on any resolved one). Then a running
+        timer pauses for good, with its times kept; a question not started yet becomes
+        ineligible; a paused or ineligible one only records the action.
+        """
+        with _log_errors():
+            self._runtime.summary(session_id)
+            self.settle(session_id)
+            for _attempt in range(_ATTEMPTS):
+                version = self._store.version(session_id)
+                timer = self._pending_timer(session_id, interaction_id)
+                events = activity_events(timer, action, self.clock.now())
+                if isinstance(events, Refusal):
+                    raise Conflict(events.message, details={"interactionId": interaction_id})
+                try:
+                    self._store.append(
+                        session_id,
+                        [NewEvent(e, actor="user", causation_id=timer.call_id) for e in events],
+                        expected_version=version,
+                    )
+                except ConcurrencyConflict:
+                    continue
+                return self.interaction(session_id, interaction_id)
+        raise Conflict(f"session {session_id!r} kept changing; try again")
+
+    def _pending_timer(self, session_id: str, interaction_id: str) -> InteractionTimer:
+        found = self._projections.interaction(self._store, interaction_id)
+        if found is None or found.session_id != session_id:
+            raise NotFound(f"no interaction {interaction_id!r} in session {session_id!r}")
+        if found.status != "pending":
+            raise Conflict(f"interaction {interaction_id!r} was already resolved",
+                           details={"interactionId": interaction_id})
+        row = self._projections.timer_row(self._store, session_id)
+        for timer in timers_of(row):
+            if timer.interaction_id == interaction_id:
+                return timer
+        raise Conflict(f"interaction {interaction_id!r} was already resolved",
+                       details={"interactionId": interaction_id})
+
+    def interaction(self, session_id: str, interaction_id: str) -> dict[str, Any]:
+        """One pending interaction as the session document lists it, with its timer."""
+        found = self._projections.interaction(self._store, interaction_id)
+        if found is None or found.session_id != session_id:
+            raise NotFound(f"no interaction {interaction_id!r} in session {session_id!r}")
+        wire = interaction_wire(found)
+        wire["autoResolution"] = self.auto_resolutions(session_id).get(interaction_id)
+        return wire
