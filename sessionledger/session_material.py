@@ -119,6 +119,8 @@ def _message_block(seq: int, role: str, text: str) -> str:
 
 def _fill(header: str, blocks: Iterable[str], budget: int) -> tuple[str, bool]:
     """``header`` then as many blocks as fit in ``budget`` bytes (the first is cut to fit)."""
+    if size(header) > budget:
+        return cut_utf8(header, budget), True
     parts = [header]
     used = size(header)
     for block in blocks:
