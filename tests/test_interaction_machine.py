@@ -160,7 +160,7 @@ def test_durations_are_applied_to_the_millisecond() -> None:
 
 def test_ho4_off_when_registered_makes_it_ineligible_for_good() -> None:
     due = next_due(timer(registered=10), history((5, -1, False), (7, -0.5, True)), CONFIG)
-    assert due is None or due.trigger == "start"  # on again before it was registered
+    assert due is not None and due.trigger == "start"  # on again before it was registered
     due = next_due(timer(registered=10), history((5, -1, False)), CONFIG)
     assert due is not None and (due.trigger, due.state, due.at) == ("exclude", "ineligible",
                                                                     at(0))

@@ -1,118 +1,32 @@
-"""Question timers through the service with a fake clock, over both backends (HO-1 … HO-8).
+"""Question timers through the service with a fake clock, over both backends (HO-1 … HO-6, HO-8).
 
 Issue 6's acceptance 2: every scenario asserts the exact absolute times. The clock starts at
 ``T0`` (a fixed instant); a question asked then is at the head at once, so its timer runs
 from ``T0``: ``visibleAt`` is ``T0 + 60 s`` and ``deadlineAt`` is ``T0 + 300 s``. The
 scheduler's work is done by calling :meth:`TimerService.run_due` after advancing the clock,
-exactly what the scheduler thread does (one test runs that thread too). A restart closes the
-SQLite file and opens it again (the in-memory store is kept under a new service).
+exactly what the scheduler thread does. Restarts, the scheduler thread itself and two
+processes on one database are in ``test_interaction_timer_restarts.py``.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
+from timer_support import ASK, TEXTS, Ledger, iso, question, timer
 
 from eventlog import (
-    ConcurrencyConflict,
     InteractionRequested,
-    ManualClock,
     NewEvent,
     PermissionDecided,
     PermissionVerdict,
-    RecordedEvent,
     ToolCallRequested,
-    format_instant,
 )
-from projections import open_projected_store
-from sessionledger import SessionService
 from sessionledger.errors import Conflict, NotFound, SessionDeleted
-from sessionledger.scheduler import TimerScheduler
 from sessionledger.tools.ask_texts import result_text
-from statemachine.interaction import TimerConfig
 
-T0 = datetime(2026, 11, 29, 19, 10, 56, 123000, tzinfo=UTC)
-ASK = "AskUserQuestion"
-TEXTS = ("Which database?", "Which queue?", "Which cache?")
 MISSING_ANSWERS = "AskUserQuestion requires user answers before execution"
-
-
-def question(text: str = TEXTS[0]) -> dict[str, Any]:
-    return {"questions": [{
-        "question": text, "header": "Choice", "multiSelect": False,
-        "options": [{"label": "Postgres (Recommended)", "description": "the server"},
-                    {"label": "SQLite", "description": "one file"}],
-    }]}
-
-
-def iso(seconds: float) -> str:
-    return format_instant(T0 + timedelta(seconds=seconds))
-
-
-def timer(state: str, started: float) -> dict[str, str]:
-    return {"state": state, "startedAt": iso(started), "visibleAt": iso(started + 60),
-            "deadlineAt": iso(started + 300)}
-
-
-class Ledger:
-    """One service over one backend, its manual clock, and restarts."""
-
-    def __init__(self, backend: str, root: Path) -> None:
-        self.clock = ManualClock(T0)
-        self.root = root
-        self.url = "memory://" if backend == "memory" else f"sqlite:///{root / 'ledger.db'}"
-        self.backend = backend
-        self.service = self._open()
-
-    def _open(self, store: Any = None, projections: Any = None) -> SessionService:
-        if store is None:
-            store, projections = open_projected_store(self.url, clock=self.clock)
-        return SessionService(store, projections, workspace_root=self.root,
-                              timer_config=TimerConfig(60, 300), clock=self.clock)
-
-    def restart(self) -> SessionService:
-        """Stop the service (nothing runs while it is down) and start it again."""
-        old = self.service
-        if self.backend == "memory":
-            self.service = self._open(old.store, old.projections)
-        else:
-            old.close()
-            self.service = self._open()
-        return self.service
-
-    def advance(self, seconds: float) -> None:
-        self.clock.advance(seconds)
-
-    def tick(self, seconds: float = 0) -> None:
-        """Advance the clock and let the scheduler do what is due."""
-        self.clock.advance(seconds)
-        self.service.timers.run_due()
-
-    def session(self, **options: Any) -> str:
-        return str(self.service.create_session(**options)["sessionId"])
-
-    def ask(self, sid: str, text: str = TEXTS[0]) -> dict[str, Any]:
-        answer = self.service.tools.call(sid, ASK, question(text))
-        assert answer.status_code == 202, answer.document
-        return answer.document
-
-    def timers(self, sid: str) -> list[dict[str, Any] | None]:
-        return [i["autoResolution"] for i in self.service.document(sid)["interactions"]]
-
-    def events(self, sid: str, *types: str) -> list[RecordedEvent]:
-        return [e for e in self.service.store.read_session(sid) if not types or e.type in types]
-
-    def changes(self, sid: str) -> list[dict[str, Any]]:
-        return [e.to_wire()["data"] for e in self.events(sid, "InteractionAutoResolutionChanged")]
-
-    def close(self) -> None:
-        self.service.close()
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -427,132 +341,3 @@ def test_ho6_a_new_session_after_turning_on_counts_down_again(ledger: Ledger) ->
     sid = ledger.session()
     ledger.ask(sid)
     assert ledger.timers(sid) == [timer("hiddenGrace", 1)]
-
-
-# -- HO-7: restarts --------------------------------------------------------------------------
-
-
-def test_ho7_a_deadline_reached_while_stopped_fires_on_start_in_order(ledger: Ledger) -> None:
-    sid = ledger.session()
-    pending = ledger.ask(sid)
-    ledger.advance(1000)  # the service is down meanwhile
-    ledger.restart()
-    assert ledger.timers(sid) == [timer("hiddenGrace", 0)]  # the log's times, nothing moved
-    ledger.tick()  # the scheduler's first pass after the start
-    timed = ledger.events(sid, "InteractionAutoResolutionChanged", "InteractionResolved")
-    assert [(e.type, e.recorded_at) for e in timed] == [
-        ("InteractionAutoResolutionChanged", iso(0)),
-        ("InteractionAutoResolutionChanged", iso(1000)),
-        ("InteractionResolved", iso(1000)),
-    ]
-    assert ledger.changes(sid)[-1]["effectiveAt"] == iso(60)
-    assert ledger.service.tools.get(sid, pending["callId"]).document["status"] == "completed"
-
-
-def test_ho7_a_question_registered_just_before_a_crash_starts_from_the_log(
-    ledger: Ledger,
-) -> None:
-    sid = ledger.session()
-    # the executor alone: the call is committed, the process dies before the timer step
-    ledger.service.tools.executor.call(sid, ASK, question())
-    ledger.advance(70)
-    ledger.restart()
-    ledger.tick()
-    assert [(c["state"], c["effectiveAt"]) for c in ledger.changes(sid)] == [
-        ("hiddenGrace", iso(0)), ("countdown", iso(60))]
-    assert ledger.timers(sid) == [timer("countdown", 0)]
-
-
-def test_ho7_a_rebuild_and_the_audit_agree_with_the_live_timers(ledger: Ledger) -> None:
-    sid = ledger.session()
-    ledger.ask(sid, TEXTS[0])
-    ledger.ask(sid, TEXTS[1])
-    ledger.tick(100)
-    ledger.service.settings.update({"autoContinueQuestions": False})
-    before = ledger.service.document(sid)
-    ledger.service.rebuild_projections()
-    assert ledger.service.document(sid) == before
-    for stream in (sid, "sys_settings"):
-        assert ledger.service.audit(stream)["ok"] is True
-
-
-def test_ho7_the_scheduler_thread_appends_when_due_and_stops_cleanly(ledger: Ledger) -> None:
-    sid = ledger.session()
-    ledger.ask(sid)
-    scheduler = TimerScheduler(ledger.service.timers, ledger.service.store, poll_s=0.05)
-    scheduler.start()
-    try:
-        ledger.advance(60)
-        scheduler.wake()
-        deadline = time.monotonic() + 10
-        while ledger.timers(sid) != [timer("countdown", 0)] and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert ledger.timers(sid) == [timer("countdown", 0)]
-    finally:
-        scheduler.stop()
-    assert not scheduler.running and scheduler.passes > 0
-
-
-# -- HO-4: two processes on one database -----------------------------------------------------
-
-
-def _transitions(ledger: Ledger, sid: str) -> list[tuple[str, str]]:
-    return [(e.data.interaction_id, getattr(e.data, "state", None) or e.data.decision)  # type: ignore[attr-defined]
-            for e in ledger.events(sid, "InteractionAutoResolutionChanged",
-                                   "InteractionResolved")]
-
-
-def test_ho4_two_processes_never_record_a_transition_twice(tmp_path: Path) -> None:
-    ledger = Ledger("sqlite", tmp_path)
-    second = ledger._open()  # another process: its own store, connections and writer
-    try:
-        sessions = [ledger.session() for _ in range(3)]
-        for sid in sessions:
-            for text in TEXTS:
-                second.tools.executor.call(sid, ASK, question(text))  # no timer step yet
-        errors: list[BaseException] = []
-
-        def race(service: SessionService) -> None:
-            try:
-                for _ in range(40):
-                    service.timers.run_due()
-            except BaseException as exc:  # reported below, not lost in the thread
-                errors.append(exc)
-
-        for step in (0, 60, 240, 1, 60, 240, 1, 60, 240):
-            ledger.advance(step)
-            threads = [threading.Thread(target=race, args=(s,)) for s in (ledger.service, second)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-        assert errors == []
-        for sid in sessions:
-            seen = _transitions(ledger, sid)
-            assert len(seen) == len(set(seen)) == 3 * 3  # each question: grace, countdown, auto
-            assert ledger.service.audit(sid)["ok"] is True
-    finally:
-        second.close()
-        ledger.close()
-
-
-def test_ho4_a_decision_made_on_a_stale_read_is_made_again(tmp_path: Path) -> None:
-    ledger = Ledger("sqlite", tmp_path)
-    second = ledger._open()
-    try:
-        sid = ledger.session()
-        ledger.ask(sid)
-        ledger.advance(60)
-        stale_version = second.store.version(sid)
-        stale = second.timers.next_due(sid)
-        assert stale is not None and stale.state == "countdown"
-        assert ledger.service.timers.settle(sid) == 1  # the first process gets there first
-        second.timers._apply(sid, stale, stale_version)  # replayed by its key: no duplicate
-        with pytest.raises(ConcurrencyConflict):
-            second.store.append(sid, [NewEvent(stale.event, actor="timer")],  # type: ignore[arg-type]
-                                expected_version=stale_version)
-        assert second.timers.settle(sid) == 0  # decided again: nothing is due
-        assert [c["state"] for c in ledger.changes(sid)] == ["hiddenGrace", "countdown"]
-    finally:
-        second.close()
-        ledger.close()
