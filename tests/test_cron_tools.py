@@ -25,10 +25,11 @@ from eventlog import (
     OffPeakPromptCreated,
 )
 from sessionledger import SessionService
-from sessionledger.errors import InvalidInput
+from sessionledger.errors import ConfigurationError, InvalidInput
 from sessionledger.schedule_ports import CroniterCron, InvalidCronExpression, WindowOffPeak
 from sessionledger.tool_service import ToolService
 from sessionledger.tools.schedule_contract import SCHEDULE_TOOLS, schema_of
+from sessionledger.workspace_config import parse_workspace_config
 
 START = datetime(2026, 11, 29, 21, 7, 30, tzinfo=UTC)
 
@@ -232,3 +233,19 @@ def test_tr5_off_peak_windows_wrap_midnight_and_follow_the_time_zone() -> None:
     winter_night = datetime(2026, 1, 10, 2, 0, tzinfo=UTC)  # 03:00 CET, inside
     assert berlin.next_window(winter_night) == (winter_night,
                                                 datetime(2026, 1, 10, 5, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(("table", "key"), [
+    ({"windows": []}, "offPeak.windows"),
+    ({"windows": ["22:00-6:00"]}, "offPeak.windows[0]"),
+    ({"windows": ["08:00-08:00"]}, "offPeak.windows[0]"),
+    ({"windows": ["22:00-06:00"], "timezone": "Mars/Olympus"}, "offPeak.timezone"),
+    ({"windows": ["22:00-06:00"], "days": ["mon"]}, "offPeak.days"),
+    ({"windows": "22:00-06:00"}, "offPeak.windows"),
+])
+def test_tr4_tr5_invalid_off_peak_configuration_names_the_key(
+    table: dict[str, Any], key: str
+) -> None:
+    with pytest.raises(ConfigurationError) as invalid:
+        parse_workspace_config({"offPeak": table})
+    assert f"{key}:" in invalid.value.message
