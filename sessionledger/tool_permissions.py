@@ -8,6 +8,7 @@ naming the key (``serve`` checks the root's file before it starts).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,7 +28,10 @@ class WorkspacePermissions:
     """Decides calls with the rules of the session's workspace (cached by file mtime)."""
 
     def __init__(self) -> None:
-        self._cache: dict[Path, tuple[float | None, PermissionService, WorkspaceConfig]] = {}
+        self._cache: dict[str, tuple[float | None, PermissionService, WorkspaceConfig]] = {}
+        self._files: dict[str, str] = {}
+        """Each workspace's configuration file as a string, for a plain ``os.stat`` (every
+        call stats it, some twice: building the path each time cost more than the stat)."""
         self._lock = threading.Lock()
 
     def config(self, workspace: Path) -> WorkspaceConfig:
@@ -35,18 +39,22 @@ class WorkspacePermissions:
         return self._entry(workspace)[2]
 
     def _entry(self, workspace: Path) -> tuple[float | None, PermissionService, WorkspaceConfig]:
+        key = str(workspace)
+        file = self._files.get(key)
+        if file is None:
+            file = self._files[key] = str(config_path(workspace))
         try:
-            stamp: float | None = config_path(workspace).stat().st_mtime
+            stamp: float | None = os.stat(file).st_mtime
         except OSError:
             stamp = None
         with self._lock:
-            cached = self._cache.get(workspace)
+            cached = self._cache.get(key)
         if cached is not None and cached[0] == stamp:
             return cached
         config = load_workspace_config(workspace)
         entry = (stamp, PermissionService(config.permission), config)
         with self._lock:
-            self._cache[workspace] = entry
+            self._cache[key] = entry
         return entry
 
     def decide(
