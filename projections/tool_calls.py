@@ -127,17 +127,23 @@ def fold_interaction(docs: dict[str, Doc | None], event: RecordedEvent) -> str |
     return None
 
 
-def _keys_of(event: RecordedEvent) -> list[str]:
-    if event.type not in CALL_EVENTS:
+_STARTS = {"ToolCallRequested": (True, False), "InteractionRequested": (False, True)}
+"""Per event type: whether it starts its call's / its interaction's document afresh."""
+
+
+def _keys_of(event: RecordedEvent) -> list[tuple[str, bool]]:
+    """The document keys ``event`` touches, each with whether the event starts it afresh
+    (its stored document, if any, is then not needed). Every call event has a call id; only
+    the interaction events have an interaction id (asking a pydantic model for a field it
+    lacks raises inside, which is slow)."""
+    kind = event.type
+    if kind not in CALL_EVENTS:
         return []
     data = event.data
-    keys = []
-    call_id = getattr(data, "call_id", None)
-    if call_id is not None:
-        keys.append(call_key(event.session_id, call_id))
-    interaction_id = getattr(data, "interaction_id", None)
-    if interaction_id is not None:
-        keys.append(interaction_id)
+    starts_call, starts_interaction = _STARTS.get(kind, (False, False))
+    keys = [(call_key(event.session_id, getattr(data, "call_id")), starts_call)]  # noqa: B009
+    if kind in INTERACTION_EVENTS:
+        keys.append((getattr(data, "interaction_id"), starts_interaction))  # noqa: B009
     return keys
 
 
@@ -172,10 +178,15 @@ class DocProjection:
     def apply(self, tx: Any, events: Sequence[RecordedEvent]) -> None:
         types = self.types
         events = [e for e in events if e.type in types]
-        wanted = list(dict.fromkeys(k for e in events for k in _keys_of(e)))
-        if not wanted:
+        if not events:
             return
-        docs: dict[str, Doc | None] = dict(self.table.load(tx, wanted))
+        # Load only the documents the batch does not start afresh (a new call is not read).
+        first: dict[str, bool] = {}
+        for event in events:
+            for touched_key, starts in _keys_of(event):
+                first.setdefault(touched_key, starts)
+        wanted = [k for k, starts in first.items() if not starts]
+        docs: dict[str, Doc | None] = dict(self.table.load(tx, wanted)) if wanted else {}
         touched: dict[str, None] = {}
         for event in events:
             key = self.fold(docs, event)
