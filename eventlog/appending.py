@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .canonical import chain_hash
+from .canonical import envelope_hash
 from .catalog import CATALOG
 from .envelope import AppendBatch, AppendResult, RawRow, RecordedEvent, encode_event
 from .errors import ConcurrencyConflict, EventLogError, UnknownEventType
@@ -81,7 +81,7 @@ def plan_rows(
         event_type = event.type
         schema_version = event.schema_version
         actor, causation_id, correlation_id = new.actor, new.causation_id, new.correlation_id
-        digest = chain_hash(
+        digest = envelope_hash(
             prev_hash, session_id, seq, event_type, schema_version, data_json, recorded_at,
             actor, causation_id, correlation_id,
         )

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["GENESIS_HASH", "canonical_json", "chain_hash", "envelope_hash"]
+__all__ = ["GENESIS_HASH", "canonical_json", "envelope_hash"]
 
 GENESIS_HASH = "0" * 64
 
@@ -43,29 +43,7 @@ _ENVELOPE = (
 _sha256 = hashlib.sha256
 
 
-def chain_hash(
-    prev_hash: str,
-    session_id: str,
-    seq: int,
-    event_type: str,
-    schema_version: int,
-    data_json: str,
-    recorded_at: str,
-    actor: str,
-    causation_id: str | None,
-    correlation_id: str | None,
-) -> str:
-    """:func:`envelope_hash` with positional arguments, for the append loop."""
-    body = _ENVELOPE % (
-        prev_hash, _text(actor), _optional(causation_id), _optional(correlation_id), data_json,
-        _text(prev_hash), _text(recorded_at), schema_version, seq, _text(session_id),
-        _text(event_type),
-    )
-    return _sha256(body.encode("utf-8")).hexdigest()
-
-
 def envelope_hash(
-    *,
     prev_hash: str,
     session_id: str,
     seq: int,
@@ -80,9 +58,12 @@ def envelope_hash(
     """Hash of one envelope; ``data_json`` must already be canonical JSON of the payload.
 
     The string is assembled in sorted-key order, which equals ``canonical_json`` of the whole
-    envelope dict (a property test checks this) without re-serialising the payload.
+    envelope dict (a property test checks this) without re-serialising the payload. The
+    append loop calls it positionally, everything else by keyword.
     """
-    return chain_hash(
-        prev_hash, session_id, seq, event_type, schema_version, data_json, recorded_at, actor,
-        causation_id, correlation_id,
+    body = _ENVELOPE % (
+        prev_hash, _text(actor), _optional(causation_id), _optional(correlation_id), data_json,
+        _text(prev_hash), _text(recorded_at), schema_version, seq, _text(session_id),
+        _text(event_type),
     )
+    return _sha256(body.encode("utf-8")).hexdigest()

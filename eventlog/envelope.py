@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from .canonical import canonical_json, chain_hash
+from .canonical import canonical_json, envelope_hash
 from .catalog import CATALOG, Event
 from .errors import EmptyBatch, UnknownEventType, UnknownSchemaVersion
 from .fast_json import fast_encoder
@@ -155,7 +155,7 @@ def build_row(
 ) -> RawRow:
     """Assemble the stored row for ``new`` and compute its chain hash."""
     event = new.event
-    digest = chain_hash(
+    digest = envelope_hash(
         prev_hash, session_id, seq, event.type, event.schema_version, data_json, recorded_at,
         new.actor, new.causation_id, new.correlation_id,
     )
