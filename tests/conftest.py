@@ -18,8 +18,10 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, settings
+from server_support import ServerProcess, running_server
 
 from eventlog import EventStore, ManualClock, UpcasterRegistry, open_store
 from eventlog.memory import MemoryEventStore
@@ -242,3 +244,19 @@ def tamper_factory() -> Callable[[EventStore], Tamper]:
 def tamper(store: EventStore) -> Tamper:
     """The tampering helper for the ``store`` fixture."""
     return tamper_for(store)
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[ServerProcess]:
+    """One real ``sessionledger serve`` per test module, over its own database."""
+    with running_server(tmp_path_factory.mktemp(request.module.__name__)) as running:
+        yield running
+
+
+@pytest.fixture
+def http(server: ServerProcess) -> Iterator[httpx.Client]:
+    """A client of the module's server."""
+    with server.client() as client:
+        yield client

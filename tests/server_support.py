@@ -38,9 +38,11 @@ with warnings.catch_warnings():
 __all__ = [
     "ServerProcess",
     "TestClient",
+    "create_session",
     "free_port",
     "in_process_client",
     "running_server",
+    "session_version",
     "sessionledger_command",
 ]
 
@@ -177,3 +179,17 @@ def in_process_client(
             yield client, service
     finally:
         service.close()
+
+
+def create_session(http: httpx.Client | TestClient, **body: Any) -> str:
+    """``POST /v1/sessions`` with ``body``; the new session's id (the answer must be 201)."""
+    response = http.post("/v1/sessions", json=body)
+    assert response.status_code == 201, response.text
+    return str(response.json()["sessionId"])
+
+
+def session_version(http: httpx.Client | TestClient, session_id: str) -> int:
+    """The session's current version, as its events page reports it."""
+    response = http.get(f"/v1/sessions/{session_id}/events", params={"limit": 1})
+    assert response.status_code == 200, response.text
+    return int(response.json()["version"])

@@ -21,31 +21,13 @@ import pytest
 from httpx_sse import connect_sse
 from hypothesis import given
 from hypothesis import strategies as st
-from server_support import ServerProcess, TestClient, in_process_client, running_server
+from server_support import TestClient, in_process_client
+from server_support import create_session as create
 
 from sessionledger import SessionService
 from sessionledger.errors import CommandRefused
 
 PLAN_GOAL = "Plan and Goal cannot be active at the same time."
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("execution")) as running:
-        yield running
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with server.client() as client:
-        yield client
-
-
-def create(http: httpx.Client | TestClient, **body: Any) -> str:
-    response = http.post("/v1/sessions", json=body)
-    assert response.status_code == 201, response.text
-    session_id: str = response.json()["sessionId"]
-    return session_id
 
 
 def ok(response: httpx.Response, status: int = 200) -> dict[str, Any]:

@@ -21,19 +21,13 @@ from typing import Any
 import httpx
 import pytest
 from httpx_sse import ServerSentEvent, connect_sse
-from server_support import ServerProcess, running_server
+from server_support import ServerProcess
 
 from eventlog import EventStore, NewEvent, SessionCreated
 from sessionledger import ServerSettings, SessionService
 from sessionledger.http.streaming import CommitNotifier, follow
 
 READ_TIMEOUT_S = 8.0
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("sse")) as running:
-        yield running
 
 
 @pytest.fixture

@@ -8,12 +8,11 @@ Plan (TD-3); a deleted session answers 410 and shows no todos.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from server_support import ServerProcess, running_server
+from server_support import create_session as create
 
 COMPLETED_KEYS = {
     "status", "callId", "success", "result", "modelContent", "turnControl", "followUpUserInput",
@@ -22,24 +21,6 @@ COMPLETED_KEYS = {
 
 def item(content: str, status: str = "pending", priority: str = "medium") -> dict[str, Any]:
     return {"content": content, "status": status, "priority": priority}
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("todos")) as running:
-        yield running
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with server.client() as client:
-        yield client
-
-
-def create(http: httpx.Client, **body: Any) -> str:
-    response = http.post("/v1/sessions", json=body)
-    assert response.status_code == 201, response.text
-    return str(response.json()["sessionId"])
 
 
 def event_count(http: httpx.Client, sid: str) -> int:

@@ -19,6 +19,8 @@ from typing import Any
 import httpx
 import pytest
 from server_support import ServerProcess, running_server, sessionledger_command
+from server_support import create_session as create
+from server_support import session_version as version
 
 from sessionledger import SessionService
 
@@ -43,30 +45,6 @@ INPUT: dict[str, Any] = {"questions": [{
     ],
 }]}
 ANSWERED = {**INPUT, "answers": {QUESTION: "SQLite"}}
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("tool-calls")) as running:
-        yield running
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with server.client() as client:
-        yield client
-
-
-def create(http: httpx.Client, **body: Any) -> str:
-    response = http.post("/v1/sessions", json=body)
-    assert response.status_code == 201, response.text
-    return str(response.json()["sessionId"])
-
-
-def version(http: httpx.Client, sid: str) -> int:
-    response = http.get(f"/v1/sessions/{sid}/events", params={"limit": 1})
-    assert response.status_code == 200, response.text
-    return int(response.json()["version"])
 
 
 def post_call(http: httpx.Client, sid: str, raw: Any, **extra: Any) -> httpx.Response:

@@ -8,13 +8,14 @@ that the counters behind the reminders survive a restart.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from server_support import ServerProcess, running_server
+from server_support import create_session as create
+from server_support import session_version as version
 
 from eventlog import NewEvent, TodoItemData, TodosWritten
 
@@ -25,30 +26,6 @@ PLAN_OPENING = (
     "commits), or otherwise make any changes to the system."
 )
 REMINDER_KEYS = {"kind", "variant", "text"}
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("turns")) as running:
-        yield running
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with server.client() as client:
-        yield client
-
-
-def create(http: httpx.Client, **body: Any) -> str:
-    response = http.post("/v1/sessions", json=body)
-    assert response.status_code == 201, response.text
-    return str(response.json()["sessionId"])
-
-
-def version(http: httpx.Client, sid: str) -> int:
-    response = http.get(f"/v1/sessions/{sid}/events", params={"limit": 1})
-    assert response.status_code == 200, response.text
-    return int(response.json()["version"])
 
 
 def say(http: httpx.Client, sid: str, role: str, count: int = 1, **extra: Any) -> None:
