@@ -26,6 +26,8 @@ Errors of the event log are translated by :func:`from_eventlog`: ``ConcurrencyCo
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from eventlog import (
@@ -40,8 +42,8 @@ from eventlog import (
 
 __all__ = [
     "CommandRefused",
-    "Conflict",
     "ConfigurationError",
+    "Conflict",
     "CorruptLog",
     "InvalidInput",
     "NotFound",
@@ -52,6 +54,7 @@ __all__ = [
     "SessionNotFound",
     "Unauthorized",
     "WorkspaceOutsideRoot",
+    "eventlog_errors",
     "from_eventlog",
 ]
 
@@ -198,3 +201,12 @@ def from_eventlog(exc: EventLogError) -> SessionLedgerError:
     if isinstance(exc, UnknownEventType | UnknownSchemaVersion):
         return CorruptLog(message)
     return SessionLedgerError(message)
+
+
+@contextmanager
+def eventlog_errors() -> Iterator[None]:
+    """Raise what reading or appending raises as the application error answering for it."""
+    try:
+        yield
+    except EventLogError as exc:
+        raise from_eventlog(exc) from exc

@@ -14,15 +14,13 @@ ListModels") and ``details.reason``; a selection appends nothing on either.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from eventlog import ConcurrencyConflict, EventLogError, EventStore, NewEvent, SessionModelSelected
 from projections import Projections, SessionSummary
 
-from .errors import Conflict, InvalidInput, NotFound, from_eventlog
+from .errors import Conflict, InvalidInput, NotFound, eventlog_errors, from_eventlog
 from .model_catalog import ModelCatalog, ModelCatalogPort
 from .model_reference import ModelReferenceError, ResolvedModel, resolve_model_reference
 from .runtime import ExecutionRuntime
@@ -58,14 +56,6 @@ class InvalidModelReference(InvalidInput):
         })
 
 
-@contextmanager
-def _log_errors() -> Iterator[None]:
-    try:
-        yield
-    except EventLogError as exc:
-        raise from_eventlog(exc) from exc
-
-
 class ModelService:
     """Lists and resolves models, and records the user's choice of a session's model."""
 
@@ -82,7 +72,7 @@ class ModelService:
     def chosen(self, session_id: str) -> str | None:
         """The model the user chose for the session, or ``None`` (the host's default)."""
         records = self._projections.records
-        with _log_errors():
+        with eventlog_errors():
             doc = self._store.read_view(lambda tx: records.chosen_model(tx, session_id))
         return None if doc is None else str(doc.body["model"])
 

@@ -21,8 +21,6 @@ good.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -53,7 +51,7 @@ from statemachine.interaction import (
     activity_events,
 )
 
-from .errors import Conflict, NotFound, SessionLedgerError, from_eventlog
+from .errors import Conflict, NotFound, SessionLedgerError, eventlog_errors
 from .executor import ToolExecutor
 from .logs import log_event, logger
 from .runtime import ExecutionRuntime
@@ -66,14 +64,6 @@ any real queue reaches: each interaction moves through at most four timer states
 _ATTEMPTS = 5
 
 _log = logger.getChild("timers")
-
-
-@contextmanager
-def _log_errors() -> Iterator[None]:
-    try:
-        yield
-    except EventLogError as exc:
-        raise from_eventlog(exc) from exc
 
 
 class TimerService:
@@ -104,7 +94,7 @@ class TimerService:
 
     def auto_resolutions(self, session_id: str) -> dict[str, dict[str, Any] | None]:
         """``autoResolution`` of each pending interaction of the session (SPEC §11)."""
-        with _log_errors():
+        with eventlog_errors():
             row = self._projections.timer_row(self._store, session_id)
         if row is None:
             return {}
@@ -191,7 +181,7 @@ class TimerService:
         timer pauses for good, with its times kept; a question not started yet becomes
         ineligible; a paused or ineligible one only records the action.
         """
-        with _log_errors():
+        with eventlog_errors():
             self._runtime.summary(session_id)
             self.settle(session_id)
             for _attempt in range(_ATTEMPTS):

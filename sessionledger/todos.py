@@ -12,16 +12,15 @@ An unknown session is 404 (``session_not_found``) and a deleted one 410
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eventlog import EventLogError, EventStore, TodoItemData
+from eventlog import EventStore, TodoItemData
 from projections import Projections
 from projections.todos import as_item
 
-from .errors import SessionDeleted, SessionNotFound, from_eventlog
+from .errors import SessionDeleted, SessionNotFound, eventlog_errors
 from .tools.todo_contract import item_wire, list_lines, summary
 
 __all__ = ["TodoList", "TodoService", "progress_text"]
@@ -71,14 +70,6 @@ class TodoList:
         }
 
 
-@contextmanager
-def _log_errors() -> Iterator[None]:
-    try:
-        yield
-    except EventLogError as exc:
-        raise from_eventlog(exc) from exc
-
-
 class TodoService:
     """The todo lists of one store's sessions, read from the todo projection."""
 
@@ -87,7 +78,7 @@ class TodoService:
         self._projections = projections
 
     def _require_live(self, session_id: str) -> None:
-        with _log_errors():
+        with eventlog_errors():
             found = self._projections.summary(self._store, session_id)
         if found is None:
             raise SessionNotFound(session_id)
@@ -98,7 +89,7 @@ class TodoService:
         """The live session's list (404 unknown, 410 deleted)."""
         self._require_live(session_id)
         projection = self._projections.todos
-        with _log_errors():
+        with eventlog_errors():
             rows = self._store.read_view(lambda tx: projection.of_session(tx, session_id))
         return TodoList(
             session_id, tuple(as_item(r) for r in rows), rows[0].updated_at if rows else None

@@ -7,16 +7,15 @@ errors, and records the permission decisions the host asks for about its own too
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from eventlog import EventLogError, EventStore, HostKind, NewEvent, PermissionDecided, new_id
+from eventlog import EventStore, HostKind, NewEvent, PermissionDecided, new_id
 from projections import Projections
 from projections.tool_calls import interaction_wire
 
-from .errors import Conflict, InvalidInput, from_eventlog
+from .errors import Conflict, InvalidInput, eventlog_errors
 from .executor import CallAnswer, Decision, ToolExecutor
 from .runtime import ExecutionRuntime
 from .tool_permissions import WorkspacePermissions
@@ -37,14 +36,6 @@ def default_registry(
     if store is None or projections is None:
         return ToolRegistry(basic_handlers())
     return ToolRegistry(service_handlers(store, projections, ports or ToolPorts()))
-
-
-@contextmanager
-def _log_errors() -> Iterator[None]:
-    try:
-        yield
-    except EventLogError as exc:
-        raise from_eventlog(exc) from exc
 
 
 class QueueTimers(Protocol):
@@ -95,7 +86,7 @@ class ToolService:
         self, session_id: str, tool: str, raw_input: Mapping[str, Any], *,
         call_id: str | None = None, host: HostKind | None = None,
     ) -> CallAnswer:
-        with _log_errors():
+        with eventlog_errors():
             answer = self.executor.call(
                 session_id, tool, raw_input, call_id=call_id, host=host
             )
@@ -104,14 +95,14 @@ class ToolService:
         return answer
 
     def get(self, session_id: str, call_id: str) -> CallAnswer:
-        with _log_errors():
+        with eventlog_errors():
             return self.executor.get(session_id, call_id)
 
     def respond(
         self, session_id: str, interaction_id: str, decision: Decision, *,
         input: Mapping[str, Any] | None = None, feedback: str | None = None,
     ) -> dict[str, Any]:
-        with _log_errors():
+        with eventlog_errors():
             if self.timers is not None:
                 self.timers.settle(session_id)
             done = self.executor.respond(
@@ -123,7 +114,7 @@ class ToolService:
 
     def pending_interactions(self, session_id: str) -> list[dict[str, Any]]:
         """The session's pending interactions in queue order, as the document lists them."""
-        with _log_errors():
+        with eventlog_errors():
             docs = self._projections.pending_interactions(self._store, session_id)
         wires = [interaction_wire(d) for d in docs]
         if self.timers is not None and wires:
@@ -145,7 +136,7 @@ class ToolService:
             workspace=Path(session.workspace),
         )
         cid = call_id or new_id("chk")
-        with _log_errors():
+        with eventlog_errors():
             taken = self._projections.call(self._store, session_id, cid) is not None
         if taken:  # its decision would be folded into that call's document
             raise Conflict(
@@ -154,7 +145,7 @@ class ToolService:
                 details={"callId": cid},
             )
         event = PermissionDecided(call_id=cid, tool=tool, decision=verdict)
-        with _log_errors():
+        with eventlog_errors():
             self._store.append(session_id, [NewEvent(event, actor="host", causation_id=cid)])
         return {"behavior": verdict.behavior, "reason": verdict.reason,
                 "ruleId": verdict.rule_id, "callId": cid}

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal, Protocol
 
 from eventlog import (
     AppendResult,
     ConcurrencyConflict,
     ContextCompacted,
-    EventLogError,
     EventStore,
     MessageRecorded,
     NewEvent,
@@ -37,7 +35,7 @@ from projections import Projections, SessionSummary, TurnCounters
 from projections.todos import current_todos
 from projections.turn_counters import fold_turns
 
-from ..errors import Conflict, InvalidInput, from_eventlog
+from ..errors import Conflict, InvalidInput, eventlog_errors
 from .execution import ExecutionRuntime
 from .reminders import Reminder, ReminderSource, TurnRequest, decide_reminders
 
@@ -66,14 +64,6 @@ class ProjectedTodos:
 
     def todos(self, session_id: str) -> Sequence[TodoItemData]:
         return current_todos(self._store, self._projections.todos, session_id)
-
-
-@contextmanager
-def _log_errors() -> Iterator[None]:
-    try:
-        yield
-    except EventLogError as exc:
-        raise from_eventlog(exc) from exc
 
 
 def _receipt(result: AppendResult) -> dict[str, Any]:
@@ -109,7 +99,7 @@ class TurnService:
         return self._counters(summary.session_id)
 
     def _counters(self, session_id: str) -> TurnCounters:
-        with _log_errors():
+        with eventlog_errors():
             found = self._projections.turn_counters(self._store, session_id)
             if found is None:  # only a damaged read model lacks them; the log still knows
                 found = fold_turns(self._store.read_session(session_id))
@@ -166,7 +156,7 @@ class TurnService:
         return decided
 
     def _todos(self, session_id: str) -> Sequence[TodoItemData]:
-        with _log_errors():
+        with eventlog_errors():
             return self.todo_source.todos(session_id)
 
     def _append(self, session_id: str, decide: Decide) -> AppendResult | None:
@@ -176,7 +166,7 @@ class TurnService:
         make the append conflict, never let a stale decision through.
         """
         for attempt in range(_ATTEMPTS):
-            with _log_errors():
+            with eventlog_errors():
                 summary = self._runtime.summary(session_id)  # 404 / 410
                 batch = decide(summary, self._counters(session_id))
                 if not batch:
