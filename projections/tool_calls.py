@@ -128,7 +128,8 @@ def fold_interaction(docs: dict[str, Doc | None], event: RecordedEvent) -> str |
 
 
 _STARTS = {"ToolCallRequested": (True, False), "InteractionRequested": (False, True)}
-"""Per event type: whether it starts its call's / its interaction's document afresh."""
+"""Per event type: whether it starts its call's / its interaction's document afresh (the
+folds above replace any stored document on these events, so it is not read first)."""
 
 
 def _keys_of(event: RecordedEvent) -> list[tuple[str, bool]]:
