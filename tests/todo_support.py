@@ -24,6 +24,8 @@ def write(service: SessionService, sid: str, todos: Sequence[dict[str, Any]]) ->
     answer = service.tools.call(sid, "TodoWrite", {"todos": list(todos)})
     assert answer.status_code == 200, answer.document
     assert answer.document["status"] == "completed" and answer.document["success"] is True
+    # The answer is folded from the appended events; the call view must hold the same (D40).
+    assert service.tools.get(sid, answer.document["callId"]).document == answer.document
     return answer.document
 
 
