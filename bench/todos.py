@@ -9,8 +9,8 @@ workloads, each on fresh SQLite files in a temporary directory, ``synchronous=FU
 2. TodoWrite, 20 items — ``SessionService.tools.call(session, "TodoWrite", {"todos": […]})``:
    the real service path (contract validation, the workspace's permission rules, the handler
    with the current list read from the todo projection, one appended batch of four events,
-   the execution-state, call and todo projections updated in the same transaction, the call
-   document read back), 20 items of realistic text whose statuses move forward call by call,
+   the inline projections updated in the same transaction, the call document it answers
+   with), 20 items of realistic text whose statuses move forward call by call,
    over 10 sessions.
 
 Runs are interleaved (``for run: for workload``, order rotated), and the table shows the
