@@ -39,6 +39,11 @@ __all__ = [
     "PermissionDecided",
     "PermissionMode",
     "PermissionVerdict",
+    "PlanApproved",
+    "PlanFeedbackGiven",
+    "PlanFileWriteFailed",
+    "PlanRejected",
+    "PlanSubmitted",
     "SessionCreated",
     "SessionDeleted",
     "SessionEvent",
@@ -414,13 +419,71 @@ class OffPeakPromptCreated(Event):
     window_end_at: str
 
 
+
+class PlanSubmitted(Event):
+    """ExitPlanMode waits for the user with this plan (PM-6); ``allowedPrompts`` are echoed
+    only and grant nothing."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["PlanSubmitted"] = "PlanSubmitted"
+    allowed_prompts: tuple[dict[str, Any], ...] = ()
+    call_id: str
+    plan: str
+
+
+class PlanApproved(Event):
+    """The user approved the plan (PM-7); ``fileWritten`` says whether the plan file at
+    ``path`` (relative to the workspace) was written; the exit from Plan is in this batch."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["PlanApproved"] = "PlanApproved"
+    call_id: str
+    file_written: bool
+    mode: PermissionMode
+    path: str
+    plan: str
+
+
+class PlanFileWriteFailed(Event):
+    """Writing the approved plan's file failed (not a cancellation); Plan was left anyway."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["PlanFileWriteFailed"] = "PlanFileWriteFailed"
+    call_id: str
+    error: str
+    path: str
+
+
+class PlanFeedbackGiven(Event):
+    """The user answered the plan with feedback (PM-8): Plan stays on."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["PlanFeedbackGiven"] = "PlanFeedbackGiven"
+    call_id: str
+    feedback: str
+    mode: PermissionMode
+    plan: str
+
+
+class PlanRejected(Event):
+    """The plan was rejected by the user or by a headless host (PM-9): the turn ends."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["PlanRejected"] = "PlanRejected"
+    by: Literal["user", "headless"]
+    call_id: str
+    mode: PermissionMode
+    plan: str
+
+
 SessionEvent = Annotated[
     SessionCreated | SessionModeChanged | GoalStarted | GoalEnded | MessageRecorded
     | SessionDeleted | ToolCallRequested | PermissionDecided | InteractionRequested
     | InteractionResolved | ToolCallCompleted | TodosWritten | ReminderInjected
     | ContextCompacted | InteractionAutoResolutionChanged | InteractionUserActivity
     | SettingChanged | SessionModelSelected | CronScheduleCreated | CronScheduleUpdated
-    | CronScheduleDeleted | OffPeakPromptCreated,
+    | CronScheduleDeleted | OffPeakPromptCreated | PlanSubmitted | PlanApproved
+    | PlanFileWriteFailed | PlanFeedbackGiven | PlanRejected,
     Field(discriminator="type"),
 ]
 
@@ -434,6 +497,7 @@ CATALOG: dict[str, type[Event]] = {
         InteractionResolved, ToolCallCompleted, TodosWritten, ReminderInjected,
         ContextCompacted, InteractionAutoResolutionChanged, InteractionUserActivity,
         SettingChanged, SessionModelSelected, CronScheduleCreated, CronScheduleUpdated,
-        CronScheduleDeleted, OffPeakPromptCreated,
+        CronScheduleDeleted, OffPeakPromptCreated, PlanSubmitted, PlanApproved,
+        PlanFileWriteFailed, PlanFeedbackGiven, PlanRejected,
     )
 }

@@ -96,7 +96,7 @@ def _mermaid(
 
 def render_state_machines() -> str:
     """Mermaid diagrams drawn by ``transitions`` from the machines' own definitions."""
-    from statemachine import execution, interaction
+    from statemachine import execution, interaction, plan_approval
 
     return "\n".join([
         _HEADER,
@@ -126,6 +126,19 @@ def render_state_machines() -> str:
         "```mermaid",
         _mermaid(interaction.STATES, interaction.TRANSITIONS, initial=interaction.INITIAL,
                  title="Interaction auto-resolution"),
+        "```",
+        "",
+        "## Plan approval (SPEC PM-6 … PM-9)",
+        "",
+        "One machine per ExitPlanMode call in Plan. It starts `submitted` (`PlanSubmitted`);",
+        "the user's approval leads to `approved` (the plan file, `PlanApproved` and the exit",
+        "from Plan in one batch), feedback to `feedback` (`PlanFeedbackGiven`, the feedback a",
+        "user message, Plan stays on), a denial or a headless host to `rejected`",
+        "(`PlanRejected`, the turn stops, Plan stays on). The timer has no trigger here.",
+        "",
+        "```mermaid",
+        _mermaid(plan_approval.STATES, plan_approval.TRANSITIONS,
+                 initial=plan_approval.INITIAL, title="Plan approval"),
         "```",
         "",
     ])

@@ -40,7 +40,7 @@ from .brokers import Pending, broker_for
 from .errors import Conflict, InvalidInput, NotFound
 from .runtime import ExecutionRuntime
 from .tools.descriptors import ToolDescriptor
-from .tools.handlers import HandlerOutcome, Resolution, ToolContext, ToolHandler
+from .tools.handlers import AskAware, HandlerOutcome, Resolution, ToolContext, ToolHandler
 from .tools.registry import SurfaceOptions, ToolRegistry
 
 __all__ = [
@@ -201,10 +201,14 @@ class ToolExecutor:
         if verdict.behavior == "allow":
             outcome = handler.run(self._context(session, call_id), raw, None)
             return [*events, *outcome.events, _completed(name, call_id, outcome)]
+        turn_control = None
         if verdict.behavior == "ask":
             answer = broker_for(host).on_ask(name)
+            aware = handler if isinstance(handler, AskAware) else None
             if isinstance(answer, Pending):
                 kind, payload = handler.interaction(raw)
+                if aware is not None:
+                    events.extend(aware.asked(self._context(session, call_id), raw))
                 return [*events, InteractionRequested(
                     interaction_id=new_id("int"), call_id=call_id, kind=kind, payload=payload,
                 )]
@@ -212,9 +216,13 @@ class ToolExecutor:
                 call_id=call_id, tool=name, decision=answer, decided_by="broker"
             ))
             verdict = answer
+            if aware is not None:  # e.g. headless ExitPlanMode ends the turn (PM-9)
+                denied = aware.broker_denied(self._context(session, call_id), raw)
+                events.extend(denied.events)
+                turn_control = denied.turn_control
         return [*events, ToolCallCompleted(
             call_id=call_id, tool=name, status="denied", success=False,
-            model_content=verdict.reason, permission=verdict,
+            model_content=verdict.reason, permission=verdict, turn_control=turn_control,
         )]
 
     def _context(self, session: SessionSummary, call_id: str) -> ToolContext:

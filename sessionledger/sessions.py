@@ -53,6 +53,7 @@ from .errors import (
     from_eventlog,
 )
 from .model_service import ModelService
+from .plan_files import plan_file_source
 from .runtime import CommandResult, ExecutionRuntime, TurnService
 from .settings import SettingsService
 from .timers import TimerService
@@ -127,7 +128,7 @@ class SessionService:
             workspace_root=self._root,
         )
         self.todos = TodoService(store, projections)
-        self.turns = TurnService(store, projections, self._runtime)
+        self.turns = TurnService(store, projections, self._runtime, sources=[plan_file_source()])
         self.timers = TimerService(
             store=store, projections=projections, runtime=self._runtime,
             executor=self.tools.executor, config=timer_config or TimerConfig(),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from eventlog import EventStore, RecordedEvent
+from eventlog import EventStore, RecordedEvent, StoreClosed
 from projections import Projections, SessionSummary
 from projections.documents import Doc
 
@@ -20,6 +20,7 @@ from .tool_ports import ToolPorts
 from .tools.ask_handler import AskUserQuestionHandler
 from .tools.handlers import ToolHandler
 from .tools.list_models import ListModelsHandler
+from .tools.plan_handlers import EnterPlanModeHandler, ExitPlanModeHandler
 from .tools.schedule_handlers import ScheduleTools, schedule_handlers
 from .tools.session_context import ReadSessionContextHandler
 from .tools.todo_handler import TodoReadHandler, TodoWriteHandler
@@ -43,6 +44,14 @@ class StoreSessionSource:
     def records(self, session_id: str, status: str) -> list[Doc]:
         records = self.projections.records
         return self.store.read_view(lambda tx: records.records(tx, session_id, status))
+
+    def gone(self, session_id: str) -> bool:
+        """Deleted or unknown: a plan file write for it is cancelled (PM-7)."""
+        try:
+            summary = self.summary(session_id)
+        except StoreClosed:  # the service is shutting down
+            return True
+        return summary is None or summary.deleted
 
     def chosen_model(self, session_id: str) -> str | None:
         records = self.projections.records
@@ -70,4 +79,6 @@ def service_handlers(
             source, auxiliary=ports.auxiliary, auxiliary_timeout_s=ports.auxiliary_timeout_s
         ),
         *schedule_handlers(schedules),
+        EnterPlanModeHandler(),
+        ExitPlanModeHandler(session_gone=source.gone),
     ]

@@ -271,7 +271,7 @@ def test_aq2_generator_of_valid_inputs_is_valid(raw: dict[str, Any]) -> None:
 
 def test_unknown_tool_is_422_and_appends_nothing(service: SessionService, session: str) -> None:
     mark = log_mark(service, session)
-    for tool in ("Frobnicate", "TodoWrite", "EnterPlanMode", "Bash", ""):
+    for tool in ("Frobnicate", "TodoWrite", "Write", "Bash", ""):
         with pytest.raises(InvalidInput) as refused:
             service.tools.call(session, tool, {})
         assert_invalid(refused)

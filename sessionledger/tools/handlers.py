@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from eventlog import Event, FollowUpData, InteractionKind, TurnControlData
 from projections import SessionSummary
@@ -19,7 +19,7 @@ from projections import SessionSummary
 from .descriptors import ToolDescriptor
 from .todo_contract import TodoFields
 
-__all__ = ["HandlerOutcome", "Resolution", "ToolContext", "ToolHandler"]
+__all__ = ["AskAware", "HandlerOutcome", "Resolution", "ToolContext", "ToolHandler"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,3 +81,15 @@ class ToolHandler(Protocol):
         self, context: ToolContext, raw: Mapping[str, Any], resolution: Resolution | None
     ) -> HandlerOutcome:
         """Run with the (possibly user-modified) input; ``resolution`` if the user answered."""
+
+
+@runtime_checkable
+class AskAware(Protocol):
+    """A handler with something to record when its call needs the user (ExitPlanMode's
+    ``PlanSubmitted``, PM-6) or when a deny broker refuses it (PM-9's turn stop)."""
+
+    def asked(self, context: ToolContext, raw: Mapping[str, Any]) -> tuple[Event, ...]:
+        """Events appended with the pending interaction."""
+
+    def broker_denied(self, context: ToolContext, raw: Mapping[str, Any]) -> HandlerOutcome:
+        """Events and turn control appended with the broker's denial."""

@@ -1,0 +1,169 @@
+"""The approved plan's file: the one write outside the log (SPEC PM-7, PM-10; DESIGN.md).
+
+On approval the plan is written to ``<workspace>/.zcode/plans/plan-<sanitised id>.md``:
+characters of the session id outside ``[A-Za-z0-9_.-]`` become ``-``, the directories are
+created, and the text goes to a temporary file in the same directory that is renamed over the
+target (atomic on POSIX). Whatever the id or the workspace holds (``/``, ``..``, NUL, spaces,
+non-ASCII, a symlinked ``.zcode``), the resolved target must lie inside the resolved plans
+directory, which must lie inside the resolved workspace; otherwise nothing is written and the
+failure is reported like any other write error.
+
+Only a cancellation — the service shutting down or the session being deleted while the file is
+written — is not a write error: :class:`PlanWriteCancelled` is raised, the temporary file is
+removed, and the caller appends nothing (Plan stays on). After a context compaction the file is
+read back (at most :data:`READ_LIMIT` bytes, a trailing partial UTF-8 character dropped) for
+the ``plan_file_reference`` reminder (:func:`plan_file_source`).
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .runtime.reminders import Reminder, ReminderContext, ReminderSource
+
+__all__ = [
+    "PLANS_DIR",
+    "READ_LIMIT",
+    "PlanFileResult",
+    "PlanFiles",
+    "PlanWriteCancelled",
+    "plan_file_name",
+    "plan_file_reference_text",
+    "plan_file_source",
+    "plan_path",
+    "read_plan_file",
+]
+
+PLANS_DIR = Path(".zcode") / "plans"
+READ_LIMIT = 20000 * 4 + 1024
+"""PM-10: 81024 bytes — the longest plan in UTF-8 plus room for the heading."""
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+Cancelled = Callable[[], bool]
+
+
+class PlanWriteCancelled(Exception):
+    """The write was cancelled (shutdown or session deletion): the exit must not happen."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlanFileResult:
+    """Where the plan went: ``path`` relative to the workspace, and the error if any."""
+
+    path: str
+    error: str | None = None
+
+    @property
+    def written(self) -> bool:
+        return self.error is None
+
+
+def plan_file_name(session_id: str) -> str:
+    """``plan-<id>.md`` with every character outside ``[A-Za-z0-9_.-]`` replaced by ``-``."""
+    return f"plan-{_UNSAFE.sub('-', session_id)}.md"
+
+
+def plan_path(workspace: str | Path, session_id: str) -> Path:
+    """The plan file's absolute path, checked after resolution (ValueError when unsafe)."""
+    root = Path(workspace).resolve()
+    plans = (root / PLANS_DIR).resolve()
+    target = (plans / plan_file_name(session_id)).resolve()
+    if not plans.is_relative_to(root) or target.parent != plans:
+        raise ValueError(f"the plan file would leave {PLANS_DIR.as_posix()} of the workspace")
+    return target
+
+
+def _relative(session_id: str) -> str:
+    return (PLANS_DIR / plan_file_name(session_id)).as_posix()
+
+
+class PlanFiles:
+    """Writes approved plans; :meth:`close` cancels writes in progress (service shutdown)."""
+
+    def __init__(self) -> None:
+        self._closing = threading.Event()
+
+    def close(self) -> None:
+        """The service is shutting down: a write in progress is cancelled."""
+        self._closing.set()
+
+    def write(
+        self, workspace: str, session_id: str, plan: str, *, cancelled: Cancelled = bool,
+    ) -> PlanFileResult:
+        """Write ``plan`` atomically; a write error is returned, a cancellation raised."""
+        relative = _relative(session_id)
+
+        def stop() -> bool:
+            return self._closing.is_set() or cancelled()
+
+        if stop():
+            raise PlanWriteCancelled(relative)
+        try:
+            target = plan_path(workspace, session_id)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(target, plan.encode("utf-8"), stop)
+        except PlanWriteCancelled:
+            raise
+        except (OSError, ValueError) as exc:
+            return PlanFileResult(relative, error=f"{type(exc).__name__}: {exc}")
+        return PlanFileResult(relative)
+
+
+def _atomic_write(target: Path, data: bytes, stop: Cancelled) -> None:
+    fd, temp = tempfile.mkstemp(prefix=".plan-", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if stop():
+            raise PlanWriteCancelled(str(target))
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def read_plan_file(workspace: str, session_id: str) -> tuple[Path, str] | None:
+    """The plan file's path and text (at most :data:`READ_LIMIT` bytes), or ``None``."""
+    try:
+        path = plan_path(workspace, session_id)
+        with path.open("rb") as handle:
+            data = handle.read(READ_LIMIT)
+    except (OSError, ValueError):
+        return None
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    return path, decoder.decode(data, final=False)  # a trailing partial character waits
+
+
+def plan_file_reference_text(path: Path, content: str) -> str:
+    """PM-10's reminder: the exact opening, the path, the content, then carry on."""
+    return (
+        f"A plan file exists from plan mode at: {path}\n\n"
+        f"Plan contents:\n\n{content}\n\n"
+        "If this plan is relevant to the current work and not already complete, "
+        "continue working on it."
+    )
+
+
+def plan_file_source() -> ReminderSource:
+    """The ``plan_file_reference`` source: on the first request after a compaction, when
+    the session's plan file exists."""
+
+    def source(context: ReminderContext) -> Reminder | None:
+        if not context.counters.compacted or not context.workspace:
+            return None
+        found = read_plan_file(context.workspace, context.session_id)
+        if found is None:
+            return None
+        return Reminder("plan_file_reference", plan_file_reference_text(*found))
+
+    return source

@@ -1,0 +1,236 @@
+"""EnterPlanMode and ExitPlanMode as service tools (SPEC PM-1, PM-6 … PM-9, ES-3).
+
+EnterPlanMode is allowed without a prompt (PM-1): it returns the execution machine's events for
+switching Plan on (none when Plan is already on, ES-3 — the call still succeeds) with the
+six-step guidance; a goal refuses it (ES-5) as a completed call with ``success: false``.
+
+ExitPlanMode always waits for the user (PM-6). When it starts waiting, ``PlanSubmitted`` is
+recorded with the plan. The answer is decided by :mod:`statemachine.plan_approval`:
+
+* approve (a TUI ``modify`` may edit the plan): the plan file is written first
+  (:mod:`sessionledger.plan_files`), then ``PlanApproved`` with the file outcome (and
+  ``PlanFileWriteFailed`` when the write failed) and the state change leaving Plan go in the
+  answer's one batch (PM-7). A cancelled write raises, so nothing is appended, the call stays
+  pending and Plan stays on.
+* feedback: ``PlanFeedbackGiven`` plus the feedback as a real user message (source
+  ``plan_approval_feedback``, so it counts toward PM-5) and as ``followUpUserInput`` (PM-8).
+* deny, or a headless host with nobody to ask: ``PlanRejected`` and ``turnControl`` stopping the
+  turn (PM-9). The auto-continue timer never answers a plan approval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from eventlog import (
+    Event,
+    FollowUpData,
+    InteractionKind,
+    MessageRecorded,
+    PlanApproved,
+    PlanFileWriteFailed,
+    PlanSubmitted,
+    TurnControlData,
+)
+from statemachine.execution import LeavePlan, Refusal, SetMode, decide_events
+from statemachine.plan_approval import PlanOutcome, PlanRefusal, decide_plan
+
+from ..errors import ServiceUnavailable
+from ..plan_files import PlanFiles, PlanWriteCancelled
+from .descriptors import SERVICE_TOOLS, ToolDescriptor
+from .handlers import HandlerOutcome, Resolution, ToolContext
+from .plan_contract import (
+    APPROVE_OPTION,
+    ENTER_DESCRIPTION,
+    ENTER_GUIDANCE,
+    EXIT_DESCRIPTION,
+    FEEDBACK_SOURCE,
+    NOT_APPROVED,
+    REVIEW_QUESTION,
+    TURN_STOP_REASON,
+    EnterPlanInput,
+    ExitPlanInput,
+    approved_text,
+    parse_enter_input,
+    parse_exit_input,
+)
+
+__all__ = ["EnterPlanModeHandler", "ExitPlanModeHandler", "SessionGone"]
+
+SessionGone = Callable[[str], bool]
+"""Whether the session was deleted (or vanished) — a cancellation of the plan file write."""
+
+_STOP = TurnControlData(reason=TURN_STOP_REASON, stop_turn_after_result=True)
+
+
+class EnterPlanModeHandler:
+    """Switches Plan on without a prompt (PM-1)."""
+
+    descriptor: ToolDescriptor = SERVICE_TOOLS["EnterPlanMode"]
+    description: str = ENTER_DESCRIPTION
+
+    def model_schema(self) -> dict[str, Any]:
+        return EnterPlanInput.model_json_schema()
+
+    def validate_input(self, raw: Mapping[str, Any]) -> None:
+        parse_enter_input(raw)
+
+    def validate_answer(self, raw: Mapping[str, Any], *, original: Mapping[str, Any]) -> None:
+        parse_enter_input(raw)
+
+    def interaction(self, raw: Mapping[str, Any]) -> tuple[InteractionKind, dict[str, Any]]:
+        """Only reached when a workspace rule makes it ask."""
+        return "toolApproval", {"tool": "EnterPlanMode", "input": dict(raw)}
+
+    def run(
+        self, context: ToolContext, raw: Mapping[str, Any], resolution: Resolution | None
+    ) -> HandlerOutcome:
+        if resolution is not None and resolution.decision == "deny":
+            return HandlerOutcome(
+                success=False, model_content="The user declined entering plan mode.",
+                result={"declined": True},
+            )
+        decided = decide_events(
+            context.session.execution, SetMode("plan"), via="enter_plan_tool"
+        )
+        if isinstance(decided, Refusal):
+            return HandlerOutcome(success=False, model_content=decided.message)
+        _after, events = decided
+        return HandlerOutcome(
+            success=True, model_content=ENTER_GUIDANCE, result={"planEnabled": True},
+            events=tuple(events),
+        )
+
+
+class ExitPlanModeHandler:
+    """Submits the plan for the user's approval and carries out their answer."""
+
+    descriptor: ToolDescriptor = SERVICE_TOOLS["ExitPlanMode"]
+    description: str = EXIT_DESCRIPTION
+
+    def __init__(
+        self, files: PlanFiles | None = None, *, session_gone: SessionGone | None = None
+    ) -> None:
+        self.files = files if files is not None else PlanFiles()
+        self._gone: SessionGone = session_gone if session_gone is not None else _never
+
+    def model_schema(self) -> dict[str, Any]:
+        return ExitPlanInput.model_json_schema(by_alias=True)
+
+    def validate_input(self, raw: Mapping[str, Any]) -> None:
+        parse_exit_input(raw)
+
+    def validate_answer(self, raw: Mapping[str, Any], *, original: Mapping[str, Any]) -> None:
+        parse_exit_input(raw)
+
+    def interaction(self, raw: Mapping[str, Any]) -> tuple[InteractionKind, dict[str, Any]]:
+        """The protocol host's one-option questionnaire and the TUI's approval, one payload."""
+        parsed = parse_exit_input(raw)
+        return "planApproval", {
+            "plan": parsed.plan,
+            "allowedPrompts": _prompts(parsed),
+            "questions": [{
+                "question": REVIEW_QUESTION, "header": "Plan",
+                "options": [{"label": APPROVE_OPTION}], "multiSelect": False,
+                "feedback": True,
+            }],
+        }
+
+    # -- the executor's hooks for an ask (see ToolExecutor._first_step) ---------------------
+
+    def asked(self, context: ToolContext, raw: Mapping[str, Any]) -> tuple[Event, ...]:
+        """The call waits for the user: the plan is submitted."""
+        parsed = parse_exit_input(raw)
+        return (PlanSubmitted(
+            allowed_prompts=tuple(_prompts(parsed)), call_id=context.call_id, plan=parsed.plan
+        ),)
+
+    def broker_denied(self, context: ToolContext, raw: Mapping[str, Any]) -> HandlerOutcome:
+        """A headless host has nobody to ask (PM-9, HO-3): the turn ends, Plan stays."""
+        if not context.session.execution.plan_enabled:
+            return HandlerOutcome(success=False, model_content="")
+        return self._outcome(context, parse_exit_input(raw), "headless", None)
+
+    # -- the answer -------------------------------------------------------------------------
+
+    def run(
+        self, context: ToolContext, raw: Mapping[str, Any], resolution: Resolution | None
+    ) -> HandlerOutcome:
+        parsed = parse_exit_input(raw)
+        if resolution is None:  # only a workspace rule could allow it without the user
+            return HandlerOutcome(
+                success=False, model_content="ExitPlanMode needs the user's approval."
+            )
+        return self._outcome(context, parsed, resolution.decision, resolution.feedback)
+
+    def _outcome(
+        self, context: ToolContext, parsed: ExitPlanInput, answer: Any, feedback: str | None
+    ) -> HandlerOutcome:
+        execution = context.session.execution
+        decided = decide_plan(
+            answer, call_id=context.call_id, plan=parsed.plan, mode=execution.mode,
+            feedback=feedback,
+        )
+        if isinstance(decided, PlanRefusal):
+            return HandlerOutcome(success=False, model_content=NOT_APPROVED,
+                                  result={"approved": False})
+        if decided.state == "approved":
+            return self._approve(context, parsed)
+        return _not_approved(decided, feedback)
+
+    def _approve(self, context: ToolContext, parsed: ExitPlanInput) -> HandlerOutcome:
+        session = context.session
+        try:
+            written = self.files.write(
+                session.workspace, session.session_id, parsed.plan,
+                cancelled=lambda: self._gone(session.session_id),
+            )
+        except PlanWriteCancelled as exc:
+            raise ServiceUnavailable(
+                "the plan file write was cancelled; the plan is still waiting and Plan "
+                "stays on"
+            ) from exc
+        events: list[Event] = []
+        if written.error is not None:
+            events.append(PlanFileWriteFailed(
+                call_id=context.call_id, error=written.error, path=written.path
+            ))
+        events.append(PlanApproved(
+            call_id=context.call_id, file_written=written.written,
+            mode=session.execution.mode, path=written.path, plan=parsed.plan,
+        ))
+        left = decide_events(session.execution, LeavePlan(), via="plan_approval")
+        if not isinstance(left, Refusal):
+            events.extend(left[1])
+        return HandlerOutcome(
+            success=True, model_content=approved_text(parsed.plan), events=tuple(events),
+            result={"approved": True, "plan": parsed.plan, "filePath": written.path,
+                    "fileWritten": written.written, "allowedPrompts": _prompts(parsed)},
+        )
+
+
+def _not_approved(decided: PlanOutcome, feedback: str | None) -> HandlerOutcome:
+    assert decided.event is not None
+    if decided.state == "feedback":
+        assert feedback is not None
+        message = MessageRecorded(
+            role="user", kind="real", content=feedback, source=FEEDBACK_SOURCE
+        )
+        return HandlerOutcome(
+            success=False, model_content=NOT_APPROVED, result={"approved": False},
+            events=(decided.event, message),
+            follow_up=FollowUpData(input=feedback, reason_source=FEEDBACK_SOURCE),
+        )
+    return HandlerOutcome(
+        success=False, model_content=NOT_APPROVED, result={"approved": False},
+        events=(decided.event,), turn_control=_STOP,
+    )
+
+
+def _prompts(parsed: ExitPlanInput) -> list[dict[str, Any]]:
+    return [p.model_dump() for p in parsed.allowed_prompts]
+
+
+def _never(_session_id: str) -> bool:
+    return False

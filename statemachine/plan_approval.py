@@ -1,0 +1,141 @@
+"""The outcomes of one ExitPlanMode call as a ``transitions`` machine (SPEC PM-6 … PM-9).
+
+An ExitPlanMode call in Plan is *submitted* (waiting for the user). The user's answer, or a
+headless host that has nobody to ask, moves it to exactly one end: *approved* (PM-7: the plan
+file is written and Plan is left), *feedback* (PM-8: the feedback becomes a user message and
+Plan stays on) or *rejected* (PM-9: the turn ends and Plan stays on). The machine is the one
+place that says which answer leads where; :func:`decide_plan` is pure and returns the outcome
+with the event that records it, or a :class:`PlanRefusal` for an answer with no move (a
+second answer, or ``modify`` with no approval meaning). Auto-continue is not a move: plan
+approvals are never answered by the timer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from transitions import Machine, MachineError
+
+from eventlog import Event, PermissionMode, PlanFeedbackGiven, PlanRejected
+
+__all__ = [
+    "INITIAL",
+    "STATES",
+    "TRANSITIONS",
+    "Answer",
+    "PlanApprovalModel",
+    "PlanOutcome",
+    "PlanRefusal",
+    "build_machine",
+    "decide_plan",
+    "next_state",
+]
+
+STATES: list[str] = ["submitted", "approved", "feedback", "rejected"]
+INITIAL = "submitted"
+
+TRANSITIONS: list[dict[str, Any]] = [
+    {"trigger": "approve", "source": "submitted", "dest": "approved"},
+    {"trigger": "give_feedback", "source": "submitted", "dest": "feedback"},
+    {"trigger": "reject", "source": "submitted", "dest": "rejected"},
+    {"trigger": "headless_deny", "source": "submitted", "dest": "rejected"},
+]
+"""Every legal move, as data; anything else (a second answer, the timer) is refused."""
+
+Answer: TypeAlias = Literal["approve", "feedback", "deny", "headless", "autoContinued", "modify"]
+_TRIGGERS: dict[str, str] = {
+    "approve": "approve",
+    "modify": "approve",  # the TUI's approval carries the (unchanged or edited) input
+    "feedback": "give_feedback",
+    "deny": "reject",
+    "headless": "headless_deny",
+}
+
+
+class PlanApprovalModel:
+    """The machine's model; triggers are declared so type checkers see them."""
+
+    state: str
+
+    def approve(self) -> bool: raise NotImplementedError
+    def give_feedback(self) -> bool: raise NotImplementedError
+    def reject(self) -> bool: raise NotImplementedError
+    def headless_deny(self) -> bool: raise NotImplementedError
+
+
+def build_machine(
+    model: PlanApprovalModel | None = None, *, initial: str = INITIAL
+) -> Machine:
+    """The plan-approval machine, optionally bound to ``model``."""
+    core_log = logging.getLogger("transitions.core")
+    level = core_log.level
+    core_log.setLevel(logging.ERROR)
+    try:
+        return Machine(
+            model=model if model is not None else [], states=STATES, transitions=TRANSITIONS,
+            initial=initial, auto_transitions=False, model_override=True,
+        )
+    finally:
+        core_log.setLevel(level)
+
+
+_MODEL = PlanApprovalModel()
+_MACHINE = build_machine(_MODEL)
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRefusal:
+    """An answer with no move from ``state``."""
+
+    state: str
+    answer: str
+
+    @property
+    def message(self) -> str:
+        return f"a plan approval that is {self.state} cannot take the answer {self.answer!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOutcome:
+    """Where the answer led; ``event`` records it (approval's event is written by the
+    handler, which knows the file outcome, so it is ``None`` here)."""
+
+    state: Literal["approved", "feedback", "rejected"]
+    event: Event | None
+
+
+def next_state(state: str, answer: str) -> str | PlanRefusal:
+    """The state after ``answer`` from ``state``, or a refusal."""
+    trigger = _TRIGGERS.get(answer)
+    if trigger is None:
+        return PlanRefusal(state, answer)
+    with _LOCK:
+        _MACHINE.set_state(state)
+        try:
+            getattr(_MODEL, trigger)()
+        except MachineError:
+            return PlanRefusal(state, answer)
+        return _MODEL.state
+
+
+def decide_plan(
+    answer: Answer, *, call_id: str, plan: str, mode: PermissionMode,
+    feedback: str | None = None,
+) -> PlanOutcome | PlanRefusal:
+    """The outcome of answering a submitted plan, with the event recording it."""
+    after = next_state(INITIAL, answer)
+    if isinstance(after, PlanRefusal):
+        return after
+    if after == "feedback":
+        assert feedback is not None
+        return PlanOutcome("feedback", PlanFeedbackGiven(
+            call_id=call_id, feedback=feedback, mode=mode, plan=plan
+        ))
+    if after == "rejected":
+        by: Literal["user", "headless"] = "headless" if answer == "headless" else "user"
+        return PlanOutcome("rejected", PlanRejected(by=by, call_id=call_id, mode=mode, plan=plan))
+    return PlanOutcome("approved", None)

@@ -1,0 +1,328 @@
+"""Plan mode end to end in process (SPEC §7 PM-1 … PM-10, ES-3, ES-7; issue 7).
+
+Each test names the PM requirement it checks and compares the exact texts of SPEC §7. The
+service runs over both store backends; the plan file lands in the session's workspace.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tool_support import open_service
+
+from eventlog import RecordedEvent
+from sessionledger import SessionService, plan_files
+from sessionledger.errors import InvalidInput, ServiceUnavailable
+from sessionledger.plan_files import READ_LIMIT, plan_path
+from sessionledger.tools.plan_contract import ENTER_DESCRIPTION
+
+ENTER_REASON = "EnterPlanMode switches to plan mode without a permission prompt"
+EXIT_OUTSIDE = "ExitPlanMode can only be used while plan mode is active"
+GUIDANCE_END = "DO NOT write or edit any files yet"
+APPROVED = (
+    "User has approved your plan. You can now start coding. Start with updating your todo "
+    "list if applicable.\n\n## Approved Plan:\n"
+)
+NOT_APPROVED = "The plan was not approved by the user."
+HEADLESS = "No permission client configured for ExitPlanMode"
+PLAN = "# Plan\n\n1. Écrire les tests 😀\n2. Then the code.  \n"
+STOP = {"reason": "plan_exit_denied", "stopTurnAfterResult": True}
+
+
+@pytest.fixture
+def service(backend: str, tmp_path: Path) -> Iterator[SessionService]:
+    with open_service(backend, tmp_path, config=None) as opened:
+        yield opened
+
+
+def in_plan(service: SessionService, *, host: str = "protocol", mode: str = "yolo") -> str:
+    sid: str = service.create_session(mode=mode, host=host)["sessionId"]  # type: ignore[arg-type]
+    assert service.tools.call(sid, "EnterPlanMode", {}).document["success"] is True
+    return sid
+
+
+def submit(service: SessionService, sid: str, plan: str = PLAN, **extra: Any) -> str:
+    answer = service.tools.call(sid, "ExitPlanMode", {"plan": plan, **extra})
+    assert answer.status_code == 202
+    return str(answer.document["interactionId"])
+
+
+def events(service: SessionService, sid: str) -> list[RecordedEvent]:
+    return list(service.store.read_session(sid))
+
+
+def types(service: SessionService, sid: str) -> list[str]:
+    return [e.type for e in events(service, sid)]
+
+
+def execution(service: SessionService, sid: str) -> dict[str, Any]:
+    state: dict[str, Any] = service.document(sid)["executionState"]
+    return state
+
+
+def plan_file(service: SessionService, sid: str) -> Path:
+    return plan_path(service.document(sid)["workspace"], sid)
+
+
+# -- PM-1 / PM-2 ----------------------------------------------------------------------------
+
+
+def test_pm1_enter_plan_mode_is_allowed_with_guidance_and_keeps_the_mode(
+    service: SessionService,
+) -> None:
+    sid = service.create_session(mode="yolo")["sessionId"]
+    done = service.tools.call(sid, "EnterPlanMode", {}).document
+    assert done["status"] == "completed" and done["success"] is True
+    assert done["modelContent"].endswith(GUIDANCE_END)
+    assert done["modelContent"].count("\n1. ") == 1 and "\n6. " in done["modelContent"]
+    assert execution(service, sid) == {"mode": "yolo", "planEnabled": True, "goal": None}
+    decided = [e for e in events(service, sid) if e.type == "PermissionDecided"][-1]
+    assert decided.data.decision.reason == ENTER_REASON  # type: ignore[attr-defined]
+    assert decided.data.decision.rule_id == "tool.plan.enter"  # type: ignore[attr-defined]
+
+
+def test_pm1_es3_enter_plan_mode_in_plan_succeeds_and_appends_no_state_event(
+    service: SessionService,
+) -> None:
+    sid = in_plan(service)
+    before = types(service, sid).count("SessionModeChanged")
+    assert service.tools.call(sid, "EnterPlanMode", {}).document["success"] is True
+    assert types(service, sid).count("SessionModeChanged") == before
+
+
+def test_pm1_description_names_the_situations_and_claims_no_approval() -> None:
+    for situation in ("New feature", "Multiple valid approaches", "Architectural",
+                      "Multi-file", "Unclear requirements"):
+        assert situation in ENTER_DESCRIPTION
+    assert ENTER_DESCRIPTION.count("\n7. ") == 1
+    assert "REQUIRES user approval" not in ENTER_DESCRIPTION
+    assert "must consent" not in ENTER_DESCRIPTION
+
+
+def test_es5_enter_plan_mode_with_a_goal_is_refused_as_a_failed_call(
+    service: SessionService,
+) -> None:
+    sid = service.create_session()["sessionId"]
+    service.start_goal(sid, "ship it")
+    done = service.tools.call(sid, "EnterPlanMode", {}).document
+    assert done["success"] is False
+    assert done["modelContent"] == "Plan and Goal cannot be active at the same time."
+    assert execution(service, sid)["planEnabled"] is False
+
+
+def test_pm2_exit_plan_mode_outside_plan_is_denied(service: SessionService) -> None:
+    sid = service.create_session(mode="yolo")["sessionId"]
+    done = service.tools.call(sid, "ExitPlanMode", {"plan": PLAN}).document
+    assert done["status"] == "denied"
+    assert done["permission"] == {
+        "behavior": "deny", "reason": EXIT_OUTSIDE, "ruleId": "mode.plan.exitOnly"
+    }
+    assert "PlanSubmitted" not in types(service, sid)
+
+
+# -- PM-6: the input and the questionnaire ---------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [
+    {}, {"plan": ""}, {"plan": " \n\t "}, {"plan": "x" * 20001}, {"plan": 5},
+    {"plan": "ok", "allowedPrompts": [{"tool": "Write", "prompt": "x"}]},
+])
+def test_pm6_invalid_input_is_422_and_appends_nothing(
+    service: SessionService, bad: dict[str, Any]
+) -> None:
+    sid = in_plan(service)
+    before = service.store.version(sid)
+    with pytest.raises(InvalidInput):
+        service.tools.call(sid, "ExitPlanMode", bad)
+    assert service.store.version(sid) == before
+
+
+def test_pm6_plan_of_20000_code_points_is_stored_verbatim(service: SessionService) -> None:
+    sid = in_plan(service)
+    plan = "😀" * 20000  # code points, not bytes or UTF-16 units
+    prompts = [{"tool": "Bash", "prompt": "run the tests"}]
+    iid = submit(service, sid, plan, allowedPrompts=prompts, extra={"kept": True})
+    submitted = [e for e in events(service, sid) if e.type == "PlanSubmitted"]
+    assert submitted[0].data.plan == plan  # type: ignore[attr-defined]
+    done = service.tools.respond(sid, iid, "approve")
+    assert done["result"]["allowedPrompts"] == prompts
+    assert done["modelContent"] == APPROVED + plan
+
+
+def test_pm6_protocol_questionnaire_and_blank_feedback_is_422(service: SessionService) -> None:
+    sid = in_plan(service)
+    iid = submit(service, sid)
+    [interaction] = service.document(sid)["interactions"]
+    assert interaction["kind"] == "planApproval"
+    [question] = interaction["payload"]["questions"]
+    assert question["question"] == "Review this implementation plan."
+    assert [o["label"] for o in question["options"]] == ["Approve"]
+    assert interaction["payload"]["plan"] == PLAN
+    assert interaction["autoResolution"] is None  # plan approvals never auto-continue
+    before = service.store.version(sid)
+    with pytest.raises(InvalidInput):
+        service.tools.respond(sid, iid, "feedback", feedback="   ")
+    assert service.store.version(sid) == before
+
+
+def _read_only(*_args: Any, **_kwargs: Any) -> tuple[int, str]:
+    raise PermissionError(13, "Permission denied")
+
+
+# -- PM-7: approval ---------------------------------------------------------------------------
+
+
+def test_pm7_es3_approve_writes_the_file_and_leaves_plan_in_one_batch(
+    service: SessionService,
+) -> None:
+    sid = in_plan(service, mode="yolo")
+    iid = submit(service, sid)
+    done = service.tools.respond(sid, iid, "approve")
+    assert done["success"] is True and done["modelContent"] == APPROVED + PLAN
+    assert plan_file(service, sid).read_bytes() == PLAN.encode("utf-8")
+    assert execution(service, sid) == {"mode": "yolo", "planEnabled": False, "goal": None}
+    log = events(service, sid)
+    approved = next(e for e in log if e.type == "PlanApproved")
+    changed = next(e for e in log if e.type == "SessionModeChanged" and e.seq > approved.seq)
+    resolved = next(e for e in log if e.type == "InteractionResolved")
+    assert resolved.seq < approved.seq and changed.seq == approved.seq + 1
+    assert approved.actor == "user" and approved.data.file_written  # type: ignore[attr-defined]
+    assert changed.data.via == "plan_approval"  # type: ignore[attr-defined]
+    assert not list(plan_file(service, sid).parent.glob(".plan-*"))  # no temp file left
+
+
+def test_pm7_read_only_plans_directory_is_recorded_and_plan_is_left_anyway(
+    service: SessionService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sid = in_plan(service)
+    plans = plan_file(service, sid).parent
+    plans.mkdir(parents=True)
+    plans.chmod(0o500)
+    if os.geteuid() == 0:  # root ignores the mode bits: fail the way a user would
+        monkeypatch.setattr(plan_files.tempfile, "mkstemp", _read_only)
+    try:
+        done = service.tools.respond(sid, submit(service, sid), "approve")
+    finally:
+        plans.chmod(0o700)
+    assert done["success"] is True and done["modelContent"] == APPROVED + PLAN
+    assert not plan_file(service, sid).exists()
+    assert execution(service, sid)["planEnabled"] is False
+    failed = [e for e in events(service, sid) if e.type == "PlanFileWriteFailed"]
+    assert len(failed) == 1 and "Permission" in failed[0].data.error  # type: ignore[attr-defined]
+    assert service.audit(sid)["ok"] is True
+
+
+def test_pm7_cancelled_write_appends_nothing_and_plan_stays_on(
+    service: SessionService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sid = in_plan(service)
+    iid = submit(service, sid)
+    before = service.store.version(sid)
+    handler = service.tools.executor._registry.handler("ExitPlanMode")
+    monkeypatch.setattr(handler, "_gone", lambda _sid: True)  # deleted during the write
+    with pytest.raises(ServiceUnavailable):
+        service.tools.respond(sid, iid, "approve")
+    assert service.store.version(sid) == before
+    assert execution(service, sid)["planEnabled"] is True
+    assert not plan_file(service, sid).exists()
+    assert [i["interactionId"] for i in service.document(sid)["interactions"]] == [iid]
+
+
+# -- PM-8 / PM-9 ------------------------------------------------------------------------------
+
+
+def test_pm8_feedback_is_a_real_user_message_and_plan_stays_on(
+    service: SessionService,
+) -> None:
+    sid = in_plan(service)
+    done = service.tools.respond(sid, submit(service, sid), "feedback", feedback="Add tests.")
+    assert done["status"] == "completed" and done["success"] is False
+    assert done["modelContent"] == NOT_APPROVED
+    assert done["followUpUserInput"] == {
+        "input": "Add tests.", "reasonSource": "plan_approval_feedback"
+    }
+    assert done["turnControl"] is None
+    log = events(service, sid)
+    message = next(e for e in log if e.type == "MessageRecorded")
+    given = next(e for e in log if e.type == "PlanFeedbackGiven")
+    assert message.data.role == "user" and message.data.kind == "real"  # type: ignore[attr-defined]
+    assert message.data.source == "plan_approval_feedback"  # type: ignore[attr-defined]
+    assert message.data.content == "Add tests."  # type: ignore[attr-defined]
+    completed = next(e for e in log if e.type == "ToolCallCompleted" and e.seq > given.seq)
+    assert completed.global_position - message.global_position == completed.seq - message.seq
+    assert execution(service, sid)["planEnabled"] is True
+    assert service.turns.counters(sid).users_since_plan_reminder == 1
+
+
+def test_pm9_deny_stops_the_turn_and_plan_stays_on(service: SessionService) -> None:
+    sid = in_plan(service)
+    done = service.tools.respond(sid, submit(service, sid), "deny")
+    assert done["success"] is False and done["turnControl"] == STOP
+    assert execution(service, sid)["planEnabled"] is True
+    assert not plan_file(service, sid).exists()
+    assert "PlanRejected" in types(service, sid)
+
+
+def test_pm9_headless_is_denied_with_the_turn_stop(service: SessionService) -> None:
+    sid = in_plan(service, host="headless")
+    done = service.tools.call(sid, "ExitPlanMode", {"plan": PLAN}).document
+    assert done["status"] == "denied" and done["modelContent"] == HEADLESS
+    assert done["turnControl"] == STOP
+    rejected = [e for e in events(service, sid) if e.type == "PlanRejected"]
+    assert rejected[0].data.by == "headless"  # type: ignore[attr-defined]
+    assert execution(service, sid)["planEnabled"] is True
+
+
+# -- PM-10: the plan file after a compaction ------------------------------------------------
+
+
+def test_pm10_plan_file_reference_after_each_compaction_only(service: SessionService) -> None:
+    sid = in_plan(service)
+    service.tools.respond(sid, submit(service, sid), "approve")
+    assert all(r.kind != "plan_file_reference" for r in service.turns.prepare_request(sid, []))
+    service.turns.compact(sid)
+    reminders = service.turns.prepare_request(sid, ["TodoWrite"])
+    [ref] = [r for r in reminders if r.kind == "plan_file_reference"]
+    assert ref.text.startswith(f"A plan file exists from plan mode at: {plan_file(service, sid)}")
+    assert PLAN in ref.text and ref.text.rstrip().endswith("continue working on it.")
+    assert all(r.kind != "plan_file_reference" for r in service.turns.prepare_request(sid, []))
+
+
+def test_pm10_no_reference_without_a_file(service: SessionService) -> None:
+    sid = in_plan(service)
+    service.turns.compact(sid)
+    assert all(r.kind != "plan_file_reference" for r in service.turns.prepare_request(sid, []))
+
+
+def test_pm10_reference_is_capped_and_drops_a_partial_character(
+    service: SessionService,
+) -> None:
+    sid = service.create_session()["sessionId"]
+    path = plan_file(service, sid)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"a" + "é".encode() * READ_LIMIT)  # the cap falls inside a character
+    service.turns.compact(sid)
+    [ref] = [r for r in service.turns.prepare_request(sid, [])
+             if r.kind == "plan_file_reference"]
+    assert "a" + "é" * ((READ_LIMIT - 1) // 2) + "\n" in ref.text
+    assert "\ufffd" not in ref.text
+
+
+# -- ES-7: subagents ----------------------------------------------------------------------------
+
+
+def test_es7_subagent_spawned_in_plan_starts_in_plan_without_the_plan_tools(
+    service: SessionService,
+) -> None:
+    parent = in_plan(service)
+    child = service.create_session(parent_session_id=parent, mode="edit")["sessionId"]
+    assert execution(service, child) == {"mode": "edit", "planEnabled": True, "goal": None}
+    surface = service.tools.surface(child)
+    assert "EnterPlanMode" not in surface and "ExitPlanMode" not in surface
+    assert {"EnterPlanMode", "ExitPlanMode"} <= set(service.tools.surface(parent))
+    with pytest.raises(InvalidInput):
+        service.tools.call(child, "ExitPlanMode", {"plan": PLAN})
