@@ -11,13 +11,23 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from eventlog import ChainReport, EventLogError, EventStore, StoreBusy, StoreClosed
+from eventlog import (
+    ChainReport,
+    EventLogError,
+    EventStore,
+    PlanFileWriteFailed,
+    StoreBusy,
+    StoreClosed,
+)
 from projections import Projections, compare_session
 
-__all__ = ["AuditProgress", "AuditReport", "audit_log", "audit_session", "projection_differences"]
+__all__ = [
+    "AuditProgress", "AuditReport", "audit_log", "audit_session", "plan_file_notes",
+    "projection_differences",
+]
 
 AuditProgress = Callable[[int, int], None]
 """``progress(done, total)``: sessions audited so far out of all of them."""
@@ -32,6 +42,8 @@ class AuditReport:
     first_bad_seq: int | None
     reason: str | None
     differences: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    """Not faults but worth knowing: plan files that could not be written (PM-7)."""
 
     @classmethod
     def from_chain(cls, report: ChainReport, differences: tuple[str, ...] = ()) -> AuditReport:
@@ -52,13 +64,16 @@ class AuditReport:
         return self.chain_ok and self.projections_ok
 
     def to_wire(self) -> dict[str, Any]:
-        """The ``GET /v1/sessions/{id}/audit`` shape of SPEC §11."""
-        return {
+        """The ``GET /v1/sessions/{id}/audit`` shape of SPEC §11 (plus ``notes`` when any)."""
+        wire: dict[str, Any] = {
             "ok": self.ok,
             "events": self.events,
             "chain": {"ok": self.chain_ok, "firstBadSeq": self.first_bad_seq},
             "projections": {"ok": self.projections_ok, "differences": list(self.differences)},
         }
+        if self.notes:
+            wire["notes"] = list(self.notes)
+        return wire
 
 
 def projection_differences(
@@ -76,10 +91,28 @@ def projection_differences(
         return (f"execution_state: {session_id} cannot be compared ({exc.__class__.__name__})",)
 
 
+def plan_file_notes(store: EventStore, session_id: str) -> tuple[str, ...]:
+    """Each recorded ``PlanFileWriteFailed`` as a note (the log is read once more)."""
+    try:
+        return tuple(
+            f"seq {e.seq}: plan file {e.data.path} not written ({e.data.error})"
+            for e in store.read_session(session_id)
+            if isinstance(e.data, PlanFileWriteFailed)
+        )
+    except (StoreBusy, StoreClosed):
+        raise
+    except (EventLogError, ValueError, TypeError, sqlite3.DatabaseError):
+        return ()  # the projection half names what cannot be read
+
+
 def audit_session(store: EventStore, projections: Projections, session_id: str) -> AuditReport:
-    """Both halves of one session's audit (the caller checks the session exists)."""
+    """Both halves of one session's audit (the caller checks the session exists), with the
+    plan files it could not write as notes."""
     (chain,) = store.verify(session_id)
-    return AuditReport.from_chain(chain, projection_differences(store, projections, session_id))
+    report = AuditReport.from_chain(
+        chain, projection_differences(store, projections, session_id)
+    )
+    return replace(report, notes=plan_file_notes(store, session_id))
 
 
 def audit_log(
@@ -110,5 +143,9 @@ def audit_log(
                 earlier.differences if earlier is not None
                 else projection_differences(store, projections, chain.session_id)
             )
-            reports[chain.session_id] = AuditReport.from_chain(chain, differences)
+            notes = (earlier.notes if earlier is not None
+                     else plan_file_notes(store, chain.session_id))
+            reports[chain.session_id] = replace(
+                AuditReport.from_chain(chain, differences), notes=notes
+            )
     return list(reports.values())

@@ -42,6 +42,7 @@ from .config import (
 )
 from .documents import describe_event, state_document, state_note
 from .errors import CorruptLog, InvalidInput, SessionLedgerError, from_eventlog
+from .plan_files import restore_plan_files
 from .sessions import MAX_CURSOR, AuditReport, SessionService
 from .workspace_config import load_workspace_config
 
@@ -339,6 +340,8 @@ def audit(db: str | None, session_id: str | None) -> None:
                        f" ({escape(report.reason or 'unknown reason')})")
         for difference in report.differences:
             _out.print(f"FAIL {report.session_id}: projection differs: {escape(difference)}")
+        for note in report.notes:
+            _out.print(f"NOTE {report.session_id}: {escape(note)}")
     if not all(r.ok for r in reports):
         raise click.exceptions.Exit(1)
     events_total = sum(r.events for r in reports)
@@ -353,7 +356,10 @@ def rebuild(db: str | None) -> None:
     """Drop every projection and rebuild it from the log."""
     with _service(db) as service, _progress("rebuilding", console=_err, show=True) as (tick, _):
         folded = service.rebuild_projections(progress=tick)
+        restored = restore_plan_files(service.store, service.summaries())
     _out.print(f"rebuilt every projection: {folded} events folded")
+    for path in restored:
+        _out.print(f"restored the approved plan file {escape(path)}")
 
 
 @main.command()

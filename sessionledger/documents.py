@@ -24,6 +24,8 @@ from eventlog import (
 from projections import SessionSummary
 from statemachine.execution import ExecutionState
 
+from .plan_story import PLAN_DESCRIBERS
+
 __all__ = [
     "DESCRIBERS",
     "DisplayMode",
@@ -156,6 +158,10 @@ def describe_event(event: RecordedEvent) -> str:
     describer = DESCRIBERS.get(event.type)
     if describer is not None:
         return describer(event)
+    plan = PLAN_DESCRIBERS.get(event.type)  # the plan story, issue 7
+    note = plan(event) if plan is not None else None
+    if note is not None:
+        return note
     payload = event.data.model_dump(mode="json", by_alias=True, exclude={"type"})
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     return text if len(text) <= NOTE_WIDTH else text[: NOTE_WIDTH - 1] + "…"

@@ -22,9 +22,12 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from eventlog import EventStore, PlanApproved
+from projections import SessionSummary
 
 from .runtime.reminders import Reminder, ReminderContext, ReminderSource
 
@@ -39,6 +42,7 @@ __all__ = [
     "plan_file_source",
     "plan_path",
     "read_plan_file",
+    "restore_plan_files",
 ]
 
 PLANS_DIR = Path(".zcode") / "plans"
@@ -167,3 +171,30 @@ def plan_file_source() -> ReminderSource:
         return Reminder("plan_file_reference", plan_file_reference_text(*found))
 
     return source
+
+
+def restore_plan_files(
+    store: EventStore, sessions: Iterable[SessionSummary], files: PlanFiles | None = None
+) -> list[str]:
+    """``rebuild``: write again each live session's last approved plan whose file is missing
+    or differs from the log; the absolute paths written. Unwritable ones are skipped."""
+    writer = files if files is not None else PlanFiles()
+    restored: list[str] = []
+    for summary in sessions:
+        if summary.deleted:
+            continue
+        approved = [e.data for e in store.read_session(summary.session_id)
+                    if isinstance(e.data, PlanApproved)]
+        if not approved or _matches(summary, approved[-1].plan):
+            continue
+        result = writer.write(summary.workspace, summary.session_id, approved[-1].plan)
+        if result.written:
+            restored.append(str(plan_path(summary.workspace, summary.session_id)))
+    return restored
+
+
+def _matches(summary: SessionSummary, plan: str) -> bool:
+    try:
+        return plan_path(summary.workspace, summary.session_id).read_bytes() == plan.encode()
+    except (OSError, ValueError):
+        return False
