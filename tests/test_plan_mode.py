@@ -326,3 +326,14 @@ def test_es7_subagent_spawned_in_plan_starts_in_plan_without_the_plan_tools(
     assert {"EnterPlanMode", "ExitPlanMode"} <= set(service.tools.surface(parent))
     with pytest.raises(InvalidInput):
         service.tools.call(child, "ExitPlanMode", {"plan": PLAN})
+
+
+def test_pm9_rules_apply_only_while_plan_is_on(service: SessionService) -> None:
+    sid = in_plan(service)
+    first, second = submit(service, sid), submit(service, sid)
+    service.set_mode(sid, "build")  # Plan left by another path while both wait
+    denied = service.tools.respond(sid, first, "deny")
+    assert denied["success"] is False and denied["turnControl"] is None
+    fed = service.tools.respond(sid, second, "feedback", feedback="later")
+    assert fed["followUpUserInput"] is None
+    assert "MessageRecorded" not in types(service, sid)

@@ -177,7 +177,7 @@ class ExitPlanModeHandler:
                                   result={"approved": False})
         if decided.state == "approved":
             return self._approve(context, parsed)
-        return _not_approved(decided, feedback)
+        return _not_approved(decided, feedback, plan_on=execution.plan_enabled)
 
     def _approve(self, context: ToolContext, parsed: ExitPlanInput) -> HandlerOutcome:
         session = context.session
@@ -210,8 +210,15 @@ class ExitPlanModeHandler:
         )
 
 
-def _not_approved(decided: PlanOutcome, feedback: str | None) -> HandlerOutcome:
+def _not_approved(
+    decided: PlanOutcome, feedback: str | None, *, plan_on: bool
+) -> HandlerOutcome:
+    """PM-8 and PM-9; they apply only while Plan is on (left meanwhile by another path, the
+    answer is recorded and the call fails, nothing steered or stopped)."""
     assert decided.event is not None
+    if not plan_on:
+        return HandlerOutcome(success=False, model_content=NOT_APPROVED,
+                              result={"approved": False}, events=(decided.event,))
     if decided.state == "feedback":
         assert feedback is not None
         message = MessageRecorded(
