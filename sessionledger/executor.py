@@ -207,8 +207,10 @@ class ToolExecutor:
             aware = handler if isinstance(handler, AskAware) else None
             if isinstance(answer, Pending):
                 kind, payload = handler.interaction(raw)
-                if aware is not None:
-                    events.extend(aware.asked(self._context(session, call_id), raw))
+                if aware is not None:  # the host's view of the request, and its records
+                    asked = aware.asked(self._context(session, call_id), raw, host)
+                    kind, payload = asked.kind, asked.payload
+                    events.extend(asked.events)
                 return [*events, InteractionRequested(
                     interaction_id=new_id("int"), call_id=call_id, kind=kind, payload=payload,
                 )]

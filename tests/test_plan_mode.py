@@ -337,3 +337,37 @@ def test_pm9_rules_apply_only_while_plan_is_on(service: SessionService) -> None:
     fed = service.tools.respond(sid, second, "feedback", feedback="later")
     assert fed["followUpUserInput"] is None
     assert "MessageRecorded" not in types(service, sid)
+
+
+def test_pm6_tui_gets_an_ordinary_approval_request(service: SessionService) -> None:
+    sid = in_plan(service, host="tui")
+    iid = submit(service, sid, allowedPrompts=[{"tool": "Bash", "prompt": "run tests"}])
+    [interaction] = service.document(sid)["interactions"]
+    payload = interaction["payload"]
+    assert interaction["kind"] == "planApproval" and "questions" not in payload
+    assert payload["tool"] == "ExitPlanMode" and payload["input"]["plan"] == PLAN
+    assert interaction["autoResolution"] is None
+    done = service.tools.respond(sid, iid, "approve")
+    assert done["modelContent"] == APPROVED + PLAN
+
+
+def test_pm7_a_tui_modify_approves_the_edited_plan(service: SessionService) -> None:
+    sid = in_plan(service, host="tui")
+    iid = submit(service, sid)
+    edited = PLAN + "3. One more step\n"
+    done = service.tools.respond(sid, iid, "modify", input={"plan": edited})
+    assert done["modelContent"] == APPROVED + edited
+    assert plan_file(service, sid).read_text(encoding="utf-8") == edited
+
+
+def test_rs2_handoff_finds_the_plan_of_a_real_approval(service: SessionService) -> None:
+    sid = in_plan(service)
+    service.tools.respond(sid, submit(service, sid, "the rejected one"), "deny")
+    service.tools.respond(sid, submit(service, sid), "approve")
+    caller = service.create_session()["sessionId"]
+    document = service.tools.call(caller, "ReadSessionContext", {
+        "sessionId": sid, "query": "continue", "strategy": "handoff",
+    }).document
+    assert document["success"] is True
+    assert PLAN.strip() in document["modelContent"]
+    assert "the rejected one" not in document["modelContent"]

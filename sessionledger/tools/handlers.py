@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from eventlog import Event, FollowUpData, InteractionKind, TurnControlData
+from eventlog import Event, FollowUpData, HostKind, InteractionKind, TurnControlData
 from projections import SessionSummary
 
 from .descriptors import ToolDescriptor
 from .todo_contract import TodoFields
 
-__all__ = ["AskAware", "HandlerOutcome", "Resolution", "ToolContext", "ToolHandler"]
+__all__ = ["AskAware", "Asked", "HandlerOutcome", "Resolution", "ToolContext", "ToolHandler"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,13 +83,22 @@ class ToolHandler(Protocol):
         """Run with the (possibly user-modified) input; ``resolution`` if the user answered."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Asked:
+    """A waiting call as one host shows it (replaces :meth:`ToolHandler.interaction`)."""
+
+    kind: InteractionKind
+    payload: dict[str, Any]
+    events: tuple[Event, ...] = ()
+
+
 @runtime_checkable
 class AskAware(Protocol):
     """A handler with something to record when its call needs the user (ExitPlanMode's
     ``PlanSubmitted``, PM-6) or when a deny broker refuses it (PM-9's turn stop)."""
 
-    def asked(self, context: ToolContext, raw: Mapping[str, Any]) -> tuple[Event, ...]:
-        """Events appended with the pending interaction."""
+    def asked(self, context: ToolContext, raw: Mapping[str, Any], host: HostKind) -> Asked:
+        """What ``host`` shows the user, and the events appended with the interaction."""
 
     def broker_denied(self, context: ToolContext, raw: Mapping[str, Any]) -> HandlerOutcome:
         """Events and turn control appended with the broker's denial."""

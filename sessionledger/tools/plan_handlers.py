@@ -26,6 +26,7 @@ from typing import Any
 from eventlog import (
     Event,
     FollowUpData,
+    HostKind,
     InteractionKind,
     MessageRecorded,
     PlanApproved,
@@ -39,7 +40,7 @@ from statemachine.plan_approval import PlanOutcome, PlanRefusal, decide_plan
 from ..errors import ServiceUnavailable
 from ..plan_files import PlanFiles, PlanWriteCancelled
 from .descriptors import SERVICE_TOOLS, ToolDescriptor
-from .handlers import HandlerOutcome, Resolution, ToolContext
+from .handlers import Asked, HandlerOutcome, Resolution, ToolContext
 from .plan_contract import (
     APPROVE_OPTION,
     ENTER_DESCRIPTION,
@@ -125,26 +126,35 @@ class ExitPlanModeHandler:
         parse_exit_input(raw)
 
     def interaction(self, raw: Mapping[str, Any]) -> tuple[InteractionKind, dict[str, Any]]:
-        """The protocol host's one-option questionnaire and the TUI's approval, one payload."""
-        parsed = parse_exit_input(raw)
-        return "planApproval", {
-            "plan": parsed.plan,
-            "allowedPrompts": _prompts(parsed),
-            "questions": [{
-                "question": REVIEW_QUESTION, "header": "Plan",
-                "options": [{"label": APPROVE_OPTION}], "multiSelect": False,
-                "feedback": True,
-            }],
-        }
+        """The protocol host's view (see :meth:`asked` for the host-specific one)."""
+        asked = self._view(parse_exit_input(raw), "protocol")
+        return asked.kind, asked.payload
 
     # -- the executor's hooks for an ask (see ToolExecutor._first_step) ---------------------
 
-    def asked(self, context: ToolContext, raw: Mapping[str, Any]) -> tuple[Event, ...]:
-        """The call waits for the user: the plan is submitted."""
+    def asked(self, context: ToolContext, raw: Mapping[str, Any], host: HostKind) -> Asked:
+        """The call waits for the user: the plan is submitted (PM-6). A protocol host shows
+        the one-option questionnaire with free-text feedback; the TUI an ordinary approval
+        request of the call. Both are plan approvals: never auto-continued."""
         parsed = parse_exit_input(raw)
-        return (PlanSubmitted(
+        view = self._view(parsed, host)
+        submitted = PlanSubmitted(
             allowed_prompts=tuple(_prompts(parsed)), call_id=context.call_id, plan=parsed.plan
-        ),)
+        )
+        return Asked(kind=view.kind, payload=view.payload, events=(submitted,))
+
+    @staticmethod
+    def _view(parsed: ExitPlanInput, host: HostKind) -> Asked:
+        base: dict[str, Any] = {"plan": parsed.plan, "allowedPrompts": _prompts(parsed)}
+        if host == "tui":
+            return Asked(kind="planApproval", payload={
+                **base, "tool": "ExitPlanMode",
+                "input": parsed.model_dump(mode="json", by_alias=True),
+            })
+        return Asked(kind="planApproval", payload={**base, "questions": [{
+            "question": REVIEW_QUESTION, "header": "Plan",
+            "options": [{"label": APPROVE_OPTION}], "multiSelect": False, "feedback": True,
+        }]})
 
     def broker_denied(self, context: ToolContext, raw: Mapping[str, Any]) -> HandlerOutcome:
         """A headless host has nobody to ask (PM-9, HO-3): the turn ends, Plan stays."""
