@@ -24,6 +24,8 @@ from eventlog import (
 )
 from statemachine.execution import ExecutionState
 
+from .table_backed import TableBacked
+
 __all__ = [
     "APPLIERS",
     "ExecutionStateProjection",
@@ -146,7 +148,7 @@ class SummaryTable(Protocol):
     def newest_first(self, tx: Any) -> list[SessionSummary]: ...
 
 
-class ExecutionStateProjection:
+class ExecutionStateProjection(TableBacked[SummaryTable]):
     """The inline projection the store runs: fold events, save the touched summaries."""
 
     name = "execution_state"
@@ -154,15 +156,6 @@ class ExecutionStateProjection:
 
     def __init__(self, table: SummaryTable) -> None:
         self.table = table
-
-    def create(self, tx: Any) -> None:
-        self.table.create(tx)
-
-    def is_present(self, tx: Any) -> bool:
-        return self.table.is_present(tx)
-
-    def drop(self, tx: Any) -> None:
-        self.table.drop(tx)
 
     def forget(self, tx: Any, session_id: str) -> None:
         self.table.delete(tx, session_id)

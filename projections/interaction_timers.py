@@ -41,6 +41,7 @@ from statemachine.interaction import (
 )
 
 from .interaction_timer_tables import TimerRow, TimerTable
+from .table_backed import TableBacked
 
 __all__ = [
     "SETTINGS_STREAM",
@@ -225,7 +226,7 @@ def auto_resolution_wire(entry: dict[str, Any]) -> dict[str, Any] | None:
 # -- the inline projection ------------------------------------------------------------------
 
 
-class InteractionTimersProjection:
+class InteractionTimersProjection(TableBacked[TimerTable]):
     """The inline projection the store runs: fold events, save the touched rows."""
 
     name = "interaction_timers"
@@ -233,15 +234,6 @@ class InteractionTimersProjection:
 
     def __init__(self, table: TimerTable) -> None:
         self.table = table
-
-    def create(self, tx: Any) -> None:
-        self.table.create(tx)
-
-    def is_present(self, tx: Any) -> bool:
-        return self.table.is_present(tx)
-
-    def drop(self, tx: Any) -> None:
-        self.table.drop(tx)
 
     def forget(self, tx: Any, session_id: str) -> None:
         self.table.delete(tx, session_id)

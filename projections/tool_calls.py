@@ -21,6 +21,7 @@ from eventlog import (
 )
 
 from .documents import Doc, DocTable
+from .table_backed import TableBacked
 
 __all__ = [
     "DocProjection",
@@ -151,7 +152,7 @@ def _keys_of(event: RecordedEvent) -> list[tuple[str, bool]]:
 Fold = Callable[[dict[str, Doc | None], RecordedEvent], str | None]
 
 
-class DocProjection:
+class DocProjection(TableBacked[DocTable]):
     """An inline projection folding events into keyed documents (calls or interactions)."""
 
     def __init__(
@@ -163,15 +164,6 @@ class DocProjection:
         self.table = table
         self.fold = fold
         self.types = types
-
-    def create(self, tx: Any) -> None:
-        self.table.create(tx)
-
-    def is_present(self, tx: Any) -> bool:
-        return self.table.is_present(tx)
-
-    def drop(self, tx: Any) -> None:
-        self.table.drop(tx)
 
     def forget(self, tx: Any, session_id: str) -> None:
         self.table.delete_session(tx, session_id)

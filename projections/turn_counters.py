@@ -26,6 +26,7 @@ from eventlog import (
 )
 
 from .documents import Doc, DocTable
+from .table_backed import TableBacked
 
 __all__ = [
     "TURN_EVENTS",
@@ -150,7 +151,7 @@ def _doc(counters: TurnCounters, seq: int) -> Doc:
     return Doc(counters.session_id, counters.session_id, "live", seq, counters.to_body())
 
 
-class TurnCountersProjection:
+class TurnCountersProjection(TableBacked[DocTable]):
     """The inline projection the store runs: fold turn events, save the touched counters."""
 
     name = "turn_counters"
@@ -158,15 +159,6 @@ class TurnCountersProjection:
 
     def __init__(self, table: DocTable) -> None:
         self.table = table
-
-    def create(self, tx: Any) -> None:
-        self.table.create(tx)
-
-    def is_present(self, tx: Any) -> bool:
-        return self.table.is_present(tx)
-
-    def drop(self, tx: Any) -> None:
-        self.table.drop(tx)
 
     def forget(self, tx: Any, session_id: str) -> None:
         self.table.delete_session(tx, session_id)
