@@ -371,3 +371,19 @@ def test_rs2_handoff_finds_the_plan_of_a_real_approval(service: SessionService) 
     assert document["success"] is True
     assert PLAN.strip() in document["modelContent"]
     assert "the rejected one" not in document["modelContent"]
+
+
+def test_pm5_pm10_order_runtime_mode_then_plan_file_then_todo(service: SessionService) -> None:
+    sid = in_plan(service)
+    service.tools.respond(sid, submit(service, sid), "approve")
+    service.tools.call(sid, "EnterPlanMode", {})  # a new Plan period, the old file stays
+    for number in range(12):
+        service.turns.record_message(sid, "assistant", f"step {number}")
+    service.turns.compact(sid)
+    continued = service.turns.prepare_request(sid, ["TodoWrite"], continuation=True)
+    assert [r.kind for r in continued] == ["runtime_mode", "plan_file_reference"]
+    service.turns.compact(sid)
+    for number in range(12):
+        service.turns.record_message(sid, "assistant", f"more {number}")
+    reminders = service.turns.prepare_request(sid, ["TodoWrite"])
+    assert [r.kind for r in reminders] == ["plan_file_reference", "todo_reminder"]
