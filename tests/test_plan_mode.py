@@ -387,3 +387,56 @@ def test_pm5_pm10_order_runtime_mode_then_plan_file_then_todo(service: SessionSe
         service.turns.record_message(sid, "assistant", f"more {number}")
     reminders = service.turns.prepare_request(sid, ["TodoWrite"])
     assert [r.kind for r in reminders] == ["plan_file_reference", "todo_reminder"]
+
+
+def test_pm7_session_deleted_during_the_write_leaves_plan_on(
+    service: SessionService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Acceptance 3: the deletion lands between writing the temporary file and the rename."""
+    sid = in_plan(service)
+    iid = submit(service, sid)
+    fsync = os.fsync
+
+    def delete_then_sync(fd: int) -> None:
+        service.delete_session(sid)
+        fsync(fd)
+
+    monkeypatch.setattr(plan_files.os, "fsync", delete_then_sync)
+    target = plan_file(service, sid)
+    with pytest.raises(ServiceUnavailable):
+        service.tools.respond(sid, iid, "approve")
+    assert not target.exists()
+    assert not list(target.parent.iterdir())  # the temporary file is gone
+    summary = service.summary(sid, allow_deleted=True)
+    assert summary.execution.plan_enabled is True
+    assert not any(e.type in ("PlanApproved", "InteractionResolved") for e in events(service, sid))
+
+
+def test_pm7_shutdown_during_the_write_leaves_plan_on_after_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Acceptance 3: the service stops while the plan is written; reopened, Plan is on and
+    the approval still waits."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    service = SessionService.open(url, workspace_root=tmp_path)
+    sid = in_plan(service)
+    iid = submit(service, sid)
+    fsync = os.fsync
+
+    def stop_then_sync(fd: int) -> None:
+        service.close()
+        fsync(fd)
+
+    monkeypatch.setattr(plan_files.os, "fsync", stop_then_sync)
+    with pytest.raises(ServiceUnavailable):
+        service.tools.respond(sid, iid, "approve")
+    monkeypatch.undo()
+    reopened = SessionService.open(url, workspace_root=tmp_path)
+    try:
+        assert execution(reopened, sid)["planEnabled"] is True
+        assert [i["interactionId"] for i in reopened.document(sid)["interactions"]] == [iid]
+        assert not plan_path(reopened.document(sid)["workspace"], sid).exists()
+        done = reopened.tools.respond(sid, iid, "approve")  # answered after the restart
+        assert done["success"] is True and execution(reopened, sid)["planEnabled"] is False
+    finally:
+        reopened.close()
