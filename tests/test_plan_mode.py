@@ -213,7 +213,8 @@ def test_pm7_read_only_plans_directory_is_recorded_and_plan_is_left_anyway(
     assert execution(service, sid)["planEnabled"] is False
     failed = [e for e in events(service, sid) if e.type == "PlanFileWriteFailed"]
     assert len(failed) == 1 and "Permission" in failed[0].data.error  # type: ignore[attr-defined]
-    assert service.audit(sid)["ok"] is True
+    report = service.audit(sid)
+    assert report["ok"] is True and "not written" in report["notes"][0]
 
 
 def test_pm7_cancelled_write_appends_nothing_and_plan_stays_on(
@@ -440,3 +441,19 @@ def test_pm7_shutdown_during_the_write_leaves_plan_on_after_a_restart(
         assert done["success"] is True and execution(reopened, sid)["planEnabled"] is False
     finally:
         reopened.close()
+
+
+@pytest.mark.parametrize("sub", ["a b", "é 中文 😀", "x/../y", "deep/er"])
+def test_pm7_awkward_session_workspaces_get_the_file_inside_their_plans_directory(
+    service: SessionService, sub: str
+) -> None:
+    """Acceptance 2 through the service: the session's own workspace, resolved."""
+    workspace = service.workspace_root / sub
+    workspace.mkdir(parents=True, exist_ok=True)
+    sid = service.create_session(mode="plan", workspace=str(workspace))["sessionId"]
+    before = {p for p in service.workspace_root.rglob("*") if p.is_file()}
+    service.tools.respond(sid, submit(service, sid), "approve")
+    after = {p for p in service.workspace_root.rglob("*") if p.is_file()}
+    expected = workspace.resolve() / ".zcode" / "plans" / f"plan-{sid}.md"
+    assert after - before == {expected}
+    assert expected.read_text(encoding="utf-8") == PLAN
