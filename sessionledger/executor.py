@@ -168,6 +168,7 @@ class ToolExecutor:
                 )
             except ConcurrencyConflict:
                 continue
+            self._runtime.observe(session_id, appended.events)  # EnterPlanMode (#7)
             # The id was free at this version, so the view folded the call from nothing.
             found = call_document(appended.events, session_id, cid)
             assert found is not None
@@ -268,12 +269,13 @@ class ToolExecutor:
                 session, handler, call.body["input"], interaction, decision, input, feedback
             )
             try:
-                self._store.append(
+                appended = self._store.append(
                     session_id, [NewEvent(e, actor="user", causation_id=call_id) for e in events],
                     expected_version=session.version,
                 )
             except ConcurrencyConflict:
                 continue
+            self._runtime.observe(session_id, appended.events)  # a plan approval's exit (#7)
             done = self._projections.call(self._store, session_id, call_id)
             assert done is not None
             return call_wire(done)

@@ -457,3 +457,21 @@ def test_pm7_awkward_session_workspaces_get_the_file_inside_their_plans_director
     expected = workspace.resolve() / ".zcode" / "plans" / f"plan-{sid}.md"
     assert after - before == {expected}
     assert expected.read_text(encoding="utf-8") == PLAN
+
+
+def test_es6_plan_tools_update_the_runtime_memory_and_tell_its_subscribers(
+    service: SessionService,
+) -> None:
+    sid = service.create_session(mode="edit")["sessionId"]
+    assert service.runtime.state(sid).plan_enabled is False  # loaded into memory
+    told: list[Any] = []
+    service.runtime.subscribe(told.append)
+    service.tools.call(sid, "EnterPlanMode", {})
+    assert service.runtime.state(sid).plan_enabled is True
+    service.tools.respond(sid, submit(service, sid), "approve")
+    state = service.runtime.state(sid)
+    assert (state.mode, state.plan_enabled) == ("edit", False)
+    assert [[e.type for e in result.events] for result in told] == [
+        ["SessionModeChanged"], ["SessionModeChanged"],
+    ]
+    assert told[-1].version == service.store.version(sid)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from eventlog import (
@@ -36,6 +36,7 @@ from ..errors import CommandRefused, Conflict, SessionDeleted, SessionNotFound
 __all__ = ["CommandResult", "ExecutionRuntime", "StateListener"]
 
 _ATTEMPTS = 5
+_STATE_EVENTS = frozenset({"SessionModeChanged", "GoalStarted", "GoalEnded"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +99,19 @@ class ExecutionRuntime:
             held = self._memory.get(session_id)
             if held is None or held[1] < version:
                 self._memory[session_id] = (state, version)
+
+    def observe(self, session_id: str, events: Sequence[RecordedEvent]) -> None:
+        """A batch appended by another path (a plan tool's completion, #7) that may change
+        the state: after the append, remember the projection's new state and publish it,
+        as :meth:`execute` would (ES-6). Batches without a state event cost one scan."""
+        changes = tuple(e for e in events if e.type in _STATE_EVENTS)
+        if not changes:
+            return
+        summary = self.summary(session_id)
+        self._remember(session_id, summary.execution, summary.version)
+        self._listeners.publish(
+            CommandResult(session_id, summary.execution, summary.version, changes)
+        )
 
     def forget(self, session_id: str) -> None:
         """Drop the session from memory (deleted or purged)."""

@@ -35,7 +35,7 @@ from eventlog import (
     TurnControlData,
 )
 from statemachine.execution import LeavePlan, Refusal, SetMode, decide_events
-from statemachine.plan_approval import PlanOutcome, PlanRefusal, decide_plan
+from statemachine.plan_approval import Answer, PlanOutcome, PlanRefusal, decide_plan
 
 from ..errors import ServiceUnavailable
 from ..plan_files import PlanFiles, PlanWriteCancelled
@@ -175,7 +175,7 @@ class ExitPlanModeHandler:
         return self._outcome(context, parsed, resolution.decision, resolution.feedback)
 
     def _outcome(
-        self, context: ToolContext, parsed: ExitPlanInput, answer: Any, feedback: str | None
+        self, context: ToolContext, parsed: ExitPlanInput, answer: Answer, feedback: str | None
     ) -> HandlerOutcome:
         execution = context.session.execution
         decided = decide_plan(
