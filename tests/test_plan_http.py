@@ -109,3 +109,23 @@ def test_pm6_invalid_plan_is_422_and_appends_nothing(http: httpx.Client) -> None
         assert response.status_code == 422
         assert response.json()["error"]["code"] == "invalid_input"
     assert http.get(f"/v1/sessions/{sid}").json()["version"] == before
+
+
+def test_unwritable_plans_directory_over_http_is_left_recorded_and_audited(
+    server: ServerProcess, http: httpx.Client
+) -> None:
+    """Acceptance 3 against the real server: ``.zcode`` is a file, so the plans directory
+    cannot be made (this works as root too, unlike a read-only mode)."""
+    workspace = server.workspace / "blocked"
+    workspace.mkdir()
+    (workspace / ".zcode").write_text("not a directory", encoding="utf-8")
+    sid = create_session(http, mode="plan", workspace=str(workspace))
+    pending = _call(http, sid, "ExitPlanMode", {"plan": PLAN})
+    done = _respond(http, sid, pending.json()["interactionId"], decision="approve")
+    assert done["success"] is True and done["modelContent"] == APPROVED + PLAN
+    assert done["result"]["fileWritten"] is False
+    assert _state(http, sid)["planEnabled"] is False
+    types = [e["type"] for e in http.get(f"/v1/sessions/{sid}/events").json()["events"]]
+    assert types.index("PlanFileWriteFailed") + 1 == types.index("PlanApproved")
+    audit = http.get(f"/v1/sessions/{sid}/audit").json()
+    assert audit["ok"] is True and "not written" in audit["notes"][0]
