@@ -47,6 +47,7 @@ from projections.tool_calls import DocProjection, fold_call, fold_interaction
 from projections.turn_counters import TurnCountersProjection
 from sessionledger.errors import CommandRefused, Conflict
 from sessionledger.runtime import CommandResult, ExecutionRuntime
+from sessionledger.runtime.execution import ATTEMPTS
 from statemachine.execution import (
     Command,
     Cycle,
@@ -521,9 +522,9 @@ def test_es6_runtime_answers_conflict_only_after_every_retry_lost(ledger: Ledger
     with pytest.raises(Conflict) as raised:
         runtime.execute(session, EnterPlan(), via="enter_plan_tool")
     assert not isinstance(raised.value, CommandRefused)
-    assert behind.appends == 5
+    assert behind.appends == ATTEMPTS
     assert runtime.state(session) == ExecutionState()
-    assert [e.type for e in store.read_session(session)][1:] == ["MessageRecorded"] * 5
+    assert [e.type for e in store.read_session(session)][1:] == ["MessageRecorded"] * ATTEMPTS
 
 
 # -- ES-7: subagents snapshot the parent's Plan switch ------------------------------------------

@@ -35,7 +35,9 @@ from ..errors import CommandRefused, Conflict, SessionDeleted, SessionNotFound
 
 __all__ = ["CommandResult", "ExecutionRuntime", "StateListener"]
 
-_ATTEMPTS = 5
+ATTEMPTS = 16
+"""Decide-and-append rounds before a 409: enough that two busy writers on one session (two
+processes, or a runtime beside the executor) settle, with backoff doubling to ~64 ms."""
 _STATE_EVENTS = frozenset({"SessionModeChanged", "GoalStarted", "GoalEnded"})
 
 
@@ -132,7 +134,7 @@ class ExecutionRuntime:
 
         ``message`` (the ``/plan`` task) is recorded as a real user message in the same batch.
         """
-        for attempt in range(_ATTEMPTS):
+        for attempt in range(ATTEMPTS):
             summary = self.summary(session_id)
             current, version = summary.execution, summary.version
             decision = decide_events(current, command, via=via)
@@ -152,7 +154,7 @@ class ExecutionRuntime:
                 )
             except ConcurrencyConflict:
                 # Someone else wrote first: back off a little, then decide again afresh.
-                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+                time.sleep(random.uniform(0, 0.001 * 2 ** min(attempt, 6)))
                 continue
             result = CommandResult(session_id, after, appended.version, appended.events)
             self._remember(session_id, after, appended.version)
