@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,45 +41,7 @@ EXACT_DESCRIPTION = (
 MODES = ("plan", "build", "edit", "yolo", "auto")
 HOSTS = ("protocol", "tui", "headless")
 
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "root"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "ledger.db"
-
-
-@pytest.fixture
-def service(db_path: Path, root: Path) -> Iterator[SessionService]:
-    opened = SessionService.open(f"sqlite:///{db_path}", workspace_root=root)
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def any_service(
-    request: pytest.FixtureRequest, db_path: Path, root: Path
-) -> Iterator[SessionService]:
-    """The service over each backend (the todo table and its in-memory twin)."""
-    url = "memory://" if request.param == "memory" else f"sqlite:///{db_path}"
-    opened = SessionService.open(url, workspace_root=root)
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-@pytest.fixture
-def session(service: SessionService) -> str:
-    return str(service.create_session()["sessionId"])
-
+pytest_plugins = ["todo_fixtures"]
 
 
 # -- TD-1, TD-2: the contract ----------------------------------------------------------------
