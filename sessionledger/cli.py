@@ -58,6 +58,8 @@ Tick = Callable[[int, int], None]
 
 _PIPE_WIDTH = 200
 """Console width when output is not a terminal, so piped tables never cut an id short."""
+_DEMO_WIDTH = 100
+"""The demo's console width when piped (its long lines are never wrapped then)."""
 
 _piped = not sys.stdout.isatty()
 _out = Console(  # piped lines are never wrapped: one event, one line, for grep and friends
@@ -139,7 +141,8 @@ def main() -> None:
 @main.command()
 @db_option
 @click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to bind.")
-@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
+              help="Port to listen on.")
 @click.option(
     "--workspace", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
     help="Workspace root: default workspace of new sessions, which must stay inside it. "
@@ -169,6 +172,28 @@ def serve(
         timer_config=settings.timer_config,
     )
     run_server(settings, service=service)
+
+
+@main.command()
+@click.option(
+    "--db", "db", metavar="URL", default=None,
+    help="Event store URL to run on (sqlite:///path.db). Default: a temporary SQLite file, "
+         f"removed afterwards (${DB_ENV} is not used here).",
+)
+def demo(db: str | None) -> None:
+    """Walk a scripted agent session through every feature, then audit it.
+
+    Modes, Plan with a denied write, a question answered and one auto-continued, todos with
+    a reminder and a dropped-todo warning, plan feedback then approval, a compaction with the
+    plan-file reference, ListModels, ReadSessionContext, deletion and an audit — on the
+    service in process, in a temporary workspace, in a few seconds. Exit 0 when every step
+    went as expected, 1 naming the step that did not.
+    """
+    from .demo import run_demo
+
+    console = Console(highlight=False, width=_DEMO_WIDTH if _piped else None, soft_wrap=_piped)
+    if not run_demo(console, db=db).ok:
+        raise click.exceptions.Exit(1)
 
 
 @main.command()
