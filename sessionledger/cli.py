@@ -422,3 +422,16 @@ def call(db: str | None, session_id: str, tool: str, input_json: str, call_id: s
     _out.print(escape(str(document.get("modelContent", ""))), soft_wrap=True)
     ok = document["status"] == "completed" and document.get("success") is True
     raise SystemExit(0 if ok else 1)
+
+
+@main.command()
+@db_option
+@click.argument("session_id", metavar="SESSION")
+def tui(db: str | None, session_id: str) -> None:
+    """Open the terminal UI on a session: todos with progress, mode (Shift+Tab), Goal, and the
+    approval queue — questions answered with the keys of HO-1, plans approved. Ctrl+Q quits.
+    """
+    from .tui import run_tui  # Textual only for this command
+
+    with _service(db) as service:
+        run_tui(service, session_id)

@@ -1,0 +1,14 @@
+"""The terminal UI host (SPEC HO-1, TD-6): ``sessionledger tui SESSION``, built with Textual.
+
+A package of its own so that Textual is imported only by the ``tui`` command (the other
+commands start fast, like ``serve`` keeps FastAPI to itself). The rules live in pure modules
+— :mod:`.questionnaire` (HO-1's keys and the ``modify`` input) and :mod:`.approval` (the
+ordinary approval request of a plan) — and the widgets (:mod:`.panels`, :mod:`.sidebar`) and
+the app (:mod:`.app`) only draw them and call the session service.
+"""
+
+from __future__ import annotations
+
+from .app import SessionApp, run_tui
+
+__all__ = ["SessionApp", "run_tui"]

@@ -1,0 +1,293 @@
+"""The approval queue's panels: a question's questionnaire, or an ordinary approval request.
+
+One panel shows the head of the session's interaction queue (SPEC HO-1). A panel owns no
+rules and does no I/O: it feeds keys to its pure state (:mod:`.questionnaire`,
+:mod:`.approval`), draws it, opens a text field when the user types Other or feedback, and
+posts what the user decided as an :class:`Answered` message — the app answers it through the
+same service call as HTTP's respond route. User actions are posted as :class:`Engaged` so
+the app can record HO-5 activity. While the text field is open it gets every key; Escape
+there closes the field (it does not reject the question).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.text import Text
+from textual import events
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Input, Static
+
+from eventlog import UserActivityAction
+
+from ..executor import Decision
+from ..tools.ask_user_question import HEADER_CHIP_WIDTH
+from .approval import Approval, ApprovalEffect
+from .questionnaire import Effect, Questionnaire
+
+__all__ = [
+    "Answered",
+    "ApprovalPanel",
+    "Engaged",
+    "InteractionPanel",
+    "QuestionPanel",
+    "panel_for",
+    "render_questionnaire",
+]
+
+_ACTIVITY: dict[str, UserActivityAction] = {
+    "moved": "move", "selected": "select", "type_other": "type",
+}
+
+
+class Answered(Message):
+    """The user answered the interaction: the app calls the service's respond."""
+
+    def __init__(
+        self, interaction_id: str, decision: Decision, *,
+        input: dict[str, Any] | None = None, feedback: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.interaction_id = interaction_id
+        self.decision: Decision = decision
+        self.input = input
+        self.feedback = feedback
+
+
+class Engaged(Message):
+    """The user acted on the interaction (moved, selected, typed): HO-5 activity."""
+
+    def __init__(self, interaction_id: str, action: UserActivityAction) -> None:
+        super().__init__()
+        self.interaction_id = interaction_id
+        self.action: UserActivityAction = action
+
+
+class InteractionPanel(Vertical, can_focus=True):
+    """A focusable panel for one pending interaction, with an optional text field."""
+
+    DEFAULT_CSS = """
+    InteractionPanel { height: auto; padding: 0 1; }
+    InteractionPanel:focus { background: $boost; }
+    InteractionPanel Input { margin: 1 0 0 0; }
+    """
+
+    def __init__(self, interaction: Mapping[str, Any]) -> None:
+        super().__init__(classes="interaction-panel")
+        self.interaction_id = str(interaction["interactionId"])
+        self.kind = str(interaction["kind"])
+        self.payload: Mapping[str, Any] = interaction["payload"]
+        self.body = Static(classes="panel-body")
+        self.field: Input | None = None
+
+    def compose(self) -> Any:
+        yield self.body
+
+    def on_mount(self) -> None:
+        self.redraw()
+
+    def redraw(self) -> None:
+        self.body.update(self.render_state())
+
+    def render_state(self) -> RenderableType:
+        raise NotImplementedError
+
+    def apply_key(self, key: str) -> bool:
+        """Apply a key to the state; whether the panel used it."""
+        raise NotImplementedError
+
+    def field_done(self, text: str) -> None:
+        """The text field was submitted with ``text``."""
+        raise NotImplementedError
+
+    def on_key(self, event: events.Key) -> None:
+        if self.field is not None:  # typing: the field has every key but Escape
+            if event.key == "escape":
+                event.stop()
+                event.prevent_default()
+                self.close_field()
+            return
+        if self.apply_key(event.key):
+            event.stop()
+            event.prevent_default()
+            self.redraw()
+
+    def open_field(self, placeholder: str, value: str = "") -> None:
+        self.close_field()
+        self.field = Input(value=value, placeholder=placeholder, classes="panel-field")
+        self.mount(self.field)
+        self.field.focus()
+
+    def close_field(self) -> None:
+        if self.field is not None:
+            self.field.remove()
+            self.field = None
+            self.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value
+        self.close_field()
+        self.field_done(text)
+        self.redraw()
+
+    def engaged(self, action: UserActivityAction) -> None:
+        self.post_message(Engaged(self.interaction_id, action))
+
+    def answer(
+        self, decision: Decision, *, input: dict[str, Any] | None = None,
+        feedback: str | None = None,
+    ) -> None:
+        self.post_message(
+            Answered(self.interaction_id, decision, input=input, feedback=feedback)
+        )
+
+
+class QuestionPanel(InteractionPanel):
+    """The questionnaire of an AskUserQuestion (HO-1)."""
+
+    def __init__(self, interaction: Mapping[str, Any]) -> None:
+        super().__init__(interaction)
+        self.state = Questionnaire.from_payload(self.payload)
+
+    def render_state(self) -> RenderableType:
+        return render_questionnaire(self.state)
+
+    def apply_key(self, key: str) -> bool:
+        effect: Effect = self.state.press(key)
+        if effect == "none":
+            return False
+        if effect in _ACTIVITY:
+            self.engaged(_ACTIVITY[effect])
+        if effect == "type_other":
+            question = self.state.questions[self.state.current]
+            other = self.state.states[self.state.current].other or ""
+            self.open_field(f"Other: your answer to {question.text!r}", other)
+        elif effect == "submit":
+            self.answer("modify", input=self.state.modify_input(self.payload["questions"]))
+        elif effect == "reject":
+            self.answer("deny")
+        return True
+
+    def field_done(self, text: str) -> None:
+        self.state.type_other(text)
+
+
+class ApprovalPanel(InteractionPanel):
+    """An ordinary approval request: a plan approval on the TUI (PM-6), or a tool's."""
+
+    def __init__(self, interaction: Mapping[str, Any]) -> None:
+        super().__init__(interaction)
+        self.state = Approval.for_kind(self.kind)
+
+    def render_state(self) -> RenderableType:
+        parts: list[RenderableType] = []
+        tool = str(self.payload.get("tool", "a tool"))
+        if self.kind == "planApproval":
+            parts.append(Text(f"{tool}: approve this plan?", style="bold"))
+            parts.append(Panel(Markdown(str(self.payload.get("plan", ""))), title="Plan"))
+            for prompt in self.payload.get("allowedPrompts") or []:
+                parts.append(Text(f"  asks to allow {prompt.get('tool')}: {prompt.get('prompt')}"))
+        else:
+            parts.append(Text(f"{tool} asks for approval", style="bold"))
+            shown = json.dumps(self.payload.get("input", {}), ensure_ascii=False, indent=2)
+            parts.append(Panel(Text(shown), title="Input"))
+        for row, (_choice, label) in enumerate(self.state.choices):
+            mark = "▸" if row == self.state.cursor else " "
+            style = "reverse" if row == self.state.cursor else ""
+            parts.append(Text(f"{mark} {row + 1}. {label}", style=style))
+        parts.append(Text("↑↓/j k move · 1-9 pick · Enter choose · Esc reject", style="dim"))
+        return Group(*parts)
+
+    def apply_key(self, key: str) -> bool:
+        effect: ApprovalEffect = self.state.press(key)
+        if effect == "none":
+            return False
+        if effect == "approve":
+            self.answer("approve")
+        elif effect == "reject":
+            self.answer("deny")
+        elif effect == "type_feedback":
+            self.open_field("Feedback: what should change in the plan? (Enter sends)")
+        return True
+
+    def field_done(self, text: str) -> None:
+        self.answer("feedback", feedback=text)
+
+
+def panel_for(interaction: Mapping[str, Any]) -> InteractionPanel:
+    """The panel that shows ``interaction``: questions get the questionnaire."""
+    if interaction["kind"] == "askUserQuestion":
+        return QuestionPanel(interaction)
+    return ApprovalPanel(interaction)
+
+
+# -- drawing the questionnaire ------------------------------------------------------------
+
+
+def render_questionnaire(state: Questionnaire) -> RenderableType:
+    """The question page (every question, cursor, choices) or the confirmation page."""
+    if state.confirming:
+        return _confirmation(state)
+    parts: list[RenderableType] = []
+    for index, question in enumerate(state.questions):
+        chip = question.header[:HEADER_CHIP_WIDTH]
+        kind = "several answers" if question.multi_select else "one answer"
+        title = Text.assemble((f" {chip} ", "reverse bold"), " ", (question.text, "bold"),
+                              (f"  ({kind})", "dim"))
+        if state.states[index].skipped:
+            title.append("  skipped", style="italic yellow")
+        parts.append(title)
+        parts.extend(_option_lines(state, index))
+        parts.append(Text(""))
+    preview = _cursor_preview(state)
+    if preview is not None:
+        parts.append(Panel(Text(preview), title="Preview"))
+    parts.append(Text(
+        "↑↓/j k move · 1-9 pick · space toggle · o Other · s skip · Enter review · Esc reject",
+        style="dim",
+    ))
+    return Group(*parts)
+
+
+def _option_lines(state: Questionnaire, index: int) -> list[Text]:
+    question, answer = state.questions[index], state.states[index]
+    lines = []
+    for row in range(question.rows):
+        here = state.cursor == (index, row)
+        if row == question.other_row:
+            picked = answer.other is not None
+            label = "Other" + (f": {answer.other}" if picked else "…")
+            description = ""
+        else:
+            picked = row in answer.chosen
+            label, description = question.labels[row], question.descriptions[row]
+        box = ("[x]" if picked else "[ ]") if question.multi_select else (
+            "(•)" if picked else "( )")
+        line = Text(f"{'▸' if here else ' '} {row + 1}. {box} {label}",
+                    style="reverse" if here else "")
+        if description:
+            line.append(f" — {description}", style="dim")
+        lines.append(line)
+    return lines
+
+
+def _cursor_preview(state: Questionnaire) -> str | None:
+    index, row = state.cursor
+    question = state.questions[index]
+    return question.previews[row] if row < len(question.previews) else None
+
+
+def _confirmation(state: Questionnaire) -> RenderableType:
+    parts: list[RenderableType] = [Text("Review your answers", style="bold")]
+    for index, question in enumerate(state.questions):
+        parts.append(Text.assemble(f"  {question.text} → ", (state.status(index), "bold")))
+    parts.append(Text(""))
+    parts.append(Text("Enter submit · ↑↓/j k back to the questions · Esc reject", style="dim"))
+    return Group(*parts)

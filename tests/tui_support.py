@@ -1,0 +1,85 @@
+"""Driving the Textual app in tests: a real service on a SQLite file, the app under a pilot.
+
+:func:`drive` runs one scenario with ``App.run_test()`` inside ``asyncio.run`` — plain
+synchronous tests, no asyncio plugin (docs/decisions.md D83). :func:`plain` turns what a
+widget shows into text; :func:`resolutions` reads the answers the app recorded in the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from sessionledger import SessionService
+from sessionledger.tui import SessionApp
+
+__all__ = ["QUESTION", "Scenario", "drive", "opened", "plain", "question", "resolutions", "types"]
+
+Scenario = Callable[[SessionApp, Pilot[None]], Awaitable[None]]
+
+
+def question(
+    text: str, labels: list[str], *, multi: bool = False, header: str = "Pick",
+    previews: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """One AskUserQuestion question (AQ-2) with ``labels`` as its options."""
+    options: list[dict[str, Any]] = []
+    for label in labels:
+        option: dict[str, Any] = {"label": label, "description": f"about {label}"}
+        if previews and label in previews:
+            option["preview"] = previews[label]
+        options.append(option)
+    return {"question": text, "header": header, "multiSelect": multi, "options": options}
+
+
+QUESTION = {"questions": [question("Which database?", ["SQLite", "PostgreSQL", "DuckDB"],
+                                   header="DB")]}
+
+
+@contextmanager
+def opened(tmp_path: Path) -> Iterator[SessionService]:
+    """A service over a real SQLite file in ``tmp_path``, closed afterwards."""
+    root = tmp_path / "root"
+    root.mkdir(exist_ok=True)
+    service = SessionService.open(f"sqlite:///{tmp_path / 'ledger.db'}", workspace_root=root)
+    try:
+        yield service
+    finally:
+        service.close()
+
+
+def drive(service: SessionService, session_id: str, scenario: Scenario) -> None:
+    """Run the app on ``session_id`` and play ``scenario`` against it under a pilot."""
+
+    async def main() -> None:
+        app = SessionApp(service, session_id, poll_s=0.05)
+        async with app.run_test(size=(140, 60)) as pilot:
+            await pilot.pause()
+            await scenario(app, pilot)
+
+    asyncio.run(main())
+
+
+def plain(widget: Static) -> str:
+    """The text ``widget`` shows, without styles."""
+    console = Console(file=io.StringIO(), width=140, record=True, color_system=None)
+    console.print(widget.content)
+    return console.export_text()
+
+
+def resolutions(service: SessionService, session_id: str) -> list[dict[str, Any]]:
+    """The ``InteractionResolved`` data the log holds for the session, in order."""
+    return [e.to_wire()["data"] for e in service.store.read_session(session_id)
+            if e.type == "InteractionResolved"]
+
+
+def types(service: SessionService, session_id: str) -> list[str]:
+    return [e.type for e in service.store.read_session(session_id)]
