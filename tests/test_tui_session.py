@@ -232,3 +232,12 @@ def test_cli_tui_has_help_and_refuses_an_unknown_session(tmp_path: Path) -> None
     )
     assert missing.returncode == 2
     assert missing.stderr.strip() == "error: session 'sess_nope' not found"
+    with opened(tmp_path) as service:
+        session = service.create_session(host="tui")["sessionId"]
+        service.delete_session(session)
+    deleted = subprocess.run(
+        [*sessionledger_command(), "tui", session, "--db", f"sqlite:///{tmp_path}/ledger.db"],
+        capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+    )
+    assert deleted.returncode == 1
+    assert deleted.stderr.strip() == f"error: session {session!r} was deleted"
