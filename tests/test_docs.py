@@ -1,13 +1,32 @@
-"""Docs that cannot drift: generated pages are fresh, and the README shows the two commands."""
+"""Docs that cannot drift: generated pages are fresh, every CLI command is documented, links
+resolve, and the README shows the two commands and the demo (issue 9, acceptance 5)."""
 
 from __future__ import annotations
 
+import ast
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
+import pytest
+
+from sessionledger.cli import main as cli
 from sessionledger.docgen import GENERATED, stale_pages
 
 ROOT = Path(__file__).resolve().parent.parent
+PAGES = ("docs/event-catalog.md", "docs/state-machines.md", "docs/http-api.md", "docs/cli.md")
+
+
+def test_every_generated_page_is_checked() -> None:
+    assert set(PAGES) <= set(GENERATED)
+
+
+@pytest.mark.parametrize("page", sorted(GENERATED))
+def test_generated_page_is_fresh(page: str) -> None:
+    assert (ROOT / page).read_text(encoding="utf-8") == GENERATED[page](), (
+        f"{page} is stale: run `make docs` and commit the result"
+    )
 
 
 def test_generated_pages_are_fresh() -> None:
@@ -37,3 +56,78 @@ def test_readme_starts_with_the_product_and_the_two_commands() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     for target in ("run", "test", "lint", "verify", "bench", "docs"):
         assert re.search(rf"^{target}:", makefile, re.M), target
+
+
+def _commands(
+    command: click.Command, path: str = "sessionledger"
+) -> Iterator[tuple[str, click.Command]]:
+    """Every command under the click group, subcommands of subcommands included."""
+    yield path, command
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from _commands(sub, f"{path} {name}")
+
+
+def test_the_walk_sees_every_command_including_later_ones() -> None:
+    names = {path for path, _command in _commands(cli)}
+    assert {"sessionledger demo", "sessionledger serve", "sessionledger audit"} <= names
+
+
+@pytest.mark.parametrize("path", [path for path, _command in _commands(cli)])
+def test_every_cli_command_has_help_text_and_a_docs_entry(path: str) -> None:
+    command = dict(_commands(cli))[path]
+    assert (command.help or "").strip(), f"`{path}` has no help text"
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert f"\n## `{path}`\n" in page, f"docs/cli.md has no entry for `{path}`: run `make docs`"
+
+
+def test_every_cli_option_is_in_the_reference() -> None:
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    for path, command in _commands(cli):
+        section = page.split(f"\n## `{path}`\n", 1)[-1].split("\n## ", 1)[0]
+        for param in command.params:
+            if isinstance(param, click.Option):
+                assert f"`{param.opts[0]}" in section, f"{path} {param.opts[0]}"
+
+
+_LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)")
+
+
+def test_relative_links_between_docs_resolve() -> None:
+    sources = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for source in sources:
+        for target in _LINK.findall(source.read_text(encoding="utf-8")):
+            if "://" not in target:
+                assert (source.parent / target).exists(), f"{source.name} links to {target}"
+
+
+def test_readme_quick_start_shows_the_demo() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert ".venv/bin/sessionledger demo" in readme
+    assert "docs/cli.md" in readme and "docs/differences.md" in readme
+
+
+LAYERS = {
+    "eventlog": set(),
+    "statemachine": {"eventlog"},
+    "projections": {"eventlog", "statemachine"},
+}
+"""What each lower package may import of the others (docs/architecture.md, SPEC §1)."""
+FIRST_PARTY = {*LAYERS, "sessionledger"}
+
+
+def _imported_packages(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found & FIRST_PARTY
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_data_flows_one_way_between_the_packages(package: str) -> None:
+    for module in sorted((ROOT / package).rglob("*.py")):
+        wrong = _imported_packages(module) - LAYERS[package] - {package}
+        assert not wrong, f"{module.relative_to(ROOT)} imports {sorted(wrong)}"
