@@ -37,6 +37,7 @@ from .routes import session_routes
 from .streaming import CommitNotifier, stream_routes
 from .tool_routes import tool_routes
 from .turn_routes import turn_routes
+from .web_routes import install_web_client
 
 __all__ = ["create_app", "error_response"]
 
@@ -154,6 +155,7 @@ def create_app(
     app.include_router(
         stream_routes(service, notifier=notifier, settings=settings, stopping=stop)
     )
+    install_web_client(app)
     app.add_middleware(BearerAuthMiddleware, token=settings.token)
     app.add_middleware(RequestLogMiddleware)  # outermost: refused requests are logged too
     return app

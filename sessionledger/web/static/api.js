@@ -1,0 +1,56 @@
+// The service's JSON routes (SPEC §11): fetch with the error body turned into an ApiError.
+
+export class ApiError extends Error {
+  constructor(status, code, message, details) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;   // 0: the server could not be reached
+    this.code = code;
+    this.details = details;
+  }
+
+  /** The message with the validation details a 422 carries, for a person to read. */
+  describe() {
+    if (!Array.isArray(this.details) || this.details.length === 0) return this.message;
+    const parts = this.details
+      .map((d) => (d && typeof d === 'object' ? d.message || d.msg : String(d)))
+      .filter(Boolean);
+    return parts.length ? `${this.message}: ${parts.join('; ')}` : this.message;
+  }
+}
+
+export async function request(method, path, body) {
+  const init = { method, headers: { accept: 'application/json' }, cache: 'no-store' };
+  if (body !== undefined) {
+    init.headers['content-type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (_err) {
+    throw new ApiError(0, 'unreachable', 'the server cannot be reached');
+  }
+  const text = await response.text();
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch (_err) {
+    json = null;
+  }
+  if (!response.ok) {
+    const error = json && json.error ? json.error : {};
+    throw new ApiError(
+      response.status, error.code || 'http_error',
+      error.message || `HTTP ${response.status}`, error.details,
+    );
+  }
+  return json;
+}
+
+export const get = (path) => request('GET', path);
+export const post = (path, body = {}) => request('POST', path, body);
+
+export const sessionPath = (sessionId) => `/v1/sessions/${encodeURIComponent(sessionId)}`;
+export const interactionPath = (sessionId, interactionId) =>
+  `${sessionPath(sessionId)}/interactions/${encodeURIComponent(interactionId)}`;

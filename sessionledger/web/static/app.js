@@ -1,0 +1,107 @@
+// The web client's entry point (SPEC §11 `GET /`): the session list, the routing between
+// sessions (#/sessions/<id>), Shift+Tab, the connection indicator and messages.
+
+import { get, post } from './api.js';
+import { startTicking } from './countdown.js';
+import { SessionView } from './session-view.js';
+import { SessionList } from './sessions.js';
+
+const $ = (selector) => document.querySelector(selector);
+const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
+
+const streams = new Map();
+const LABELS = { live: 'live', reconnecting: 'reconnecting…', connecting: 'connecting…' };
+
+function setStatus(name, state) {
+  if (state === 'closed') streams.delete(name);
+  else streams.set(name, state);
+  const states = [...streams.values()];
+  let overall = 'live';
+  if (states.includes('reconnecting')) overall = 'reconnecting';
+  else if (!states.length || states.some((s) => s !== 'live')) overall = 'connecting';
+  const el = $('#connection');
+  el.dataset.state = overall;
+  el.textContent = LABELS[overall];
+}
+
+let toastTimer = null;
+function toast(message) {
+  const el = $('#toast');
+  el.textContent = message;
+  el.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { el.hidden = true; }, 6000);
+}
+
+async function eventTypes() {
+  for (;;) {
+    try {
+      return (await get('/v1/event-types')).eventTypes;
+    } catch (_err) {
+      setStatus('page', 'reconnecting');
+      await sleep(1000);
+    }
+  }
+}
+
+const isTyping = (el) => el instanceof HTMLElement
+  && (el.closest('input, textarea, select, [contenteditable], .card') !== null);
+
+async function main() {
+  setStatus('page', 'connecting');
+  const types = await eventTypes();
+  setStatus('page', 'closed');
+  const main = $('#session-view');
+  const placeholder = main.innerHTML;
+  const list = new SessionList($('#session-list'), types, {
+    onStatus: (state) => setStatus('sessions', state), toast,
+  });
+  let view = null;
+
+  function route() {
+    const match = location.hash.match(/^#\/sessions\/([^/?#]+)$/);
+    const sessionId = match ? decodeURIComponent(match[1]) : null;
+    if (view && view.sessionId === sessionId) return;
+    if (view) view.stop();
+    view = null;
+    list.select(sessionId);
+    if (!sessionId) {
+      main.innerHTML = placeholder;  // the page's own static markup
+      return;
+    }
+    view = new SessionView(main, sessionId, types, {
+      onStatus: (state) => setStatus('session', state), toast,
+    });
+    view.start();
+  }
+
+  window.addEventListener('hashchange', route);
+  // ES-4: Shift+Tab cycles the display mode; inside a text field or a question card it keeps
+  // its usual meaning (focus moves backwards).
+  document.addEventListener('keydown', (event) => {
+    if (event.key !== 'Tab' || !event.shiftKey || !view || isTyping(event.target)) return;
+    event.preventDefault();
+    view.cycleMode();
+  });
+  $('#new-session').addEventListener('click', async () => {
+    try {
+      const created = await post('/v1/sessions', {});
+      location.hash = `#/sessions/${encodeURIComponent(created.sessionId)}`;
+    } catch (err) {
+      toast(err.describe ? err.describe() : String(err));
+    }
+  });
+  route();
+  startTicking();
+  for (;;) {
+    try {
+      await list.start();
+      break;
+    } catch (_err) {
+      await sleep(1000);
+    }
+  }
+  document.body.dataset.ready = 'true';
+}
+
+main();

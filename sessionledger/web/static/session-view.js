@@ -1,0 +1,223 @@
+// One session: its mode badge and switcher, Goal, todos with progress, the waiting questions
+// and plan approvals, and the audit timeline. The session's SSE stream, read from the start,
+// feeds the timeline; after each event the session document (the server's read models) is
+// fetched again and drawn. Documents never go backwards: one older than the last drawn
+// (by version) is ignored.
+
+import { get, post, sessionPath } from './api.js';
+import { clock, fill, h } from './dom.js';
+import { cardFor } from './interactions.js';
+import { LedgerStream } from './stream.js';
+import { Timeline } from './timeline.js';
+
+export const MODES = ['plan', 'build', 'edit', 'yolo', 'auto'];
+const TODO_MARKS = { pending: '○', in_progress: '◐', completed: '●' };
+const REFRESH_DELAY_MS = 40;
+
+export class SessionView {
+  constructor(root, sessionId, eventTypes, { onStatus, toast }) {
+    this.root = root;
+    this.sessionId = sessionId;
+    this.eventTypes = eventTypes;
+    this.onStatus = onStatus;
+    this.toast = toast;
+    this.doc = null;
+    this.cards = new Map();
+    this.requested = new Map();
+    this.lastResolution = null;
+    this.refreshTimer = null;
+    this.stopped = false;
+    this.stream = null;
+  }
+
+  start() {
+    this.#build();
+    this.refresh();
+    this.stream = new LedgerStream(`${sessionPath(this.sessionId)}/events/stream`, this.eventTypes, {
+      onEvent: (envelope) => this.#onEvent(envelope),
+      onStatus: this.onStatus,
+      onOpen: () => this.scheduleRefresh(),
+    }).start();
+  }
+
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.refreshTimer);
+    if (this.stream) this.stream.close();
+  }
+
+  cycleMode() {
+    return this.#changeMode({ cycle: true });
+  }
+
+  // -- the page's skeleton -------------------------------------------------------------------
+
+  #build() {
+    this.badge = h('span', { id: 'mode-badge', class: 'badge', 'aria-label': 'Display mode' }, '…');
+    this.underneath = h('span', { class: 'underneath' });
+    this.modeButtons = MODES.map((mode) => h('button', {
+      type: 'button', class: 'mode-button', dataset: { mode }, 'aria-pressed': 'false',
+      onclick: () => this.#changeMode({ mode }),
+    }, mode));
+    this.banner = h('p', { class: 'banner', id: 'session-banner', hidden: true });
+    this.workspace = h('span', { class: 'workspace' });
+    this.goal = h('section', { class: 'panel goal', id: 'goal', 'aria-label': 'Goal' });
+    this.notice = h('div', { class: 'notice', id: 'auto-continued', hidden: true, role: 'status' });
+    this.cardsEl = h('div', { class: 'cards', id: 'interactions' });
+    this.todos = h('section', { class: 'panel todos', id: 'todos', 'aria-label': 'Todos' });
+    this.timeline = new Timeline();
+    const head = h('header', { class: 'session-head' },
+      h('div', { class: 'title' }, h('h2', { class: 'session-id' }, this.sessionId), this.workspace),
+      h('div', { class: 'mode' }, this.badge, this.underneath,
+        h('div', { class: 'mode-switcher', role: 'group', 'aria-label': 'Mode', title: 'Shift+Tab cycles the mode' },
+          this.modeButtons)));
+    fill(this.root, h('div', { class: 'session', dataset: { sessionId: this.sessionId } },
+      head, this.banner,
+      h('div', { class: 'columns' },
+        h('div', { class: 'main-col' }, this.goal, this.notice, this.cardsEl, this.todos),
+        this.timeline.el)));
+  }
+
+  // -- events and documents ------------------------------------------------------------------
+
+  #onEvent(envelope) {
+    this.timeline.append(envelope);
+    const data = envelope.data || {};
+    if (envelope.type === 'InteractionRequested') this.requested.set(data.interactionId, data);
+    if (envelope.type === 'InteractionResolved') {
+      this.lastResolution = { ...data, recordedAt: envelope.recordedAt };
+    }
+    if (envelope.type === 'SessionDeleted') {
+      this.stream.close();  // the server ends the stream; its route answers 410 from now on
+      this.#gone('This session was deleted. Its events stay readable until it is purged.');
+      return;
+    }
+    this.scheduleRefresh();
+  }
+
+  scheduleRefresh() {
+    if (this.refreshTimer !== null || this.stopped) return;
+    this.refreshTimer = setTimeout(() => {
+      this.refreshTimer = null;
+      this.refresh();
+    }, REFRESH_DELAY_MS);
+  }
+
+  async refresh() {
+    try {
+      this.apply(await get(sessionPath(this.sessionId)));
+    } catch (err) {
+      if (this.stopped) return;
+      if (err.status === 410) this.#gone('This session was deleted. Its events stay readable until it is purged.');
+      else if (err.status === 404) {
+        this.stream.close();
+        this.#gone(`There is no session ${this.sessionId}.`);
+      } else if (err.status !== 0) this.toast(err.message);  // 0: down; the stream reconnects
+    }
+  }
+
+  apply(doc) {
+    if (this.stopped || (this.doc && doc.version < this.doc.version)) return;
+    this.doc = doc;
+    this.root.querySelector('.session').dataset.version = doc.version;
+    this.workspace.textContent = doc.workspace || '';
+    this.#drawMode(doc);
+    this.#drawGoal(doc.executionState.goal);
+    this.#drawTodos(doc.todos || []);
+    this.#drawCards(doc.interactions || []);
+    this.#drawNotice();
+  }
+
+  #gone(message) {
+    this.banner.textContent = message;
+    this.banner.hidden = false;
+    for (const button of this.modeButtons) button.disabled = true;
+    this.#drawCards([]);
+  }
+
+  // -- drawing --------------------------------------------------------------------------------
+
+  #drawMode(doc) {
+    const { displayMode } = doc;
+    const { mode, planEnabled } = doc.executionState;
+    this.badge.textContent = displayMode;
+    this.badge.dataset.mode = displayMode;
+    this.badge.className = `badge mode-${displayMode}`;
+    this.underneath.textContent = planEnabled ? `${mode} underneath` : '';
+    for (const button of this.modeButtons) {
+      button.setAttribute('aria-pressed', String(button.dataset.mode === displayMode));
+    }
+  }
+
+  #drawGoal(goal) {
+    fill(this.goal, h('h3', {}, 'Goal'),
+      goal ? h('p', { class: 'goal-objective' }, goal.objective) : h('p', { class: 'empty' }, 'No goal.'));
+    this.goal.dataset.active = goal ? 'true' : 'false';
+  }
+
+  #drawTodos(todos) {
+    const done = todos.filter((t) => t.status === 'completed').length;
+    const progress = h('span', { class: 'todo-progress', id: 'todo-progress' }, `${done}/${todos.length}`);
+    fill(this.todos,
+      h('h3', {}, 'Todos ', progress),
+      h('progress', { max: Math.max(1, todos.length), value: done, 'aria-label': 'completed/total' }),
+      todos.length
+        ? h('ol', { class: 'todo-list' }, todos.map((t) => h('li', { class: `todo status-${t.status}`, dataset: { status: t.status } },
+          h('span', { class: 'todo-mark', 'aria-hidden': 'true' }, TODO_MARKS[t.status] || '·'),
+          h('span', { class: 'todo-content' }, t.content),
+          h('span', { class: `priority priority-${t.priority}` }, t.priority))))
+        : h('p', { class: 'empty' }, 'No todos.'));
+  }
+
+  #drawCards(interactions) {
+    const ctx = {
+      sessionId: this.sessionId, toast: this.toast, refresh: () => this.scheduleRefresh(),
+    };
+    const wanted = new Set(interactions.map((i) => i.interactionId));
+    for (const [id, card] of this.cards) {
+      if (!wanted.has(id)) {
+        card.el.remove();
+        this.cards.delete(id);
+      }
+    }
+    interactions.forEach((item, index) => {
+      let card = this.cards.get(item.interactionId);
+      if (card) card.update(item);
+      else {
+        card = cardFor(item, ctx);
+        this.cards.set(item.interactionId, card);
+      }
+      // Move a card only when it is out of place: moving a node would take the focus away.
+      if (this.cardsEl.children[index] !== card.el) {
+        this.cardsEl.insertBefore(card.el, this.cardsEl.children[index] || null);
+      }
+    });
+    this.cardsEl.dataset.count = String(interactions.length);
+  }
+
+  /** HO-4: the last question resolved by the timer, while nothing was resolved after it. */
+  #drawNotice() {
+    const last = this.lastResolution;
+    if (!last || last.decision !== 'autoContinued') {
+      this.notice.hidden = true;
+      return;
+    }
+    const asked = this.requested.get(last.interactionId);
+    const questions = ((asked && asked.payload && asked.payload.questions) || []).map((q) => q.question);
+    fill(this.notice,
+      h('strong', {}, 'Unanswered — auto-continued'),
+      h('span', { class: 'notice-time' }, ` at ${clock(last.recordedAt)}`),
+      questions.length ? h('ul', {}, questions.map((q) => h('li', {}, q))) : null);
+    this.notice.dataset.interactionId = last.interactionId;
+    this.notice.hidden = false;
+  }
+
+  async #changeMode(body) {
+    if (this.banner && !this.banner.hidden) return;
+    try {
+      this.apply(await post(`${sessionPath(this.sessionId)}/mode`, body));
+    } catch (err) {
+      this.toast(err.describe ? err.describe() : String(err));
+    }
+  }
+}
