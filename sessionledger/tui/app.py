@@ -107,7 +107,8 @@ class SessionApp(App[None]):
         yield Header()
         with Horizontal():
             yield self.sidebar
-            with VerticalScroll(id="main"):
+            # Not focusable: the head's panel keeps every key (Tab cannot strand them).
+            with VerticalScroll(id="main", can_focus=False):
                 yield self.queue
                 yield self.status
                 yield self.slot

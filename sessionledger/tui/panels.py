@@ -112,6 +112,8 @@ class InteractionPanel(Vertical, can_focus=True):
                 event.stop()
                 event.prevent_default()
                 self.close_field()
+            elif not self.field.has_focus:  # focus wandered off (Tab): back to typing
+                self.field.focus()
             return
         if self.apply_key(event.key):
             event.stop()
