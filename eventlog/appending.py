@@ -42,10 +42,13 @@ def prepare(batch: AppendBatch) -> PreparedBatch:
 
     Only catalog types may be written: anything else could never be read back.
     """
+    encoded: list[str] = []
     for new in batch.events:
-        if CATALOG.get(new.event.type) is not type(new.event):
-            raise UnknownEventType(new.event.type, session_id=batch.session_id)
-    return PreparedBatch(batch, tuple(encode_event(new.event) for new in batch.events))
+        event = new.event
+        if CATALOG.get(event.type) is not type(event):
+            raise UnknownEventType(event.type, session_id=batch.session_id)
+        encoded.append(encode_event(event))
+    return PreparedBatch(batch, tuple(encoded))
 
 
 def check_expected(batch: AppendBatch, version: int) -> None:

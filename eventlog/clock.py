@@ -8,10 +8,11 @@ instant is always the same string (SPEC §11: ISO 8601 UTC with milliseconds and
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-__all__ = ["Clock", "ManualClock", "SystemClock", "format_instant", "parse_instant"]
+__all__ = ["Clock", "ManualClock", "SystemClock", "format_instant", "now_text", "parse_instant"]
 
 
 class Clock(Protocol):
@@ -27,8 +28,24 @@ def _truncate(moment: datetime) -> datetime:
 class SystemClock:
     """The machine's clock, truncated to milliseconds."""
 
+    __slots__ = ("_second",)
+
+    def __init__(self) -> None:
+        self._second: tuple[int, str] = (-1, "")
+        """The last whole second rendered, and its text (one tuple: replaced atomically)."""
+
     def now(self) -> datetime:
         return _truncate(datetime.now(UTC))
+
+    def now_text(self) -> str:
+        """``format_instant(self.now())`` without building a datetime: every append stamps
+        its rows with this, and the datetime round trip was a tenth of a lone append's CPU."""
+        second, millis = divmod(time.time_ns() // 1_000_000, 1000)
+        cached, text = self._second
+        if second != cached:
+            text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self._second = (second, text)
+        return f"{text}.{millis:03d}Z"
 
 
 class ManualClock:
@@ -51,6 +68,13 @@ class ManualClock:
 def format_instant(moment: datetime) -> str:
     """Render an instant as ``2026-11-29T19:10:56.123Z``."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+
+
+def now_text(clock: Clock) -> str:
+    """The current instant of ``clock`` in the wire format (fast for :class:`SystemClock`)."""
+    if type(clock) is SystemClock:
+        return clock.now_text()
+    return format_instant(clock.now())
 
 
 def parse_instant(text: str) -> datetime:

@@ -87,7 +87,7 @@ class GroupCommitter(Generic[I, R]):
 
     def submit(self, item: I) -> R:
         """Commit ``item`` (possibly together with others) and return its result."""
-        (outcome,) = self.submit_many([item])
+        (outcome,) = self.submit_many((item,))
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
@@ -105,7 +105,8 @@ class GroupCommitter(Generic[I, R]):
                 return self._lead_with(items)
             finally:
                 self._writer.release()
-                self._hand_over()
+                if self._queue:
+                    self._hand_over()
         wake = _Latch()
         pending: list[_Pending[I, R]] = [_Pending(item, wake) for item in items]
         with self._queue_lock:
@@ -127,6 +128,9 @@ class GroupCommitter(Generic[I, R]):
         return [p.outcome for p in pending]  # type: ignore[misc]
 
     def _lead_with(self, items: Sequence[I]) -> list[R | BaseException]:
+        if not self._queue:
+            # A caller queueing now finds the writer taken and waits for _hand_over.
+            return list(self._commit_all(items, len(items)))
         with self._queue_lock:
             group = self._queue[: self._max_group]
             del self._queue[: self._max_group]

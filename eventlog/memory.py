@@ -21,7 +21,7 @@ from .appending import (
 )
 from .canonical import GENESIS_HASH
 from .chain import ChainReport, verify_chain
-from .clock import Clock, SystemClock, format_instant
+from .clock import Clock, SystemClock, now_text
 from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent, decode_row
 from .errors import EventLogError, StoreClosed
 from .group_commit import GroupCommitter
@@ -109,7 +109,7 @@ class MemoryEventStore:
         head = self.heads.get(batch.session_id)
         version = head.version if head else 0
         check_expected(batch, version)
-        now = format_instant(self._clock.now())
+        now = now_text(self._clock)
         rows = plan_rows(
             prepared,
             version=version,

@@ -29,7 +29,7 @@ from .appending import (
     typed_outcomes,
 )
 from .chain import ChainReport, verify_chain
-from .clock import Clock, SystemClock, format_instant
+from .clock import Clock, SystemClock, now_text
 from .envelope import (
     AppendBatch,
     AppendResult,
@@ -144,15 +144,19 @@ class SQLiteEventStore:
     def _commit(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
         if self._closed:
             raise StoreClosed("the store is closed")
-        outcomes: list[AppendResult | BaseException] = self._retry(
-            lambda: self._commit_once(group)
-        )
-        committed = [
-            e for o in outcomes if isinstance(o, AppendResult) and not o.replayed
-            for e in o.events
-        ]
-        if committed:
-            self._listeners.publish(committed)
+        try:
+            outcomes = self._commit_once(group)
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+            outcomes = self._retry(lambda: self._commit_once(group))
+        if self._listeners:
+            committed = [
+                e for o in outcomes if isinstance(o, AppendResult) and not o.replayed
+                for e in o.events
+            ]
+            if committed:
+                self._listeners.publish(committed)
         return outcomes
 
     def _commit_once(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
@@ -161,7 +165,7 @@ class SQLiteEventStore:
         try:
             done = write_group(
                 conn, group, heads=self._heads, position=self._high_water(conn),
-                now=format_instant(self._clock.now()), upcasters=self._upcasters,
+                now=now_text(self._clock), upcasters=self._upcasters,
                 projections=self._projections,
             )
             conn.execute("COMMIT")

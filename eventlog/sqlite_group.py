@@ -43,9 +43,11 @@ class GroupWrite:
 
 
 def _load_heads(
-    conn: sqlite3.Connection, heads: dict[str, Head], session_ids: Sequence[str]
+    conn: sqlite3.Connection, heads: dict[str, Head], group: Sequence[PreparedBatch]
 ) -> None:
-    missing = [s for s in dict.fromkeys(session_ids) if s not in heads]
+    missing = [s for s in dict.fromkeys(p.batch.session_id for p in group) if s not in heads]
+    if not missing:
+        return
     for start in range(0, len(missing), _IN_CHUNK):
         part = missing[start : start + _IN_CHUNK]
         marks = ",".join("?" * len(part))
@@ -82,12 +84,19 @@ def _replay(
 
 
 def _insert(conn: sqlite3.Connection, rows: list[RawRow]) -> None:
+    if len(rows) == 1:
+        conn.execute(insert_events_sql(1), rows[0])
+        return
     for start in range(0, len(rows), _ROWS_PER_STATEMENT):
         part = rows[start : start + _ROWS_PER_STATEMENT]
         conn.execute(insert_events_sql(len(part)), list(chain.from_iterable(part)))
 
 
 def _upsert_heads(conn: sqlite3.Connection, written: dict[str, Head], now: str) -> None:
+    if len(written) == 1:
+        ((session_id, (version, head_hash)),) = written.items()
+        conn.execute(upsert_heads_sql(1), (session_id, version, head_hash, now, now))
+        return
     heads = list(written.items())
     for start in range(0, len(heads), _ROWS_PER_STATEMENT):
         part = heads[start : start + _ROWS_PER_STATEMENT]
@@ -109,7 +118,7 @@ def write_group(
 
     The caller owns the transaction: on any exception it rolls back and forgets ``heads``.
     """
-    _load_heads(conn, heads, [p.batch.session_id for p in group])
+    _load_heads(conn, heads, group)
     outcomes: list[AppendResult | BaseException] = []
     rows: list[RawRow] = []
     written: dict[str, Head] = {}
@@ -118,10 +127,11 @@ def write_group(
     for prepared in group:
         batch = prepared.batch
         try:
-            replayed = _replay(conn, prepared, keyed, upcasters)
-            if replayed is not None:
-                outcomes.append(replayed)
-                continue
+            if batch.idempotency_key is not None:
+                replayed = _replay(conn, prepared, keyed, upcasters)
+                if replayed is not None:
+                    outcomes.append(replayed)
+                    continue
             version, prev_hash = heads[batch.session_id]
             check_expected(batch, version)
         except EventLogError as exc:
@@ -138,7 +148,8 @@ def write_group(
         if batch.idempotency_key is not None:
             keyed[(batch.session_id, batch.idempotency_key)] = result
         rows.extend(batch_rows)
-        events.extend(result.events)
+        if projections:
+            events.extend(result.events)
         outcomes.append(result)
     if rows:
         _insert(conn, rows)

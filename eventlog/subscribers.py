@@ -36,6 +36,10 @@ class Subscribers(Generic[T]):
 
         return remove
 
+    def __bool__(self) -> bool:
+        """Whether anyone listens (publishers skip building values nobody reads)."""
+        return bool(self._callbacks)
+
     def publish(self, value: T) -> None:
         """Call every callback with ``value``, in the order they were added."""
         with self._lock:
