@@ -124,11 +124,13 @@ def _wait_healthy(server: ServerProcess, deadline: float) -> bool:
     raise AssertionError(f"server not healthy after {STARTUP_TIMEOUT_S}s\n{server.log()}")
 
 
-def _start(directory: Path, args: Sequence[str], env: dict[str, str]) -> ServerProcess:
+def _start(
+    directory: Path, args: Sequence[str], env: dict[str, str], port: int | None = None
+) -> ServerProcess:
     workspace = directory / "workspace"
     workspace.mkdir(exist_ok=True)
     db_path = directory / "ledger.db"
-    port = free_port()
+    port = port or free_port()
     log_path = directory / f"server-{port}.log"
     command = [
         *sessionledger_command(), "serve", "--port", str(port), "--db", f"sqlite:///{db_path}",
@@ -143,14 +145,16 @@ def _start(directory: Path, args: Sequence[str], env: dict[str, str]) -> ServerP
 
 @contextmanager
 def running_server(
-    directory: Path, *, args: Sequence[str] = (), env: dict[str, str] | None = None
+    directory: Path, *, args: Sequence[str] = (), env: dict[str, str] | None = None,
+    port: int | None = None,
 ) -> Iterator[ServerProcess]:
-    """Run ``sessionledger serve`` on a free port over ``directory``; stop it on exit."""
+    """Run ``sessionledger serve`` over ``directory`` on ``port`` (default: a free one);
+    stop it on exit. The same directory and port again is a restart of the same server."""
     environment = {**os.environ, **(env or {})}
     environment.pop("SESSIONLEDGER_DB", None)
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     for _attempt in range(3):  # another process may take the free port first
-        server = _start(directory, args, environment)
+        server = _start(directory, args, environment, port)
         try:
             if _wait_healthy(server, deadline):
                 break

@@ -64,6 +64,8 @@ export class SessionView {
     this.goal = h('section', { class: 'panel goal', id: 'goal', 'aria-label': 'Goal' });
     this.notice = h('div', { class: 'notice', id: 'auto-continued', hidden: true, role: 'status' });
     this.cardsEl = h('div', { class: 'cards', id: 'interactions' });
+    this.nothingWaiting = h('p', { class: 'panel empty nothing-waiting' },
+      'No question or plan is waiting for you.');
     this.todos = h('section', { class: 'panel todos', id: 'todos', 'aria-label': 'Todos' });
     this.timeline = new Timeline();
     const head = h('header', { class: 'session-head' },
@@ -74,7 +76,8 @@ export class SessionView {
     fill(this.root, h('div', { class: 'session', dataset: { sessionId: this.sessionId } },
       head, this.banner,
       h('div', { class: 'columns' },
-        h('div', { class: 'main-col' }, this.goal, this.notice, this.cardsEl, this.todos),
+        h('div', { class: 'main-col' }, this.goal, this.notice, this.cardsEl, this.nothingWaiting,
+          this.todos),
         this.timeline.el)));
   }
 
@@ -193,6 +196,8 @@ export class SessionView {
       }
     });
     this.cardsEl.dataset.count = String(interactions.length);
+    this.cardsEl.hidden = interactions.length === 0;
+    this.nothingWaiting.hidden = interactions.length > 0;
   }
 
   /** HO-4: the last question resolved by the timer, while nothing was resolved after it. */
