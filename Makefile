@@ -1,6 +1,6 @@
 # Two commands set everything up on a fresh machine with only Python 3.11+:
 #   make run   - create .venv, install the runtime, serve on the embedded SQLite default
-#   make test  - create .venv, install with the dev extra, lint, run the test suite
+#   make test  - create .venv, install with the dev and browser extras, lint, run the test suite
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -17,7 +17,7 @@ $(VENV)/.runtime: $(PY) pyproject.toml
 	touch $@
 
 $(VENV)/.dev: $(PY) pyproject.toml
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,browser]'
 	touch $@ $(VENV)/.runtime
 
 $(VENV)/.bench: $(VENV)/.dev
