@@ -206,6 +206,29 @@ def test_questionnaire_preview_as_text_multi_select_other_skip_and_notes(
         shots.take(page, "questionnaire-answered")
 
 
+
+@pytest.mark.parametrize("action", ["move", "type"])
+def test_moving_with_the_keyboard_or_typing_also_pauses_the_countdown(
+    page: Page, shots: Shots, timer_server: ServerProcess, action: str,
+) -> None:
+    expect = _expect()
+    with timer_server.client() as http:
+        sid = create_session(http)
+        _open(page, timer_server, sid)
+        pending = _ask(http, sid, QUESTION)
+        card = _card(page, pending)
+        expect(card).to_be_visible()
+        if action == "move":
+            card.locator("input[type=radio]").first.focus()
+            page.keyboard.press("ArrowDown")
+        else:
+            card.locator(".notes").press_sequentially("Not sure yet")
+        expect(card).to_have_attribute("data-timer-state", "paused")
+        (activity,) = _events(http, sid, "InteractionUserActivity")
+        assert activity["data"]["action"] == action
+        assert _waiting(http, sid)["autoResolution"]["state"] == "paused"
+        shots.take(page, f"paused-by-{action}")
+
 def test_unanswered_question_is_shown_as_auto_continued_also_after_reload(
     page: Page, shots: Shots, quick_server: ServerProcess,
 ) -> None:

@@ -9,7 +9,7 @@ import { renderMarkdown } from './markdown.js';
 
 const CHIP_WIDTH = 12;  // AQ-2: a header is shown as a chip this wide
 const MOVE_KEYS = new Set(['ArrowUp', 'ArrowDown', 'ArrowLeft', 'ArrowRight', 'Tab', 'Home',
-  'End', 'PageUp', 'PageDown', 'j', 'k']);
+  'End', 'PageUp', 'PageDown']);
 const isText = (el) => el instanceof HTMLTextAreaElement
   || (el instanceof HTMLInputElement && el.type === 'text');
 
@@ -80,7 +80,9 @@ export class QuestionCard extends Card {
     });
     this.el.addEventListener('input', (event) => { if (isText(event.target)) this.#engage('type'); });
     this.el.addEventListener('change', () => this.showError(''));
-    this.el.addEventListener('keydown', (event) => { if (MOVE_KEYS.has(event.key)) this.#engage('move'); });
+    this.el.addEventListener('keydown', (event) => {
+      if (MOVE_KEYS.has(event.key) && !isText(event.target)) this.#engage('move');  // text: 'type'
+    });
     this.update(item);
   }
 
