@@ -39,11 +39,13 @@ from eventlog import (
     RecordedEvent,
     SessionCreated,
     StoreClosed,
+    SystemClock,
     canonical_json,
     envelope_hash,
     format_instant,
     open_store,
 )
+from eventlog.clock import now_text
 from eventlog.sqlite import SQLiteEventStore
 
 if TYPE_CHECKING:
@@ -407,6 +409,32 @@ def test_el1_every_catalog_type_round_trips(
                 )
                 assert event.session_id == session_id
         assert_verifies(store)
+
+
+def test_el1_system_clock_text_is_the_wire_format_of_now(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """EL-1: the system clock's fast text equals ``format_instant`` of the same instant,
+    across second boundaries, for instants the cached second does not cover."""
+    from datetime import UTC, datetime
+
+    import eventlog.clock as clock_module
+
+    system = SystemClock()
+    instants = [
+        1_764_460_800_000_000_000,  # a second boundary
+        1_764_460_800_999_999_999,  # its last nanosecond: still .999
+        1_764_460_801_000_500_000,  # the next second
+        1_764_460_800_123_456_789,  # back to an earlier second (a clock step)
+        946_684_799_999_000_000,  # 1999-12-31T23:59:59.999
+    ]
+    for ns in instants:
+        monkeypatch.setattr(clock_module.time, "time_ns", lambda ns=ns: ns)
+        moment = datetime.fromtimestamp(ns // 1_000_000 / 1000, UTC)
+        assert system.now_text() == format_instant(moment)
+        assert now_text(system) == format_instant(moment)
+    manual = ManualClock(datetime(2026, 3, 4, 5, 6, 7, 891_234, tzinfo=UTC))
+    assert now_text(manual) == "2026-03-04T05:06:07.891Z"
 
 
 def test_el1_envelope_fields(store: EventStore, clock: ManualClock) -> None:
