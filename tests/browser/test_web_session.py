@@ -160,3 +160,26 @@ def test_mode_switcher_shift_tab_goal_todos_and_session_list(
         expect(page.locator(".session-id")).to_have_text(other)
         expect(badge).to_have_text("auto")
         shots.take(page, "other-session")
+
+
+def test_a_deleted_session_shows_a_banner_and_keeps_its_timeline_after_reload(
+    page: Page, shots: Shots, web_server: ServerProcess,
+) -> None:
+    expect = _expect()
+    with web_server.client() as http:
+        sid = create_session(http, mode="edit")
+        page.goto(session_url(web_server.base_url, sid))
+        expect(page.locator("#mode-badge")).to_have_text("edit")
+        assert http.delete(f"/v1/sessions/{sid}").status_code == 200
+        banner = page.locator("#session-banner")
+        expect(banner).to_contain_text("deleted")
+        expect(page.locator(".mode-button").first).to_be_disabled()
+        expect(page.locator("#timeline > li").last).to_have_attribute(
+            "data-type", "SessionDeleted")
+        shots.take(page, "deleted")
+        page.reload()  # the stream answers 410 now; the events page stays readable
+        expect(banner).to_contain_text("deleted")
+        expect(page.locator("#timeline > li")).to_have_count(2)
+        assert [e["seq"] for e in http.get(f"/v1/sessions/{sid}/events").json()["events"]] == [
+            1, 2]
+        shots.take(page, "deleted-after-reload")

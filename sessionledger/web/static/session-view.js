@@ -25,6 +25,7 @@ export class SessionView {
     this.cards = new Map();
     this.requested = new Map();
     this.lastResolution = null;
+    this.lastSeq = 0;
     this.refreshTimer = null;
     this.stopped = false;
     this.stream = null;
@@ -84,6 +85,8 @@ export class SessionView {
   // -- events and documents ------------------------------------------------------------------
 
   #onEvent(envelope) {
+    if (envelope.seq <= this.lastSeq) return;
+    this.lastSeq = envelope.seq;
     this.timeline.append(envelope);
     const data = envelope.data || {};
     if (envelope.type === 'InteractionRequested') this.requested.set(data.interactionId, data);
@@ -96,6 +99,21 @@ export class SessionView {
       return;
     }
     this.scheduleRefresh();
+  }
+
+  /** A deleted session has no stream (410): its events page stays readable until purged. */
+  async #readRest() {
+    for (;;) {
+      let page;
+      try {
+        page = await get(`${sessionPath(this.sessionId)}/events?after=${this.lastSeq}&limit=1000`);
+      } catch (_err) {
+        return;
+      }
+      const before = this.lastSeq;
+      for (const envelope of page.events) this.#onEvent(envelope);
+      if (this.stopped || this.lastSeq === before) return;
+    }
   }
 
   scheduleRefresh() {
@@ -111,9 +129,13 @@ export class SessionView {
       this.apply(await get(sessionPath(this.sessionId)));
     } catch (err) {
       if (this.stopped) return;
-      if (err.status === 410) this.#gone('This session was deleted. Its events stay readable until it is purged.');
+      if (err.status === 410) {
+        if (this.stream) this.stream.close();
+        this.#gone('This session was deleted. Its events stay readable until it is purged.');
+        this.#readRest();
+      }
       else if (err.status === 404) {
-        this.stream.close();
+        if (this.stream) this.stream.close();
         this.#gone(`There is no session ${this.sessionId}.`);
       } else if (err.status !== 0) this.toast(err.message);  // 0: down; the stream reconnects
     }
