@@ -52,8 +52,10 @@ def _skip_or_fail(reason: str) -> None:
     pytest.skip(f"browser tests skipped: {reason}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright_instance() -> Iterator[Playwright]:
+    """Playwright's sync API, for one module at a time: while it is open an event loop runs
+    in this thread, so ``asyncio.run`` (the TUI's pilot tests) would fail in other modules."""
     reason = unavailable()
     if reason is not None:
         _skip_or_fail(reason)
@@ -64,7 +66,7 @@ def playwright_instance() -> Iterator[Playwright]:
         yield instance
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright_instance: Playwright) -> Iterator[Browser]:
     launched = playwright_instance.chromium.launch(
         executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS
