@@ -39,6 +39,8 @@ __all__ = [
     "PermissionDecided",
     "PermissionMode",
     "PermissionVerdict",
+    "PlanApprovalCancelCause",
+    "PlanApprovalCancelled",
     "PlanApproved",
     "PlanFeedbackGiven",
     "PlanFileWriteFailed",
@@ -420,6 +422,9 @@ class OffPeakPromptCreated(Event):
 
 
 
+PlanApprovalCancelCause = Literal["cancelled", "interrupted"]
+
+
 class PlanSubmitted(Event):
     """ExitPlanMode waits for the user with this plan (PM-6); ``allowedPrompts`` are echoed
     only and grant nothing."""
@@ -441,6 +446,20 @@ class PlanApproved(Event):
     file_written: bool
     mode: PermissionMode
     path: str
+    plan: str
+
+
+class PlanApprovalCancelled(Event):
+    """An approval on record was not carried out (PM-7): its plan file write was cancelled
+    (``cancelled``), or a later access found it decided and never finished because the
+    service stopped in between (``interrupted``). No exit from Plan was appended; the plan
+    is asked again in this batch, so the user may answer it anew."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["PlanApprovalCancelled"] = "PlanApprovalCancelled"
+    call_id: str
+    cause: PlanApprovalCancelCause
+    mode: PermissionMode
     plan: str
 
 
@@ -483,7 +502,7 @@ SessionEvent = Annotated[
     | ContextCompacted | InteractionAutoResolutionChanged | InteractionUserActivity
     | SettingChanged | SessionModelSelected | CronScheduleCreated | CronScheduleUpdated
     | CronScheduleDeleted | OffPeakPromptCreated | PlanSubmitted | PlanApproved
-    | PlanFileWriteFailed | PlanFeedbackGiven | PlanRejected,
+    | PlanApprovalCancelled | PlanFileWriteFailed | PlanFeedbackGiven | PlanRejected,
     Field(discriminator="type"),
 ]
 
@@ -498,6 +517,6 @@ CATALOG: dict[str, type[Event]] = {
         ContextCompacted, InteractionAutoResolutionChanged, InteractionUserActivity,
         SettingChanged, SessionModelSelected, CronScheduleCreated, CronScheduleUpdated,
         CronScheduleDeleted, OffPeakPromptCreated, PlanSubmitted, PlanApproved,
-        PlanFileWriteFailed, PlanFeedbackGiven, PlanRejected,
+        PlanApprovalCancelled, PlanFileWriteFailed, PlanFeedbackGiven, PlanRejected,
     )
 }

@@ -10,7 +10,9 @@ failure is reported like any other write error.
 
 Only a cancellation — the service shutting down or the session being deleted while the file is
 written — is not a write error: :class:`PlanWriteCancelled` is raised, the temporary file is
-removed, and the caller appends nothing (Plan stays on). After a context compaction the file is
+removed, and the caller appends no exit (Plan stays on). An approval abandoned after its file
+was renamed in place (the service stopped before ``PlanApproved`` was appended) is put back as
+the log says by :func:`put_back`. After a context compaction the file is
 read back (at most :data:`READ_LIMIT` bytes, a trailing partial UTF-8 character dropped) for
 the ``plan_file_reference`` reminder (:func:`plan_file_source`).
 """
@@ -26,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from eventlog import EventStore, PlanApproved
+from eventlog import EventStore, PlanApproved, RecordedEvent
 from projections import SessionSummary
 
 from .runtime.reminders import Reminder, ReminderContext, ReminderSource
@@ -37,10 +39,12 @@ __all__ = [
     "PlanFileResult",
     "PlanFiles",
     "PlanWriteCancelled",
+    "last_approved_plan",
     "plan_file_name",
     "plan_file_reference_text",
     "plan_file_source",
     "plan_path",
+    "put_back",
     "read_plan_file",
     "restore_plan_files",
 ]
@@ -183,14 +187,40 @@ def restore_plan_files(
     for summary in sessions:
         if summary.deleted:
             continue
-        approved = [e.data for e in store.read_session(summary.session_id)
-                    if isinstance(e.data, PlanApproved)]
-        if not approved or _matches(summary, approved[-1].plan):
+        approved = last_approved_plan(store.read_session(summary.session_id))
+        if approved is None or _matches(summary, approved):
             continue
-        result = writer.write(summary.workspace, summary.session_id, approved[-1].plan)
+        result = writer.write(summary.workspace, summary.session_id, approved)
         if result.written:
             restored.append(str(plan_path(summary.workspace, summary.session_id)))
     return restored
+
+
+def last_approved_plan(events: Iterable[RecordedEvent]) -> str | None:
+    """The plan of the last ``PlanApproved`` among ``events``, or ``None``."""
+    approved = None
+    for event in events:
+        if isinstance(event.data, PlanApproved):
+            approved = event.data.plan
+    return approved
+
+
+def put_back(
+    files: PlanFiles, workspace: str, session_id: str, *, approved: str | None, abandoned: str
+) -> None:
+    """After the approval of ``abandoned`` was abandoned: the file holds the last ``approved``
+    plan again, or is removed when no plan was approved and it holds ``abandoned`` (what the
+    abandoned write left). Best effort: an error leaves the file (``rebuild`` restores it)."""
+    try:
+        target = plan_path(workspace, session_id)
+        current = target.read_bytes() if target.is_file() else None
+        if approved is None:
+            if current == abandoned.encode("utf-8"):
+                target.unlink()
+        elif current != approved.encode("utf-8"):
+            files.write(workspace, session_id, approved)
+    except (OSError, ValueError, PlanWriteCancelled):
+        return
 
 
 def _matches(summary: SessionSummary, plan: str) -> bool:

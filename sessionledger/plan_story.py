@@ -4,6 +4,9 @@
 plan events the note says which plan (its call, length and opening), the mode underneath at
 the time, what the user decided, where the plan file went, and — on the ExitPlanMode and
 EnterPlanMode completions — the exact text the model received, JSON-quoted so line breaks show.
+An approval takes two batches (PM-7, D64): the user's ``InteractionResolved`` first (the
+generic note), then ``PlanApproved`` with the exit; one that never got its second batch is told
+by ``PlanApprovalCancelled`` (why, and that Plan stayed on and the plan was asked again).
 These describers are merged into :data:`sessionledger.documents.DESCRIBERS`; the other tools'
 completions keep the generic payload note.
 """
@@ -14,6 +17,7 @@ import json
 from collections.abc import Callable
 
 from eventlog import (
+    PlanApprovalCancelled,
     PlanApproved,
     PlanFeedbackGiven,
     PlanFileWriteFailed,
@@ -59,6 +63,20 @@ def _approved(event: RecordedEvent) -> str:
             f" plan file {data.path} {written}")
 
 
+_CAUSES = {
+    "cancelled": "its plan file write was cancelled",
+    "interrupted": "the service stopped before it was carried out",
+}
+
+
+def _abandoned(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, PlanApprovalCancelled)
+    return (f"approval of {plan_note(data.call_id, data.plan)} not carried out: "
+            f"{_CAUSES[data.cause]}; Plan stays on (mode {data.mode} underneath) and the "
+            "plan is asked again")
+
+
 def _write_failed(event: RecordedEvent) -> str:
     data = event.data
     assert isinstance(data, PlanFileWriteFailed)
@@ -94,6 +112,7 @@ def _completed(event: RecordedEvent) -> str | None:
 PLAN_DESCRIBERS: dict[str, Callable[[RecordedEvent], str | None]] = {
     "PlanSubmitted": _submitted,
     "PlanApproved": _approved,
+    "PlanApprovalCancelled": _abandoned,
     "PlanFileWriteFailed": _write_failed,
     "PlanFeedbackGiven": _feedback,
     "PlanRejected": _rejected,

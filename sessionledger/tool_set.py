@@ -80,5 +80,5 @@ def service_handlers(
         ),
         *schedule_handlers(schedules),
         EnterPlanModeHandler(),
-        ExitPlanModeHandler(session_gone=source.gone),
+        ExitPlanModeHandler(session_gone=source.gone, session_events=source.events),
     ]

@@ -3,11 +3,16 @@
 An ExitPlanMode call in Plan is *submitted* (waiting for the user). The user's answer, or a
 headless host that has nobody to ask, moves it to exactly one end: *approved* (PM-7: the plan
 file is written and Plan is left), *feedback* (PM-8: the feedback becomes a user message and
-Plan stays on) or *rejected* (PM-9: the turn ends and Plan stays on). The machine is the one
-place that says which answer leads where; :func:`decide_plan` is pure and returns the outcome
-with the event that records it, or a :class:`PlanRefusal` for an answer with no move (a
-second answer, or ``modify`` with no approval meaning). Auto-continue is not a move: plan
-approvals are never answered by the timer.
+Plan stays on) or *rejected* (PM-9: the turn ends and Plan stays on). An approval passes
+through *approving*: the user's decision is on record, the plan file is being written, and
+``PlanApproved`` with the exit from Plan is not appended yet. From there ``finish`` leads to
+*approved*, and ``abandon`` — the write was cancelled, or the service stopped in between —
+back to *submitted* (``PlanApprovalCancelled``; the plan is asked again and Plan
+stays on). The machine is the one place that says which answer leads where;
+:func:`decide_plan` and :func:`abandon_plan` are pure and return the outcome with the event
+that records it, or a :class:`PlanRefusal` for an answer with no move (a second answer, or
+``modify`` with no approval meaning). Auto-continue is not a move: plan approvals are never
+answered by the timer.
 """
 
 from __future__ import annotations
@@ -19,26 +24,37 @@ from typing import Any, Literal, TypeAlias
 
 from transitions import Machine, MachineError
 
-from eventlog import Event, PermissionMode, PlanFeedbackGiven, PlanRejected
+from eventlog import (
+    Event,
+    PermissionMode,
+    PlanApprovalCancelCause,
+    PlanApprovalCancelled,
+    PlanFeedbackGiven,
+    PlanRejected,
+)
 
 __all__ = [
     "INITIAL",
     "STATES",
     "TRANSITIONS",
     "Answer",
+    "Cause",
     "PlanApprovalModel",
     "PlanOutcome",
     "PlanRefusal",
+    "abandon_plan",
     "build_machine",
     "decide_plan",
     "next_state",
 ]
 
-STATES: list[str] = ["submitted", "approved", "feedback", "rejected"]
+STATES: list[str] = ["submitted", "approving", "approved", "feedback", "rejected"]
 INITIAL = "submitted"
 
 TRANSITIONS: list[dict[str, Any]] = [
-    {"trigger": "approve", "source": "submitted", "dest": "approved"},
+    {"trigger": "approve", "source": "submitted", "dest": "approving"},
+    {"trigger": "finish", "source": "approving", "dest": "approved"},
+    {"trigger": "abandon", "source": "approving", "dest": "submitted"},
     {"trigger": "give_feedback", "source": "submitted", "dest": "feedback"},
     {"trigger": "reject", "source": "submitted", "dest": "rejected"},
     {"trigger": "headless_deny", "source": "submitted", "dest": "rejected"},
@@ -52,7 +68,12 @@ _TRIGGERS: dict[str, str] = {
     "feedback": "give_feedback",
     "deny": "reject",
     "headless": "headless_deny",
+    "finish": "finish",  # the runtime's steps after an approval, not answers of the user
+    "abandon": "abandon",
 }
+Cause: TypeAlias = PlanApprovalCancelCause
+"""Why an approval was abandoned: its plan file write was cancelled, or a later access found
+it decided and never finished (the service stopped in between)."""
 
 
 class PlanApprovalModel:
@@ -61,6 +82,8 @@ class PlanApprovalModel:
     state: str
 
     def approve(self) -> bool: raise NotImplementedError
+    def finish(self) -> bool: raise NotImplementedError
+    def abandon(self) -> bool: raise NotImplementedError
     def give_feedback(self) -> bool: raise NotImplementedError
     def reject(self) -> bool: raise NotImplementedError
     def headless_deny(self) -> bool: raise NotImplementedError
@@ -101,10 +124,10 @@ class PlanRefusal:
 
 @dataclass(frozen=True, slots=True)
 class PlanOutcome:
-    """Where the answer led; ``event`` records it (approval's event is written by the
-    handler, which knows the file outcome, so it is ``None`` here)."""
+    """Where the answer led; ``event`` records it (an approval's ``PlanApproved`` is written
+    by the handler once the file outcome is known, so ``approving`` has ``None`` here)."""
 
-    state: Literal["approved", "feedback", "rejected"]
+    state: Literal["submitted", "approving", "feedback", "rejected"]
     event: Event | None
 
 
@@ -138,4 +161,18 @@ def decide_plan(
     if after == "rejected":
         by: Literal["user", "headless"] = "headless" if answer == "headless" else "user"
         return PlanOutcome("rejected", PlanRejected(by=by, call_id=call_id, mode=mode, plan=plan))
-    return PlanOutcome("approved", None)
+    return PlanOutcome("approving", None)
+
+
+def abandon_plan(
+    cause: Cause, *, call_id: str, plan: str, mode: PermissionMode
+) -> PlanOutcome | PlanRefusal:
+    """An approval that will not finish goes back to ``submitted``, recorded by
+    ``PlanApprovalCancelled`` (the plan is asked again; Plan stays on)."""
+    after = next_state("approving", "abandon")
+    if isinstance(after, PlanRefusal):
+        return after
+    assert after == "submitted"
+    return PlanOutcome("submitted", PlanApprovalCancelled(
+        call_id=call_id, cause=cause, mode=mode, plan=plan
+    ))

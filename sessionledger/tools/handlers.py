@@ -4,7 +4,7 @@ A handler validates the model's input, says what to show the user when the call 
 and runs — returning a :class:`HandlerOutcome` (success, result, the text for the model, and
 any extra events to append with the completion). Handlers do no I/O of their own: everything
 they change is in the events they return (the plan file of PM-7 is the one exception, in its
-issue).
+issue: such a handler is :class:`DecidesFirst`, so its answer is on record before it runs).
 """
 
 from __future__ import annotations
@@ -13,13 +13,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from eventlog import Event, FollowUpData, HostKind, InteractionKind, TurnControlData
+from eventlog import (
+    Event,
+    FollowUpData,
+    HostKind,
+    InteractionKind,
+    PlanApprovalCancelCause,
+    TurnControlData,
+)
 from projections import SessionSummary
 
 from .descriptors import ToolDescriptor
 from .todo_contract import TodoFields
 
-__all__ = ["AskAware", "Asked", "HandlerOutcome", "Resolution", "ToolContext", "ToolHandler"]
+__all__ = [
+    "AbandonCause",
+    "AskAware",
+    "Asked",
+    "DecidesFirst",
+    "HandlerOutcome",
+    "Resolution",
+    "ToolContext",
+    "ToolHandler",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,3 +118,34 @@ class AskAware(Protocol):
 
     def broker_denied(self, context: ToolContext, raw: Mapping[str, Any]) -> HandlerOutcome:
         """Events and turn control appended with the broker's denial."""
+
+
+AbandonCause = PlanApprovalCancelCause
+"""Why a decided answer was not carried out: its run was ``cancelled`` (shutdown, deletion),
+or a later access found it ``interrupted`` (decided, never completed)."""
+
+
+@runtime_checkable
+class DecidesFirst(Protocol):
+    """A handler whose answer must be on record before it runs, because running does work
+    outside the log (ExitPlanMode's approval writes the plan file, PM-7).
+
+    For such an answer the executor appends ``InteractionResolved`` in a batch of its own,
+    then runs the handler and appends its events with the completion in a second batch. An
+    answer that never reaches the second batch — the run was cancelled, or the service
+    stopped in between — is *abandoned*: the events of :meth:`abandoned` are appended with the
+    same request asked again, then :meth:`undo` puts back what the run did outside the log.
+    """
+
+    def decides_first(self, resolution: Resolution) -> bool:
+        """Whether this answer is recorded alone before :meth:`ToolHandler.run`."""
+
+    def abandoned(
+        self, context: ToolContext, raw: Mapping[str, Any], cause: AbandonCause
+    ) -> tuple[Event, ...]:
+        """The events recording that the answer to the call with input ``raw`` (as
+        answered) was not carried out."""
+
+    def undo(self, context: ToolContext, raw: Mapping[str, Any]) -> None:
+        """After the abandonment is on record: make what the run may have done outside the
+        log agree with the log again (idempotent, best effort)."""

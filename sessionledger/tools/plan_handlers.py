@@ -7,11 +7,14 @@ six-step guidance; a goal refuses it (ES-5) as a completed call with ``success: 
 ExitPlanMode always waits for the user (PM-6). When it starts waiting, ``PlanSubmitted`` is
 recorded with the plan. The answer is decided by :mod:`statemachine.plan_approval`:
 
-* approve (a TUI ``modify`` may edit the plan): the plan file is written first
-  (:mod:`sessionledger.plan_files`), then ``PlanApproved`` with the file outcome (and
-  ``PlanFileWriteFailed`` when the write failed) and the state change leaving Plan go in the
-  answer's one batch (PM-7). A cancelled write raises, so nothing is appended, the call stays
-  pending and Plan stays on.
+* approve (a TUI ``modify`` may edit the plan), in PM-7's literal order: the handler is
+  :class:`~.handlers.DecidesFirst`, so the executor first appends the user's decision
+  (``InteractionResolved``) alone; then :meth:`ExitPlanModeHandler.run` writes the plan file
+  (:mod:`sessionledger.plan_files`) and returns ``PlanApproved`` with the file outcome (after
+  ``PlanFileWriteFailed`` when the write failed) and the state change leaving Plan, appended
+  with the completion in a second batch. A cancelled write raises: no exit is appended and
+  Plan stays on; the approval is abandoned (``PlanApprovalCancelled``) and the plan asked
+  again, at once or — when the service stopped in between — on the session's next access.
 * feedback: ``PlanFeedbackGiven`` plus the feedback as a real user message (source
   ``plan_approval_feedback``, so it counts toward PM-5) and as ``followUpUserInput`` (PM-8).
 * deny, or a headless host with nobody to ask: ``PlanRejected`` and ``turnControl`` stopping the
@@ -20,7 +23,7 @@ recorded with the plan. The answer is decided by :mod:`statemachine.plan_approva
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from eventlog import (
@@ -32,15 +35,24 @@ from eventlog import (
     PlanApproved,
     PlanFileWriteFailed,
     PlanSubmitted,
+    RecordedEvent,
     TurnControlData,
 )
 from statemachine.execution import LeavePlan, Refusal, SetMode, decide_events
-from statemachine.plan_approval import Answer, PlanOutcome, PlanRefusal, decide_plan
+from statemachine.plan_approval import (
+    INITIAL,
+    Answer,
+    PlanOutcome,
+    PlanRefusal,
+    abandon_plan,
+    decide_plan,
+    next_state,
+)
 
 from ..errors import ServiceUnavailable
-from ..plan_files import PlanFiles, PlanWriteCancelled
+from ..plan_files import PlanFiles, PlanWriteCancelled, last_approved_plan, put_back
 from .descriptors import SERVICE_TOOLS, ToolDescriptor
-from .handlers import Asked, HandlerOutcome, Resolution, ToolContext
+from .handlers import AbandonCause, Asked, HandlerOutcome, Resolution, ToolContext
 from .plan_contract import (
     APPROVE_OPTION,
     ENTER_DESCRIPTION,
@@ -57,10 +69,12 @@ from .plan_contract import (
     parse_exit_input,
 )
 
-__all__ = ["EnterPlanModeHandler", "ExitPlanModeHandler", "SessionGone"]
+__all__ = ["EnterPlanModeHandler", "ExitPlanModeHandler", "SessionEvents", "SessionGone"]
 
 SessionGone = Callable[[str], bool]
 """Whether the session was deleted (or vanished) — a cancellation of the plan file write."""
+SessionEvents = Callable[[str], Iterable[RecordedEvent]]
+"""The session's log (to put the plan file back as the log says after an abandonment)."""
 
 _STOP = TurnControlData(reason=TURN_STOP_REASON, stop_turn_after_result=True)
 
@@ -111,10 +125,12 @@ class ExitPlanModeHandler:
     description: str = EXIT_DESCRIPTION
 
     def __init__(
-        self, files: PlanFiles | None = None, *, session_gone: SessionGone | None = None
+        self, files: PlanFiles | None = None, *, session_gone: SessionGone | None = None,
+        session_events: SessionEvents | None = None,
     ) -> None:
         self.files = files if files is not None else PlanFiles()
         self._gone: SessionGone = session_gone if session_gone is not None else _never
+        self._events: SessionEvents = session_events if session_events is not None else _none
 
     def model_schema(self) -> dict[str, Any]:
         return ExitPlanInput.model_json_schema(by_alias=True)
@@ -162,6 +178,32 @@ class ExitPlanModeHandler:
             return HandlerOutcome(success=False, model_content="")
         return self._outcome(context, parse_exit_input(raw), "headless", None)
 
+    # -- the executor's hooks for an approval (DecidesFirst, PM-7) ----------------------------
+
+    def decides_first(self, resolution: Resolution) -> bool:
+        """An approval is on record before the plan file is written (PM-7)."""
+        return next_state(INITIAL, resolution.decision) == "approving"
+
+    def abandoned(
+        self, context: ToolContext, raw: Mapping[str, Any], cause: AbandonCause
+    ) -> tuple[Event, ...]:
+        """The approval will not finish: ``PlanApprovalCancelled``; Plan stays on."""
+        outcome = abandon_plan(
+            cause, call_id=context.call_id, plan=parse_exit_input(raw).plan,
+            mode=context.session.execution.mode,
+        )
+        assert isinstance(outcome, PlanOutcome) and outcome.event is not None
+        return (outcome.event,)
+
+    def undo(self, context: ToolContext, raw: Mapping[str, Any]) -> None:
+        """A write renamed in place before the stop: the file says what the log says."""
+        session = context.session
+        put_back(
+            self.files, session.workspace, session.session_id,
+            approved=last_approved_plan(self._events(session.session_id)),
+            abandoned=parse_exit_input(raw).plan,
+        )
+
     # -- the answer -------------------------------------------------------------------------
 
     def run(
@@ -185,7 +227,7 @@ class ExitPlanModeHandler:
         if isinstance(decided, PlanRefusal):
             return HandlerOutcome(success=False, model_content=NOT_APPROVED,
                                   result={"approved": False})
-        if decided.state == "approved":
+        if decided.state == "approving":  # the decision is on record (decides_first)
             return self._approve(context, parsed)
         return _not_approved(decided, feedback, plan_on=execution.plan_enabled)
 
@@ -198,8 +240,8 @@ class ExitPlanModeHandler:
             )
         except PlanWriteCancelled as exc:
             raise ServiceUnavailable(
-                "the plan file write was cancelled; the plan is still waiting and Plan "
-                "stays on"
+                "the plan file write was cancelled; Plan stays on and the plan waits for an "
+                "answer again"
             ) from exc
         events: list[Event] = []
         if written.error is not None:
@@ -251,3 +293,7 @@ def _prompts(parsed: ExitPlanInput) -> list[dict[str, Any]]:
 
 def _never(_session_id: str) -> bool:
     return False
+
+
+def _none(_session_id: str) -> Iterable[RecordedEvent]:
+    return ()
