@@ -6,6 +6,12 @@ the session's interaction queue until the user answers. Each step is one appende
 (``ToolCallRequested`` … ``ToolCallCompleted``), guarded by the session's expected version, so a
 pending call lives in the log: it survives a restart and completes when answered afterwards.
 Re-sending a ``callId`` returns the original call and never runs it twice.
+
+An answer to a :class:`~sessionledger.tools.handlers.DecidesFirst` handler (ExitPlanMode's
+approval, PM-7) takes two batches: the decision alone, then the handler's events with the
+completion. One that never gets its second batch is abandoned — at once when its run was
+cancelled, else by :meth:`ToolExecutor.resume` on the session's next access — and its
+request asked again, so no call waits for an interaction that is no longer pending.
 """
 
 from __future__ import annotations
@@ -23,7 +29,6 @@ from eventlog import (
     EventStore,
     HostKind,
     InteractionRequested,
-    InteractionResolved,
     NewEvent,
     PermissionDecided,
     PermissionVerdict,
@@ -37,10 +42,11 @@ from projections.tool_calls import call_document, call_wire
 from statemachine.execution import ExecutionState
 
 from .brokers import Pending, broker_for
+from .decided_answers import DecidedAnswers, completed_event, resolved_event
 from .errors import Conflict, InvalidInput, NotFound
 from .runtime import ExecutionRuntime
 from .tools.descriptors import ToolDescriptor
-from .tools.handlers import AskAware, HandlerOutcome, Resolution, ToolContext, ToolHandler
+from .tools.handlers import AskAware, DecidesFirst, Resolution, ToolContext, ToolHandler
 from .tools.registry import SurfaceOptions, ToolRegistry
 
 __all__ = [
@@ -115,6 +121,10 @@ class ToolExecutor:
         self._surface = surface
         """The session's flags and ports (dynamic workflows, off-peak) when the service
         knows them; otherwise only its host and parent decide."""
+        self._decided = DecidedAnswers(
+            store=store, projections=projections, runtime=runtime, registry=registry,
+            context=self._context,
+        )
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -201,7 +211,7 @@ class ToolExecutor:
         ]
         if verdict.behavior == "allow":
             outcome = handler.run(self._context(session, call_id), raw, None)
-            return [*events, *outcome.events, _completed(name, call_id, outcome)]
+            return [*events, *outcome.events, completed_event(name, call_id, outcome)]
         turn_control = None
         if verdict.behavior == "ask":
             answer = broker_for(host).on_ask(name)
@@ -241,6 +251,12 @@ class ToolExecutor:
             raise NotFound(f"no tool call {call_id!r} in session {session_id!r}")
         return _answer(call_wire(found))
 
+    def resume(self, session_id: str) -> int:
+        """Abandon the session's answers that are on record but never completed (the service
+        stopped between a decided-first answer's two batches) and ask them again; the
+        number abandoned (:class:`~sessionledger.decided_answers.DecidedAnswers`)."""
+        return self._decided.resume(session_id)
+
     # -- answers ---------------------------------------------------------------------------
 
     def respond(
@@ -265,8 +281,13 @@ class ToolExecutor:
             assert call is not None
             handler = self._registry.handler(call.body["tool"])
             assert handler is not None
-            events = self._answer_step(
-                session, handler, call.body["input"], interaction, decision, input, feedback
+            raw, resolution = _resolution(
+                handler, call.body["input"], interaction, decision, input, feedback
+            )
+            first = isinstance(handler, DecidesFirst) and handler.decides_first(resolution)
+            events = (
+                [resolved_event(interaction.key, call_id, resolution)] if first
+                else self._answer_step(session, handler, raw, call_id, interaction.key, resolution)
             )
             try:
                 appended = self._store.append(
@@ -276,6 +297,10 @@ class ToolExecutor:
             except ConcurrencyConflict:
                 continue
             self._runtime.observe(session_id, appended.events)  # a plan approval's exit (#7)
+            if first:  # the decision is on record; now run and complete (PM-7)
+                return self._decided.carry_out(
+                    session_id, handler, raw, call_id, interaction.key, resolution
+                )
             done = self._projections.call(self._store, session_id, call_id)
             assert done is not None
             return call_wire(done)
@@ -299,9 +324,10 @@ class ToolExecutor:
         call = self._projections.call(self._store, session_id, call_id)
         handler = self._registry.handler(call.body["tool"]) if call is not None else None
         assert call is not None and handler is not None
-        events = self._answer_step(
-            session, handler, call.body["input"], interaction, "autoContinued", None, None
+        raw, resolution = _resolution(
+            handler, call.body["input"], interaction, "autoContinued", None, None
         )
+        events = self._answer_step(session, handler, raw, call_id, interaction.key, resolution)
         self._store.append(
             session_id, [NewEvent(e, actor="timer", causation_id=call_id) for e in events],
             expected_version=expected_version, idempotency_key=idempotency_key,
@@ -311,48 +337,43 @@ class ToolExecutor:
         return call_wire(done)
 
     def _answer_step(
-        self, session: SessionSummary, handler: ToolHandler, original: Mapping[str, Any],
-        interaction: Any, decision: Decision | Literal["autoContinued"],
-        new_input: Mapping[str, Any] | None,
-        feedback: str | None,
+        self, session: SessionSummary, handler: ToolHandler, raw: Mapping[str, Any],
+        call_id: str, interaction_id: str, resolution: Resolution,
     ) -> list[Event]:
-        call_id = interaction.body["callId"]
-        if decision == "modify" and new_input is None:
-            raise InvalidInput("modify needs the new tool input", details=[{"loc": ["input"]}])
-        if decision == "feedback" and interaction.body["kind"] != "planApproval":
-            raise InvalidInput("feedback answers only a plan approval")
-        if decision == "feedback" and not (feedback or "").strip():
-            raise InvalidInput("feedback must not be blank", details=[{"loc": ["feedback"]}])
-        if decision == "modify" and new_input is not None:
-            try:
-                handler.validate_answer(new_input, original=original)
-            except ValidationError as exc:
-                raise InvalidInput(
-                    f"the modified input is invalid ({summarize(exc)}); the call stays pending",
-                    details=validation_details(exc),
-                ) from exc
-            except ValueError as exc:
-                raise InvalidInput(
-                    f"the modified input is invalid ({exc}); the call stays pending",
-                    details=[{"loc": ["input"], "message": str(exc)}],
-                ) from exc
-        resolution = Resolution(decision=decision, input=new_input, feedback=feedback)
-        raw = new_input if decision == "modify" and new_input is not None else original
+        """One batch: the decision, the handler's events and the completion (D21)."""
         outcome = handler.run(self._context(session, call_id), raw, resolution)
-        name = handler.descriptor.name
         return [
-            InteractionResolved(
-                interaction_id=interaction.key, call_id=call_id, decision=decision,
-                input=dict(new_input) if new_input is not None else None, feedback=feedback,
-            ),
-            *outcome.events,
-            _completed(name, call_id, outcome),
+            resolved_event(interaction_id, call_id, resolution), *outcome.events,
+            completed_event(handler.descriptor.name, call_id, outcome),
         ]
 
 
-def _completed(tool: str, call_id: str, outcome: HandlerOutcome) -> ToolCallCompleted:
-    return ToolCallCompleted(
-        call_id=call_id, tool=tool, status="completed", success=outcome.success,
-        result=outcome.result, model_content=outcome.model_content,
-        turn_control=outcome.turn_control, follow_up_user_input=outcome.follow_up,
-    )
+def _resolution(
+    handler: ToolHandler, original: Mapping[str, Any], interaction: Any,
+    decision: Decision | Literal["autoContinued"], new_input: Mapping[str, Any] | None,
+    feedback: str | None,
+) -> tuple[Mapping[str, Any], Resolution]:
+    """The answer checked (422 when it cannot be taken) and the input the handler runs
+    with: the user's modified input, else the call's own."""
+    if decision == "modify" and new_input is None:
+        raise InvalidInput("modify needs the new tool input", details=[{"loc": ["input"]}])
+    if decision == "feedback" and interaction.body["kind"] != "planApproval":
+        raise InvalidInput("feedback answers only a plan approval")
+    if decision == "feedback" and not (feedback or "").strip():
+        raise InvalidInput("feedback must not be blank", details=[{"loc": ["feedback"]}])
+    if decision == "modify" and new_input is not None:
+        try:
+            handler.validate_answer(new_input, original=original)
+        except ValidationError as exc:
+            raise InvalidInput(
+                f"the modified input is invalid ({summarize(exc)}); the call stays pending",
+                details=validation_details(exc),
+            ) from exc
+        except ValueError as exc:
+            raise InvalidInput(
+                f"the modified input is invalid ({exc}); the call stays pending",
+                details=[{"loc": ["input"], "message": str(exc)}],
+            ) from exc
+    resolution = Resolution(decision=decision, input=new_input, feedback=feedback)
+    raw = new_input if decision == "modify" and new_input is not None else original
+    return raw, resolution

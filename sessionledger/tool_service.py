@@ -3,10 +3,15 @@
 The face the HTTP routes and the CLI use: it builds the executor with the tools whose handlers
 exist, the workspace permission rules and the brokers, translates log errors into application
 errors, and records the permission decisions the host asks for about its own tools (TR-3).
+The first time this process touches a session's calls or interactions, answers left on
+record but never completed by an earlier process (a stop between PM-7's two batches) are
+abandoned and asked again (:meth:`ToolExecutor.resume`).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -15,8 +20,9 @@ from eventlog import EventStore, HostKind, NewEvent, PermissionDecided, new_id
 from projections import Projections
 from projections.tool_calls import interaction_wire
 
-from .errors import Conflict, InvalidInput, eventlog_errors
+from .errors import Conflict, InvalidInput, ServiceUnavailable, SessionLedgerError, eventlog_errors
 from .executor import CallAnswer, Decision, ToolExecutor
+from .logs import log_event
 from .runtime import ExecutionRuntime
 from .tool_permissions import WorkspacePermissions
 from .tool_ports import ToolPorts, WorkspaceSurface
@@ -25,6 +31,8 @@ from .tools.descriptors import MCP_NAME, ToolDescriptor, host_tool, mcp_tool
 from .tools.registry import ToolRegistry
 
 __all__ = ["QueueTimers", "ToolService", "default_registry"]
+
+_log = logging.getLogger("sessionledger.tools")
 
 
 def default_registry(
@@ -77,6 +85,28 @@ class ToolService:
             permissions=self.permissions,
             surface=WorkspaceSurface(self.ports.config).options,
         )
+        self._resumed: set[str] = set()
+        self._resume_lock = threading.Lock()
+
+    def _resume(self, session_id: str) -> None:
+        """Once per session and process, before its calls are used: abandon answers an
+        earlier process left on record and never completed. A failure is logged and tried
+        again on the next access; it never fails the access itself."""
+        with self._resume_lock:
+            if session_id in self._resumed:
+                return
+            self._resumed.add(session_id)
+        try:
+            with eventlog_errors():
+                self.executor.resume(session_id)
+        except SessionLedgerError as exc:
+            self._forget_resumed(session_id)
+            log_event(_log, "resume failed", sessionId=session_id,
+                      error=exc.__class__.__name__, message=str(exc))
+
+    def _forget_resumed(self, session_id: str) -> None:
+        with self._resume_lock:
+            self._resumed.discard(session_id)
 
     def surface(self, session_id: str) -> list[str]:
         """The tools the session is offered (TR-1)."""
@@ -86,6 +116,7 @@ class ToolService:
         self, session_id: str, tool: str, raw_input: Mapping[str, Any], *,
         call_id: str | None = None, host: HostKind | None = None,
     ) -> CallAnswer:
+        self._resume(session_id)
         with eventlog_errors():
             answer = self.executor.call(
                 session_id, tool, raw_input, call_id=call_id, host=host
@@ -95,6 +126,7 @@ class ToolService:
         return answer
 
     def get(self, session_id: str, call_id: str) -> CallAnswer:
+        self._resume(session_id)
         with eventlog_errors():
             return self.executor.get(session_id, call_id)
 
@@ -102,18 +134,24 @@ class ToolService:
         self, session_id: str, interaction_id: str, decision: Decision, *,
         input: Mapping[str, Any] | None = None, feedback: str | None = None,
     ) -> dict[str, Any]:
-        with eventlog_errors():
-            if self.timers is not None:
-                self.timers.settle(session_id)
-            done = self.executor.respond(
-                session_id, interaction_id, decision, input=input, feedback=feedback
-            )
+        self._resume(session_id)
+        try:
+            with eventlog_errors():
+                if self.timers is not None:
+                    self.timers.settle(session_id)
+                done = self.executor.respond(
+                    session_id, interaction_id, decision, input=input, feedback=feedback
+                )
+        except ServiceUnavailable:  # a cancelled run may be left to the next access
+            self._forget_resumed(session_id)
+            raise
         if self.timers is not None:
             self.timers.settle_quietly(session_id)
         return done
 
     def pending_interactions(self, session_id: str) -> list[dict[str, Any]]:
         """The session's pending interactions in queue order, as the document lists them."""
+        self._resume(session_id)
         with eventlog_errors():
             docs = self._projections.pending_interactions(self._store, session_id)
         wires = [interaction_wire(d) for d in docs]

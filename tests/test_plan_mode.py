@@ -217,20 +217,31 @@ def test_pm7_read_only_plans_directory_is_recorded_and_plan_is_left_anyway(
     assert report["ok"] is True and "not written" in report["notes"][0]
 
 
-def test_pm7_cancelled_write_appends_nothing_and_plan_stays_on(
+def test_pm7_cancelled_write_appends_no_exit_and_asks_again(
     service: SessionService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The decision is on record before the write; the cancelled write appends no exit, the
+    approval is abandoned at once (``cancelled``) and the plan asked again (D64, D65)."""
     sid = in_plan(service)
     iid = submit(service, sid)
     before = service.store.version(sid)
     handler = service.tools.executor._registry.handler("ExitPlanMode")
     monkeypatch.setattr(handler, "_gone", lambda _sid: True)  # deleted during the write
-    with pytest.raises(ServiceUnavailable):
+    with pytest.raises(ServiceUnavailable) as cancelled:
         service.tools.respond(sid, iid, "approve")
-    assert service.store.version(sid) == before
+    monkeypatch.undo()
+    log = events(service, sid)[before:]
+    assert [e.type for e in log] == [
+        "InteractionResolved", "PlanApprovalCancelled", "InteractionRequested",
+    ]
+    assert log[1].data.cause == "cancelled" and log[1].actor == "system"  # type: ignore[attr-defined]
     assert execution(service, sid)["planEnabled"] is True
     assert not plan_file(service, sid).exists()
-    assert [i["interactionId"] for i in service.document(sid)["interactions"]] == [iid]
+    again = cancelled.value.details["interactionId"]
+    assert again != iid
+    assert [i["interactionId"] for i in service.document(sid)["interactions"]] == [again]
+    done = service.tools.respond(sid, again, "approve")  # the user answers it anew
+    assert done["success"] is True and execution(service, sid)["planEnabled"] is False
 
 
 # -- PM-8 / PM-9 ------------------------------------------------------------------------------
@@ -410,14 +421,16 @@ def test_pm7_session_deleted_during_the_write_leaves_plan_on(
     assert not list(target.parent.iterdir())  # the temporary file is gone
     summary = service.summary(sid, allow_deleted=True)
     assert summary.execution.plan_enabled is True
-    assert not any(e.type in ("PlanApproved", "InteractionResolved") for e in events(service, sid))
+    tail = [e.type for e in events(service, sid)][-2:]
+    assert tail == ["InteractionResolved", "SessionDeleted"]  # the decision, then no exit
+    assert "PlanApproved" not in types(service, sid)
 
 
 def test_pm7_shutdown_during_the_write_leaves_plan_on_after_a_restart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Acceptance 3: the service stops while the plan is written; reopened, Plan is on and
-    the approval still waits."""
+    the approval waits again, asked anew on the session's first access (D65)."""
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     service = SessionService.open(url, workspace_root=tmp_path)
     sid = in_plan(service)
@@ -435,9 +448,12 @@ def test_pm7_shutdown_during_the_write_leaves_plan_on_after_a_restart(
     reopened = SessionService.open(url, workspace_root=tmp_path)
     try:
         assert execution(reopened, sid)["planEnabled"] is True
-        assert [i["interactionId"] for i in reopened.document(sid)["interactions"]] == [iid]
+        [again] = reopened.document(sid)["interactions"]
+        assert again["interactionId"] != iid and again["kind"] == "planApproval"
+        cancelled = [e for e in events(reopened, sid) if e.type == "PlanApprovalCancelled"]
+        assert [e.data.cause for e in cancelled] == ["interrupted"]  # type: ignore[attr-defined]
         assert not plan_path(reopened.document(sid)["workspace"], sid).exists()
-        done = reopened.tools.respond(sid, iid, "approve")  # answered after the restart
+        done = reopened.tools.respond(sid, again["interactionId"], "approve")  # after restart
         assert done["success"] is True and execution(reopened, sid)["planEnabled"] is False
     finally:
         reopened.close()

@@ -1,7 +1,9 @@
 """Plan mode driven by random commands and restarts, compared with a plain model (STYLE 5).
 
 The service over a SQLite file takes random EnterPlanMode calls, ExitPlanMode submissions,
-answers (approve, feedback, deny), ``/mode`` commands, goals and restarts. A reference model
+answers (approve, feedback, deny), approvals interrupted between the decision and the exit
+(PM-7: the decision alone appended, then a restart; the plan is asked again, D65), ``/mode``
+commands, goals and restarts. A reference model
 knows the mode, the Plan switch, the goal, the waiting approvals and the last approved plan.
 Invariants: Plan and Goal are never both on; the live state equals the model and a fresh fold
 of the log; every chain verifies; the plan file exists exactly when a plan was approved and
@@ -25,6 +27,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from eventlog import InteractionResolved, NewEvent
 from projections import compare_session
 from sessionledger import SessionService
 from sessionledger.errors import CommandRefused, InvalidInput
@@ -96,6 +99,26 @@ class PlanLedger(RuleBasedStateMachine):
             stop = done["turnControl"] is not None
             assert stop is (decision == "deny")
             assert (done["followUpUserInput"] is not None) is (decision == "feedback")
+
+    @precondition(lambda self: bool(self.waiting))
+    @rule(which=st.integers(0, 5))
+    def approve_then_stop(self, which: int) -> None:
+        """The approval is on record and the service stops before the file and the exit."""
+        index = which % len(self.waiting)
+        plan, iid = self.waiting.pop(index), self.ids.pop(index)
+        interaction = self.service.projections.interaction(self.service.store, iid)
+        assert interaction is not None
+        call_id = interaction.body["callId"]
+        decision = InteractionResolved(interaction_id=iid, call_id=call_id, decision="approve")
+        self.service.store.append(
+            self.sid, [NewEvent(decision, actor="user", causation_id=call_id)],
+            expected_version=self.service.store.version(self.sid),
+        )
+        self.restart()
+        again = self.service.document(self.sid)["interactions"][-1]  # asked again, last
+        assert again["callId"] == call_id and again["payload"]["plan"] == plan
+        self.waiting.append(plan)
+        self.ids.append(again["interactionId"])
 
     @rule(mode=MODES)
     def mode_command(self, mode: str) -> None:
