@@ -1,14 +1,16 @@
 """Driving the Textual app in tests: a real service on a SQLite file, the app under a pilot.
 
-:func:`drive` runs one scenario with ``App.run_test()`` inside ``asyncio.run`` — plain
-synchronous tests, no asyncio plugin (docs/decisions.md D83). :func:`plain` turns what a
-widget shows into text; :func:`resolutions` reads the answers the app recorded in the log.
+:func:`drive` runs one scenario with ``App.run_test()`` inside ``asyncio.run`` in a thread of
+its own — plain synchronous tests, no asyncio plugin (docs/decisions.md D83). :func:`plain`
+turns what a widget shows into text; :func:`resolutions` reads the answers the app recorded
+in the log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,7 +59,12 @@ def opened(tmp_path: Path) -> Iterator[SessionService]:
 
 
 def drive(service: SessionService, session_id: str, scenario: Scenario) -> None:
-    """Run the app on ``session_id`` and play ``scenario`` against it under a pilot."""
+    """Run the app on ``session_id`` and play ``scenario`` against it under a pilot.
+
+    The app runs in a thread of its own with its own event loop: a test's thread may already
+    have a running loop that is not ours (Playwright's sync API keeps one in the browser
+    tests' worker), and ``asyncio.run`` refuses to start inside it.
+    """
 
     async def main() -> None:
         app = SessionApp(service, session_id, poll_s=0.05)
@@ -65,7 +72,19 @@ def drive(service: SessionService, session_id: str, scenario: Scenario) -> None:
             await pilot.pause()
             await scenario(app, pilot)
 
-    asyncio.run(main())
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # handed to the test's thread below
+            failures.append(exc)
+
+    thread = threading.Thread(target=run, name="tui-pilot")
+    thread.start()
+    thread.join()
+    if failures:
+        raise failures[0]
 
 
 def plain(widget: Static) -> str:
