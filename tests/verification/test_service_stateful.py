@@ -1,0 +1,72 @@
+"""The whole service against its reference model, fast in ``make test``, long in ``make verify``.
+
+Issue #10, acceptance 1. The fast run is 25 examples of up to 50 steps (about 15 s on two
+vCPUs). The long run (marked ``slow``, run by ``make verify`` under
+``HYPOTHESIS_PROFILE=long``) repeats rounds of the machine until a wall-clock budget is
+spent: ``VERIFY_STATEFUL_BUDGET_S`` seconds (default 600, at most 1800 — issue #10 allows
+30 minutes). Each round is a fresh ``run_state_machine_as_test`` with a fixed small number
+of examples, so the budget is kept to within one round. How many examples and rounds ran is
+printed and written to ``test-artifacts/verification/stateful.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
+from verification_machine import ServiceLedger
+
+BUDGET_ENV = "VERIFY_STATEFUL_BUDGET_S"
+DEFAULT_BUDGET_S = 600.0
+MAX_BUDGET_S = 1800.0
+FAST = {"max_examples": 25, "stateful_step_count": 50}
+ROUND = {"max_examples": 10, "stateful_step_count": 100}
+ARTIFACT = Path(__file__).resolve().parents[2] / "test-artifacts" / "verification"
+
+
+def budget_s() -> float:
+    """The long run's wall-clock budget in seconds, from the environment, capped at 30 min."""
+    raw = os.environ.get(BUDGET_ENV, "")
+    return min(float(raw), MAX_BUDGET_S) if raw.strip() else DEFAULT_BUDGET_S
+
+
+def _settings(**overrides: Any) -> settings:
+    return settings(settings.default, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow], **overrides)
+
+
+def test_the_service_agrees_with_its_model_fast() -> None:
+    """``make test``: a few short sequences of every command, restart and reconnect."""
+    run_state_machine_as_test(ServiceLedger, settings=_settings(**FAST))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(int(budget_s() + 600))
+def test_the_service_agrees_with_its_model_for_a_wall_clock_budget() -> None:
+    """``make verify``: rounds of longer sequences until the budget is spent; a round that
+    finds a failure stops the run with hypothesis's shrunk example."""
+    budget = budget_s()
+    started = time.monotonic()
+    runs_before = ServiceLedger.runs
+    rounds = 0
+    while rounds == 0 or time.monotonic() - started < budget:
+        run_state_machine_as_test(ServiceLedger, settings=_settings(**ROUND))
+        rounds += 1
+    elapsed = time.monotonic() - started
+    report = {
+        "budgetSeconds": budget, "elapsedSeconds": round(elapsed, 1), "rounds": rounds,
+        "examples": ServiceLedger.runs - runs_before,
+        "stepsPerExample": ROUND["stateful_step_count"],
+        "profile": os.environ.get("HYPOTHESIS_PROFILE", "ci"),
+    }
+    ARTIFACT.mkdir(parents=True, exist_ok=True)
+    (ARTIFACT / "stateful.json").write_text(json.dumps(report, indent=2) + "\n",
+                                            encoding="utf-8")
+    print(f"\nstateful verification: {report['examples']} examples in {rounds} rounds, "
+          f"{elapsed:.0f} s of a {budget:.0f} s budget")
