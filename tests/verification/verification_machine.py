@@ -40,21 +40,25 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from verification_checks import (
+    check_log,
+    check_plan_file,
+    check_queue,
+    check_reminder_text,
+    fingerprint,
+)
 from verification_model import (
-    DEADLINE,
     EXCLUSIVE,
-    GRACE,
     Refused,
     SessionModel,
     Waiting,
     expected_surface,
 )
 
-from eventlog import ManualClock, RecordedEvent, format_instant
+from eventlog import ManualClock, RecordedEvent
 from projections import open_projected_store
 from sessionledger import SessionService
 from sessionledger.errors import CommandRefused, Conflict, InvalidInput, SessionDeleted
-from sessionledger.plan_files import plan_path
 from statemachine.interaction import TimerConfig
 
 __all__ = ["ServiceLedger"]
@@ -70,8 +74,6 @@ QUESTION = {"questions": [{
 ANSWERED = {**QUESTION, "answers": {"Which database?": "PostgreSQL"}}
 APPROVED = ("User has approved your plan. You can now start coding. Start with updating your "
             "todo list if applicable.\n\n## Approved Plan:\n")
-TODO_HEADER = "The TodoWrite tool hasn't been used recently."
-PLAN_FULL = "Plan mode is active. The user indicated that they do not want you to execute yet"
 STOP = {"reason": "plan_exit_denied", "stopTurnAfterResult": True}
 
 HOSTS = st.sampled_from(["protocol", "protocol", "tui", "headless"])
@@ -85,14 +87,6 @@ items = st.fixed_dictionaries({
 PLANS = st.sampled_from(["# Plan\n1. do it", "refactor", "é\n", "x" * 50])
 REQUEST_TOOLS = st.sampled_from([["TodoWrite", "TodoRead", ASK], ["TodoWrite"], [ASK], []])
 SECONDS = st.sampled_from([1, 59, 60, 61, 240, 299, 300, 301, 1000])
-
-
-def iso(moment: datetime) -> str:
-    return format_instant(moment)
-
-
-def _fingerprint(events: Sequence[RecordedEvent]) -> list[tuple[int, str, int, str]]:
-    return [(e.global_position, e.session_id, e.seq, e.hash) for e in events]
 
 
 class ServiceLedger(RuleBasedStateMachine):
@@ -336,7 +330,7 @@ class ServiceLedger(RuleBasedStateMachine):
         expected = model.reminders(frozenset(tools), continuation=continuation)
         assert [(r.kind, r.variant) for r in reminders] == expected
         for reminder in reminders:
-            self._check_text(model, reminder.kind, reminder.variant, reminder.text)
+            check_reminder_text(model, reminder.kind, reminder.variant, reminder.text)
         model.injected(expected)
 
     @rule(session=sessions, turns=st.integers(1, 12), tools=REQUEST_TOOLS)
@@ -345,21 +339,6 @@ class ServiceLedger(RuleBasedStateMachine):
         for _ in range(turns):
             self.prepare_request(session, tools, continuation=False)
             self.messages(session, "assistant", continuation=False, count=1)
-
-    def _check_text(
-        self, model: SessionModel, kind: str, variant: str | None, text: str
-    ) -> None:
-        if kind == "todo_reminder":
-            assert text.startswith(TODO_HEADER)
-            lines = [f"{i}. [{t['status']}] {t['content']}"
-                     for i, t in enumerate(model.todos, start=1)]
-            if lines:
-                assert text.endswith("\n\n" + "\n".join(lines))
-        elif kind == "runtime_mode" and variant == "full":
-            assert text.startswith(PLAN_FULL)
-        elif kind == "plan_file_reference":
-            assert text.startswith("A plan file exists from plan mode at: ")
-            assert model.approved_plan is not None and model.approved_plan.strip() in text
 
     @rule(session=sessions)
     def compact(self, session: str) -> None:
@@ -546,7 +525,7 @@ class ServiceLedger(RuleBasedStateMachine):
                 break
             cursor = page[-1].global_position
         self._connect()
-        assert _fingerprint(self.received) == _fingerprint(list(service.store.read_all()))
+        assert fingerprint(self.received) == fingerprint(list(service.store.read_all()))
 
     @rule(session=sessions, limit=st.sampled_from([1, 2, 1000]), pages=st.integers(1, 3))
     def page_events(self, session: str, limit: int, pages: int) -> None:
@@ -568,7 +547,7 @@ class ServiceLedger(RuleBasedStateMachine):
         service = self._service()
         assert service.settings.current() == {"autoContinueQuestions": self.auto_continue}
         for sid, model in self.model.items():
-            self._check_plan_file(sid, model)
+            check_plan_file(self.root, sid, model)
             if model.deleted:
                 with pytest.raises(SessionDeleted):
                     service.document(sid)
@@ -580,56 +559,12 @@ class ServiceLedger(RuleBasedStateMachine):
             assert document["displayMode"] == ("plan" if model.plan else model.mode)
             assert document["parentSessionId"] == model.parent
             assert document["todos"] == model.todos
-            self._check_queue(document["interactions"], model)
+            check_queue(document["interactions"], model)
             assert service.tools.surface(sid) == expected_surface(
                 model.host, subagent=model.parent is not None)
-
-    def _check_queue(self, listed: list[dict[str, Any]], model: SessionModel) -> None:
-        assert [(i["interactionId"], i["kind"]) for i in listed] == [
-            (w.interaction_id, w.kind) for w in model.queue]
-        running = [i for i, entry in enumerate(listed)
-                   if (entry["autoResolution"] or {}).get("state") in ("hiddenGrace",
-                                                                       "countdown")]
-        assert running in ([], [0])  # at most one clock per session, at the head
-        for entry, waiting in zip(listed, model.queue, strict=True):
-            timer = entry["autoResolution"]
-            if waiting.started_at is None:
-                assert timer is None
-                continue
-            assert timer is not None
-            start = waiting.started_at
-            assert (timer["startedAt"], timer["visibleAt"], timer["deadlineAt"]) == (
-                iso(start), iso(start + GRACE), iso(start + DEADLINE))
-            if waiting.paused:
-                assert timer["state"] == "paused"
-            else:
-                assert timer["state"] in ("hiddenGrace", "countdown")
-
-    def _check_plan_file(self, sid: str, model: SessionModel) -> None:
-        target = plan_path(str(self.root), sid)
-        if model.approved_plan is None:
-            assert not target.exists()
-        else:
-            assert target.read_bytes() == model.approved_plan.encode("utf-8")
 
     @invariant()
     def the_log_is_whole(self) -> None:
         type(self).steps += 1
-        service = self._service()
-        reports = service.audit_all()
-        assert all(r.ok for r in reports), [r.to_wire() for r in reports if not r.ok]
-        log = list(service.store.read_all())
-        assert [e.global_position for e in log] == list(range(1, len(log) + 1))
-        by_session: dict[str, list[int]] = {}
-        for event in log:
-            by_session.setdefault(event.session_id, []).append(event.seq)
-        for seqs in by_session.values():
-            assert seqs == list(range(1, len(seqs) + 1))
-        assert set(self.model) <= set(by_session)
-        received = _fingerprint(self.received)
-        assert received == _fingerprint(log[:len(received)])  # a prefix, in order
-        if self.connected:
-            assert len(received) == len(log)
-        for sid, held in self.cursors.items():
-            assert _fingerprint(held) == _fingerprint(
-                list(service.store.read_session(sid))[:len(held)])
+        check_log(self._service(), sessions=list(self.model), received=self.received,
+                  connected=self.connected, held=self.cursors)
