@@ -21,6 +21,7 @@ from sessionledger import SessionService
 from sessionledger.plan_files import plan_path
 
 __all__ = [
+    "check_auto_continued",
     "check_log",
     "check_plan_file",
     "check_queue",
@@ -64,6 +65,17 @@ def check_queue(listed: list[dict[str, Any]], model: SessionModel) -> None:
             assert timer["state"] == "paused"
         else:
             assert timer["state"] in RUNNING
+
+
+def check_auto_continued(events: Sequence[RecordedEvent], model: SessionModel) -> None:
+    """Exactly the interactions the model says the timer resolved are recorded as
+    ``autoContinued`` (HO-8), each resolved once, and no user answer is."""
+    resolved = [e.data for e in events if e.type == "InteractionResolved"]
+    ids = [d.interaction_id for d in resolved]  # type: ignore[attr-defined]
+    assert len(ids) == len(set(ids)), "an interaction was resolved twice"
+    timer = {d.interaction_id for d in resolved  # type: ignore[attr-defined]
+             if d.decision == "autoContinued"}  # type: ignore[attr-defined]
+    assert timer == model.auto_continued
 
 
 def check_plan_file(workspace: Path, session_id: str, model: SessionModel) -> None:

@@ -41,6 +41,7 @@ from hypothesis.stateful import (
     rule,
 )
 from verification_checks import (
+    check_auto_continued,
     check_log,
     check_plan_file,
     check_queue,
@@ -113,6 +114,8 @@ class ServiceLedger(RuleBasedStateMachine):
         self.connected = False
         self.cursors: dict[str, list[RecordedEvent]] = {}
         """Per session, what a client paging ``GET …/events?after=`` holds so far."""
+        self.calls: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        """Completed TodoWrite calls: session, input and the document answered."""
         self._unsubscribe: Callable[[], None] | None = None
         self.service: SessionService | None = None
         self.service = self._open()
@@ -304,6 +307,21 @@ class ServiceLedger(RuleBasedStateMachine):
         assert done["result"]["oldTodos"] == model.todos
         assert done["result"]["todos"] == todos
         model.todos_written(todos)
+        self.calls.append((session, {"todos": todos}, done))
+
+    @precondition(lambda self: bool(self.calls))
+    @rule(which=st.integers(0, 7))
+    def resend_call(self, which: int) -> None:
+        """A host re-sends a ``callId``: the original call answers, nothing runs twice."""
+        session, raw, done = self.calls[which % len(self.calls)]
+        tools = self._service().tools
+        call = lambda: tools.call(session, "TodoWrite", raw, call_id=done["callId"])  # noqa: E731
+        if self.model[session].deleted:
+            self._gone(session, call)
+            return
+        head = self._service().store.head_position()
+        assert call().document == done
+        assert self._service().store.head_position() == head
 
     @rule(session=sessions, role=st.sampled_from(["assistant", "assistant", "user"]),
           continuation=st.sampled_from([False, False, True]),
@@ -560,6 +578,7 @@ class ServiceLedger(RuleBasedStateMachine):
             assert document["parentSessionId"] == model.parent
             assert document["todos"] == model.todos
             check_queue(document["interactions"], model)
+            check_auto_continued(list(service.store.read_session(sid)), model)
             assert service.tools.surface(sid) == expected_surface(
                 model.host, subagent=model.parent is not None)
 

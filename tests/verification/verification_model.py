@@ -94,6 +94,8 @@ class SessionModel:
     queue: list[Waiting] = field(default_factory=list)
     approved_plan: str | None = None
     """The last approved plan: the plan file holds exactly it (PM-7)."""
+    auto_continued: set[str] = field(default_factory=set)
+    """Interactions resolved by the timer at their deadline (HO-4, HO-8), never by a user."""
     # the turn counters (TD-5, PM-5, PM-10; D34, D35)
     assistant_since_todo: int = 0
     plan_reminders: int = 0
@@ -213,6 +215,7 @@ class SessionModel:
                 break
             resolved.append(self.queue.pop(0).interaction_id)
             self._reach_head(now)
+        self.auto_continued.update(resolved)
         return resolved
 
     def resolve(self, interaction_id: str, now: datetime) -> Waiting:
