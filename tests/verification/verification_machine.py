@@ -5,18 +5,20 @@ HTTP routes call, with its tool runtime, timer service and settings — over a r
 in a temporary directory and the injectable :class:`~eventlog.ManualClock`. Every command a
 host can send is a rule: sessions of every host (protocol, TUI, headless) and subagents of
 them, Shift+Tab, ``/mode``, ``/plan task``, goals, TodoWrite, EnterPlanMode, messages,
-``prepare-request``, compaction, AskUserQuestion with answers, refusals, user activity and
-clock moves that auto-continue, ExitPlanMode with approve / feedback / reject, the
-auto-continue setting, deletion, a service restart (the file closed and opened again, the
-scheduler's first pass re-arming timers from the log), a projection rebuild, and readers that
-reconnect after a remembered cursor. :mod:`verification_model` says what each must do.
+``prepare-request`` and a host's turn loop, compaction, AskUserQuestion with answers,
+refusals, user activity and clock moves that auto-continue, ExitPlanMode with approve /
+feedback / reject, the auto-continue setting, a re-sent ``callId``, deletion, a service
+restart (the file closed and opened again, the scheduler's first pass re-arming timers from
+the log), a projection rebuild, and readers that reconnect after a remembered cursor.
+:mod:`verification_model` says what each must do; :mod:`verification_checks` compares.
 
 Invariants after every step: the session documents equal the model (execution state, todos,
 the interaction queue with each timer's absolute times, the parent); Plan and Goal are never
-both on; at most one countdown runs per session, at the head of its queue; the tool surface
-matches the host and parent (TR-1, ES-7); the plan file holds the last approved plan; the
-audit finds every chain intact and every projection equal to a fresh fold of the log;
-``seq`` is gapless per session and the global position across the store; a live reader
+both on; at most one countdown runs per session, at the head of its queue; exactly the
+questions the model says were auto-continued are, each interaction resolved once; the tool
+surface matches the host and parent (TR-1, ES-7); the plan file holds the last approved
+plan; the audit finds every chain intact and every projection equal to a fresh fold of the
+log; ``seq`` is gapless per session and the global position across the store; a live reader
 holds exactly a prefix of the log (all of it while connected).
 """
 
@@ -181,11 +183,18 @@ class ServiceLedger(RuleBasedStateMachine):
                 assert raised.value.message == EXCLUSIVE
             assert store.head_position() == head
             return
+        version = store.version(session)
         document = call()
+        before = model.state()
         model.apply(target)
         if user_message:
             model.message("user", continuation=False)
         assert document["executionState"] == self._wire_state(model)
+        # ES-3: a command that leaves the state as it was appends no state event
+        expected = (int(before[:2] != target[:2])  # SessionModeChanged
+                    + int(before[2] != target[2])  # GoalStarted or GoalEnded
+                    + int(user_message))  # the /plan task as a MessageRecorded
+        assert store.version(session) == version + expected
 
     @staticmethod
     def _wire_state(model: SessionModel) -> dict[str, Any]:
@@ -209,6 +218,7 @@ class ServiceLedger(RuleBasedStateMachine):
             model.mode = mode
         self.model[document["sessionId"]] = model
         assert document["executionState"] == self._wire_state(model)
+        assert document["version"] == 1  # exactly one SessionCreated
         return str(document["sessionId"])
 
     @precondition(lambda self: len(self.model) < MAX_SESSIONS)
@@ -230,6 +240,7 @@ class ServiceLedger(RuleBasedStateMachine):
             model.mode = mode
         self.model[document["sessionId"]] = model
         assert document["executionState"] == self._wire_state(model)
+        assert document["version"] == 1  # exactly one SessionCreated
         assert document["parentSessionId"] == parent
         return str(document["sessionId"])
 
