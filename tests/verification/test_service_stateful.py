@@ -46,27 +46,44 @@ def test_the_service_agrees_with_its_model_fast() -> None:
     run_state_machine_as_test(ServiceLedger, settings=_settings(**FAST))
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(int(budget_s() + 600))
-def test_the_service_agrees_with_its_model_for_a_wall_clock_budget() -> None:
-    """``make verify``: rounds of longer sequences until the budget is spent; a round that
-    finds a failure stops the run with hypothesis's shrunk example."""
-    budget = budget_s()
-    started = time.monotonic()
-    runs_before = ServiceLedger.runs
-    rounds = 0
-    while rounds == 0 or time.monotonic() - started < budget:
-        run_state_machine_as_test(ServiceLedger, settings=_settings(**ROUND))
-        rounds += 1
+def _report(
+    capsys: pytest.CaptureFixture[str], budget: float, started: float, rounds: int,
+    examples: int, passed: bool,
+) -> None:
+    """Print (past pytest's capture) and keep how much ran:
+    ``test-artifacts/verification/stateful.json``."""
     elapsed = time.monotonic() - started
     report = {
-        "budgetSeconds": budget, "elapsedSeconds": round(elapsed, 1), "rounds": rounds,
-        "examples": ServiceLedger.runs - runs_before,
-        "stepsPerExample": ROUND["stateful_step_count"],
+        "passed": passed, "budgetSeconds": budget, "elapsedSeconds": round(elapsed, 1),
+        "rounds": rounds, "examples": examples, "steps": ServiceLedger.steps,
+        "maxStepsPerExample": ROUND["stateful_step_count"],
         "profile": os.environ.get("HYPOTHESIS_PROFILE", "ci"),
     }
     ARTIFACT.mkdir(parents=True, exist_ok=True)
     (ARTIFACT / "stateful.json").write_text(json.dumps(report, indent=2) + "\n",
                                             encoding="utf-8")
-    print(f"\nstateful verification: {report['examples']} examples in {rounds} rounds, "
-          f"{elapsed:.0f} s of a {budget:.0f} s budget")
+    with capsys.disabled():
+        print(f"\nstateful verification: {examples} examples ({ServiceLedger.steps} steps) "
+              f"in {rounds} rounds, {elapsed:.0f} s of a {budget:.0f} s budget"
+              f"{'' if passed else ', then a failure'}")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(int(budget_s() + 600))
+def test_the_service_agrees_with_its_model_for_a_wall_clock_budget(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``make verify``: rounds of longer sequences until the budget is spent; a round that
+    finds a failure stops the run with hypothesis's shrunk example (reported too)."""
+    budget = budget_s()
+    started = time.monotonic()
+    runs_before, ServiceLedger.steps = ServiceLedger.runs, 0
+    rounds = 0
+    passed = False
+    try:
+        while rounds == 0 or time.monotonic() - started < budget:
+            run_state_machine_as_test(ServiceLedger, settings=_settings(**ROUND))
+            rounds += 1
+        passed = True
+    finally:
+        _report(capsys, budget, started, rounds, ServiceLedger.runs - runs_before, passed)

@@ -21,10 +21,13 @@ from sessionledger import SessionService
 from sessionledger.plan_files import plan_path
 
 __all__ = [
+    "STOP",
     "check_auto_continued",
     "check_log",
+    "check_plan_answer",
     "check_plan_file",
     "check_queue",
+    "check_question_answer",
     "check_reminder_text",
     "fingerprint",
 ]
@@ -33,6 +36,9 @@ TODO_HEADER = "The TodoWrite tool hasn't been used recently."
 PLAN_FULL = "Plan mode is active. The user indicated that they do not want you to execute yet"
 PLAN_FILE = "A plan file exists from plan mode at: "
 RUNNING = ("hiddenGrace", "countdown")
+APPROVED = ("User has approved your plan. You can now start coding. Start with updating your "
+            "todo list if applicable.\n\n## Approved Plan:\n")
+STOP = {"reason": "plan_exit_denied", "stopTurnAfterResult": True}
 
 
 def iso(moment: datetime) -> str:
@@ -76,6 +82,31 @@ def check_auto_continued(events: Sequence[RecordedEvent], model: SessionModel) -
     timer = {d.interaction_id for d in resolved  # type: ignore[attr-defined]
              if d.decision == "autoContinued"}  # type: ignore[attr-defined]
     assert timer == model.auto_continued
+
+
+def check_question_answer(done: dict[str, Any], decision: str) -> None:
+    """An AskUserQuestion answered (AQ-4), approved without answers (HO-8: never taken as
+    ``{}``) or declined: the call completes at once, successful only with answers."""
+    assert done["status"] == "completed"
+    assert done["success"] is (decision == "modify")
+    if decision == "modify":
+        assert done["modelContent"].startswith("User has answered your questions: ")
+    if decision == "approve":
+        assert "AskUserQuestion requires user answers before execution" in (
+            done["modelContent"])
+
+
+def check_plan_answer(done: dict[str, Any], decision: str, *, plan: str, plan_on: bool) -> None:
+    """PM-7's approval text; feedback steered (PM-8) and a rejection stopping the turn
+    (PM-9) only while Plan is on."""
+    assert done["status"] == "completed"
+    assert done["success"] is (decision == "approve")
+    if decision == "approve":
+        assert done["modelContent"] == APPROVED + plan
+        return
+    assert done["turnControl"] == (STOP if decision == "deny" and plan_on else None)
+    steered = decision == "feedback" and plan_on
+    assert (done["followUpUserInput"] is not None) is steered
 
 
 def check_plan_file(workspace: Path, session_id: str, model: SessionModel) -> None:

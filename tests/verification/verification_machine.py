@@ -43,9 +43,12 @@ from hypothesis.stateful import (
     rule,
 )
 from verification_checks import (
+    STOP,
     check_auto_continued,
     check_log,
+    check_plan_answer,
     check_plan_file,
+    check_question_answer,
     check_queue,
     check_reminder_text,
     fingerprint,
@@ -75,9 +78,6 @@ QUESTION = {"questions": [{
                 {"label": "PostgreSQL", "description": "a server"}],
 }]}
 ANSWERED = {**QUESTION, "answers": {"Which database?": "PostgreSQL"}}
-APPROVED = ("User has approved your plan. You can now start coding. Start with updating your "
-            "todo list if applicable.\n\n## Approved Plan:\n")
-STOP = {"reason": "plan_exit_denied", "stopTurnAfterResult": True}
 
 HOSTS = st.sampled_from(["protocol", "protocol", "tui", "headless"])
 MODES = st.sampled_from(["plan", "build", "edit", "yolo", "auto"])
@@ -453,14 +453,8 @@ class ServiceLedger(RuleBasedStateMachine):
 
     def _answer_question(self, session: str, iid: str, decision: Any) -> None:
         extra = {"input": ANSWERED} if decision == "modify" else {}
-        done = self._service().tools.respond(session, iid, decision, **extra)
-        assert done["status"] == "completed"
-        assert done["success"] is (decision == "modify")
-        if decision == "modify":
-            assert done["modelContent"].startswith("User has answered your questions: ")
-        if decision == "approve":  # HO-8: an old client's approve is never taken as {}
-            assert "AskUserQuestion requires user answers before execution" in (
-                done["modelContent"])
+        check_question_answer(self._service().tools.respond(session, iid, decision, **extra),
+                              decision)
 
     def _answer_plan(self, session: str, waiting: Waiting, decision: Any) -> None:
         model = self.model[session]
@@ -468,18 +462,11 @@ class ServiceLedger(RuleBasedStateMachine):
         extra = {"feedback": "more detail"} if decision == "feedback" else {}
         done = self._service().tools.respond(session, waiting.interaction_id, decision,
                                              **extra)
-        assert done["status"] == "completed"
-        assert done["success"] is (decision == "approve")
+        check_plan_answer(done, decision, plan=waiting.plan, plan_on=model.plan)
         if decision == "approve":  # PM-7: the file, then Plan left with the mode kept
-            assert done["modelContent"] == APPROVED + waiting.plan
             model.approved_plan = waiting.plan
             model.apply((model.mode, False, model.goal))
-            return
-        steered = decision == "feedback" and model.plan  # PM-8, only while Plan is on
-        stopped = decision == "deny" and model.plan  # PM-9
-        assert done["turnControl"] == (STOP if stopped else None)
-        assert (done["followUpUserInput"] is not None) is steered
-        if steered:
+        elif decision == "feedback" and model.plan:  # PM-8: a real user message
             model.message("user", continuation=False)
 
     @precondition(lambda self: bool(self._waiting()))
