@@ -378,6 +378,12 @@ class ServiceLedger(RuleBasedStateMachine):
         self._service().turns.compact(session)
         model.compacted = True
 
+    @rule(session=sessions, tools=REQUEST_TOOLS)
+    def compact_then_request(self, session: str, tools: list[str]) -> None:
+        """A host compacts its context and prepares the next request (PM-10)."""
+        self.compact(session)
+        self.prepare_request(session, tools, continuation=False)
+
     # -- questions, plan approvals, timers (§5, §6, §7) -----------------------------------
 
     @rule(session=sessions)
@@ -424,6 +430,18 @@ class ServiceLedger(RuleBasedStateMachine):
         model.register(Waiting(done["interactionId"], "planApproval", False, plan=plan),
                        self._now())
         model.settle(self._now())
+
+    def _planning(self) -> list[str]:
+        """Sessions where ExitPlanMode asks the user: in Plan, not subagents, not headless."""
+        return [sid for sid, m in self.model.items()
+                if m.plan and not m.deleted and m.parent is None and m.host != "headless"]
+
+    @precondition(lambda self: bool(self._planning()))
+    @rule(which=st.integers(0, 3), plan=PLANS)
+    def submit_plan_while_planning(self, which: int, plan: str) -> None:
+        """The same command, aimed at a session in Plan so that approvals happen often."""
+        planning = self._planning()
+        self.submit_plan(planning[which % len(planning)], plan)
 
     def _waiting(self) -> list[tuple[str, Waiting]]:
         return [(sid, w) for sid, model in self.model.items() for w in model.queue]
@@ -489,6 +507,20 @@ class ServiceLedger(RuleBasedStateMachine):
     def advance_clock(self, seconds: float, scheduler_pass: bool) -> None:
         """Time passes; the scheduler's pass runs, or not yet (the process was busy)."""
         self.clock.advance(seconds)
+        if scheduler_pass:
+            self._scheduler_pass()
+
+    def _running(self) -> list[Waiting]:
+        return [w for m in self.model.values() for w in m.queue if w.running]
+
+    @precondition(lambda self: bool(self._running()))
+    @rule(offset_ms=st.sampled_from([-1, 0, 0, 1]), scheduler_pass=st.booleans())
+    def reach_a_deadline(self, offset_ms: int, scheduler_pass: bool) -> None:
+        """The clock moves to just before, exactly at or just after the next deadline."""
+        deadline = min(w.deadline() for w in self._running())
+        seconds = (deadline - self._now()).total_seconds() + offset_ms / 1000
+        if seconds > 0:
+            self.clock.advance(seconds)
         if scheduler_pass:
             self._scheduler_pass()
 
