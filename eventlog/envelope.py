@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from .canonical import canonical_json, envelope_hash
 from .catalog import CATALOG, Event
 from .errors import EmptyBatch, UnknownEventType, UnknownSchemaVersion
-from .fast_json import fast_encoder
+from .fast_json import fast_encoder, tree_encoder
 from .upcasting import UpcasterRegistry, decode_payload, default_upcasters
 
 __all__ = [
@@ -134,10 +134,15 @@ def _general_encode(event: Any) -> str:
 
 def encode_event(event: Event) -> str:
     """The canonical JSON stored in the ``data`` column (pydantic's own writer when that is
-    exactly canonical for the event's type, see :mod:`eventlog.fast_json`)."""
+    exactly canonical for the event's type, or for its plain free-form values; see
+    :mod:`eventlog.fast_json`)."""
     encoder = _encoders.get(type(event))
     if encoder is None:
-        encoder = fast_encoder(type(event), exclude=_NO_TYPE) or _general_encode
+        encoder = (
+            fast_encoder(type(event), exclude=_NO_TYPE)
+            or tree_encoder(type(event), exclude=_NO_TYPE, fallback=_general_encode)
+            or _general_encode
+        )
         _encoders[type(event)] = encoder
     return encoder(event)
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from eventlog import CATALOG, canonical_json
 from eventlog.envelope import encode_event
-from eventlog.fast_json import qualifies
+from eventlog.fast_json import NotPlainJson, qualifies, sorted_tree, tree_encoder
 
 NO_TYPE = frozenset({"type"})
 
@@ -87,3 +87,43 @@ def test_models_whose_rust_json_may_differ_do_not_qualify() -> None:
     assert not qualifies(Nested)
     assert qualifies(Fine)
     assert qualifies(Unsorted, exclude=frozenset({"b"}))
+
+
+# -- free-form JSON: key-sorted copies written by pydantic (D72) ------------------------------
+
+TREE_TYPES = ("ToolCallRequested", "ToolCallCompleted", "InteractionRequested",
+              "InteractionResolved")
+
+
+def test_el4_payloads_with_free_form_json_take_the_tree_path() -> None:
+    """Tool inputs and results, interaction payloads: every other field qualifies, so the
+    free-form values alone are copied with sorted keys (a TodoWrite writes two of them)."""
+    for name in TREE_TYPES:
+        assert tree_encoder(CATALOG[name], exclude=NO_TYPE, fallback=general) is not None, name
+    assert tree_encoder(CATALOG["TodosWritten"], exclude=NO_TYPE, fallback=general) is None
+
+
+@pytest.mark.parametrize("value", [
+    {"b": 1, "a": [{"z": None, "y": True, "x": "é\n"}], "c": -(2**70)},
+    {"nested": {"k": {"j": {"i": []}}}, "": ""},
+    {"todos": [{"content": "a", "status": "pending", "priority": "high"}] * 3},
+])
+def test_el4_plain_free_form_json_is_written_exactly(value: dict[str, Any]) -> None:
+    event = CATALOG["ToolCallRequested"](  # type: ignore[call-arg]
+        call_id="call_1", tool="T", input=value, host="protocol"
+    )
+    assert encode_event(event) == general(event)
+    assert sorted_tree(value) == value and list(sorted_tree(value)) == sorted(value)
+
+
+@pytest.mark.parametrize("value", [
+    {"f": 1.5}, {"f": [1e16]}, {"t": (1, 2)}, {"n": {1: "int key"}}, {"s": {"a", "b"}},
+])
+def test_el4_anything_but_plain_json_takes_the_general_path(value: dict[str, Any]) -> None:
+    with pytest.raises(NotPlainJson):
+        sorted_tree(value)
+    event = CATALOG["ToolCallCompleted"](  # type: ignore[call-arg]
+        call_id="call_1", tool="T", status="completed", success=True, result=value,
+        model_content="x",
+    )
+    assert encode_event(event) == general(event)
