@@ -4,6 +4,12 @@ Each session's workspace may hold ``.sessionledger/config.toml`` (SPEC TR-4); it
 loaded on first use and reloaded when the file changes, so editing the rules takes effect
 without a restart. An invalid file is a :class:`~sessionledger.errors.ConfigurationError`
 naming the key (``serve`` checks the root's file before it starts).
+
+A decision depends on the call's input only through its primary argument (the path, command
+or URL the rules match, :func:`~sessionledger.permission.patterns.primary_argument`). A call
+without one — every TodoWrite, for instance — gets the same decision for the same tool, state
+and workspace rules, so that decision is kept with the loaded rules and reused until the file
+changes (docs/decisions.md D73).
 """
 
 from __future__ import annotations
@@ -18,17 +24,35 @@ from eventlog import PermissionVerdict
 from statemachine.execution import ExecutionState
 
 from .permission import PermissionRequest, PermissionService
+from .permission.patterns import primary_argument
 from .tools.descriptors import ToolDescriptor
 from .workspace_config import WorkspaceConfig, config_path, load_workspace_config
 
 __all__ = ["WorkspacePermissions"]
+
+_NO_ARGUMENT = ("text", "")
+_MEMO_LIMIT = 1024
+"""Decisions kept per loaded configuration (tools x execution states: a few dozen in use)."""
+
+
+class _Rules:
+    """One workspace's loaded configuration, its permission service and the decisions of
+    calls without a primary argument, by (tool, execution state)."""
+
+    __slots__ = ("config", "decided", "service", "stamp")
+
+    def __init__(self, stamp: float | None, config: WorkspaceConfig) -> None:
+        self.stamp = stamp
+        self.config = config
+        self.service = PermissionService(config.permission)
+        self.decided: dict[tuple[ToolDescriptor, ExecutionState], PermissionVerdict] = {}
 
 
 class WorkspacePermissions:
     """Decides calls with the rules of the session's workspace (cached by file mtime)."""
 
     def __init__(self) -> None:
-        self._cache: dict[str, tuple[float | None, PermissionService, WorkspaceConfig]] = {}
+        self._cache: dict[str, _Rules] = {}
         self._files: dict[str, str] = {}
         """Each workspace's configuration file as a string, for a plain ``os.stat`` (every
         call stats it, some twice: building the path each time cost more than the stat)."""
@@ -36,9 +60,9 @@ class WorkspacePermissions:
 
     def config(self, workspace: Path) -> WorkspaceConfig:
         """The workspace's configuration (defaults when it has no file)."""
-        return self._entry(workspace)[2]
+        return self._entry(workspace).config
 
-    def _entry(self, workspace: Path) -> tuple[float | None, PermissionService, WorkspaceConfig]:
+    def _entry(self, workspace: Path) -> _Rules:
         key = str(workspace)
         file = self._files.get(key)
         if file is None:
@@ -49,10 +73,9 @@ class WorkspacePermissions:
             stamp = None
         with self._lock:
             cached = self._cache.get(key)
-        if cached is not None and cached[0] == stamp:
+        if cached is not None and cached.stamp == stamp:
             return cached
-        config = load_workspace_config(workspace)
-        entry = (stamp, PermissionService(config.permission), config)
+        entry = _Rules(stamp, load_workspace_config(workspace))
         with self._lock:
             self._cache[key] = entry
         return entry
@@ -61,6 +84,16 @@ class WorkspacePermissions:
         self, *, tool: ToolDescriptor, input: Mapping[str, Any], state: ExecutionState,
         workspace: Path,
     ) -> PermissionVerdict:
-        service = self._entry(workspace)[1]
+        rules = self._entry(workspace)
+        memo = not tool.shell and primary_argument(tool, input) == _NO_ARGUMENT
+        if memo:
+            known = rules.decided.get((tool, state))
+            if known is not None:
+                return known
         request = PermissionRequest(tool=tool, input=input, state=state, workspace=workspace)
-        return service.check(request).to_verdict()
+        verdict = rules.service.check(request).to_verdict()
+        if memo:
+            if len(rules.decided) >= _MEMO_LIMIT:
+                rules.decided.clear()
+            rules.decided[(tool, state)] = verdict
+        return verdict

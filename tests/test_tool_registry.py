@@ -124,6 +124,22 @@ def test_tr1_es7_surface_for_every_host_port_and_flag(
         assert registry.offered(name, options) is (name in expected)
 
 
+def test_tr1_always_offered_means_offered_under_every_combination() -> None:
+    """The executor skips the surface options (and the workspace configuration behind them)
+    for a tool offered whatever they are (D73): exactly the tools every combination offers."""
+    registry = full_registry()
+    for name in EVERY_TOOL:
+        everywhere = all(
+            registry.offered(name, SurfaceOptions(
+                host=host, subagent=subagent, dynamic_workflows=flag, off_peak_port=port,
+            ))
+            for host, subagent, flag, port in COMBINATIONS
+        )
+        assert registry.always_offered(name) is everywhere, name
+    assert registry.always_offered("TodoWrite")
+    assert not registry.always_offered("NotATool")
+
+
 @pytest.mark.parametrize("host", HOSTS)
 def test_tr1_always_tools_on_every_host_without_ports_or_flags(host: HostKind) -> None:
     surface = set(full_registry().surface(SurfaceOptions(host=host)))

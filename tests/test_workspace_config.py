@@ -6,6 +6,7 @@ kind of invalid configuration is a ``ConfigurationError`` whose message names th
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,12 +14,15 @@ from pydantic import ValidationError
 
 from sessionledger.errors import ConfigurationError
 from sessionledger.permission import RulePattern
+from sessionledger.tool_permissions import WorkspacePermissions
+from sessionledger.tools.descriptors import SERVICE_TOOLS, host_tool
 from sessionledger.workspace_config import (
     CONFIG_PATH,
     WorkspaceConfig,
     config_path,
     load_workspace_config,
 )
+from statemachine.execution import ExecutionState
 
 VALID = """
 [permission]
@@ -190,3 +194,37 @@ def test_tr4_an_unreadable_config_path_is_a_clear_error(tmp_path: Path) -> None:
     config_path(tmp_path).mkdir(parents=True)
     with pytest.raises(ConfigurationError, match="cannot read"):
         load_workspace_config(tmp_path)
+
+
+# -- the rules in use: reloaded on change, decisions without an argument kept (D73) ---------
+
+
+def test_tr4_a_decision_without_an_argument_is_kept_until_the_rules_change(
+    tmp_path: Path,
+) -> None:
+    permissions = WorkspacePermissions()
+    todo_write = SERVICE_TOOLS["TodoWrite"]
+    build = ExecutionState("build")
+    first = permissions.decide(tool=todo_write, input={"todos": []}, state=build,
+                               workspace=tmp_path)
+    again = permissions.decide(tool=todo_write, input={"todos": [{"content": "x"}]},
+                               state=build, workspace=tmp_path)
+    assert first.behavior == "allow" and again is first  # kept: the input cannot matter
+    plan = permissions.decide(tool=todo_write, input={}, state=ExecutionState(plan_enabled=True),
+                              workspace=tmp_path)
+    assert plan == first and plan is not first  # another state is decided afresh
+    path = config_path(tmp_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[permission]\ndeny = ["TodoWrite"]\n', encoding="utf-8")
+    os.utime(path, (1_000_000, 1_000_000))  # a new stamp even on a coarse clock
+    denied = permissions.decide(tool=todo_write, input={"todos": []}, state=build,
+                                workspace=tmp_path)
+    assert denied.behavior == "deny" and denied.rule_id == "config.deny[0]"
+    # A call with a path is decided every time: the rules may match the path.
+    write = host_tool("Write")
+    assert write is not None
+    inside = permissions.decide(tool=write, input={"file_path": str(tmp_path / "a.txt")},
+                                state=ExecutionState("edit"), workspace=tmp_path)
+    outside = permissions.decide(tool=write, input={"file_path": "/elsewhere/a.txt"},
+                                 state=ExecutionState("edit"), workspace=tmp_path)
+    assert inside.behavior == "allow" and outside.behavior == "ask"

@@ -22,6 +22,7 @@ CRON_TOOLS = frozenset({"CronCreate", "CronList", "CronUpdate", "CronDelete"})
 OFF_PEAK_TOOLS = frozenset({"OffPeakCreate", "OffPeakList"})
 PLAN_TOOLS = frozenset({"EnterPlanMode", "ExitPlanMode"})
 FLAGGED_TOOLS = frozenset({"ListModels"})
+_CONDITIONAL = CRON_TOOLS | OFF_PEAK_TOOLS | PLAN_TOOLS | FLAGGED_TOOLS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +65,12 @@ class ToolRegistry:
         if name in CRON_TOOLS and not options.cron_port:
             return False
         return not (name in OFF_PEAK_TOOLS and not options.off_peak_port)
+
+    def always_offered(self, name: str) -> bool:
+        """Whether every session is offered ``name`` (registered, and not one of the tools
+        its host, ports, flags or parent decide): then no :class:`SurfaceOptions` are needed,
+        nor the workspace configuration behind them."""
+        return name in self._handlers and name not in _CONDITIONAL
 
     def surface(self, options: SurfaceOptions) -> list[str]:
         """The names offered, sorted."""
