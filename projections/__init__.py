@@ -19,7 +19,7 @@ from eventlog import (
     open_store,
 )
 
-from .documents import Doc, MemoryDocTable, SqliteDocTable
+from .documents import Doc, MemoryDocTable, SqliteDocTable, SqliteSessionDocTable
 from .execution_state import ExecutionStateProjection, SessionSummary, fold
 from .interaction_timer_tables import MemoryTimerTable, SqliteTimerTable, TimerRow
 from .interaction_timers import InteractionTimersProjection
@@ -123,7 +123,10 @@ def open_projected_store(
     summaries = ExecutionStateProjection(table)  # the todo rows reference its rows
     projections = Projections(
         summaries,
-        DocProjection(name="tool_calls", version=1, table=docs("tool_calls"), fold=fold_call),
+        DocProjection(
+            name="tool_calls", version=2, fold=fold_call,
+            table=SqliteSessionDocTable("tool_calls") if sqlite else docs("tool_calls"),
+        ),
         DocProjection(
             name="interactions", version=1, table=docs("interactions"), fold=fold_interaction,
             types=INTERACTION_EVENTS,

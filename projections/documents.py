@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from pydantic_core import to_json
 
-__all__ = ["Doc", "DocTable", "MemoryDocTable", "SqliteDocTable"]
+__all__ = ["Doc", "DocTable", "MemoryDocTable", "SqliteDocTable", "SqliteSessionDocTable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,14 +87,20 @@ class SqliteDocTable:
         # An upsert keeps a changed document's row where it was (a replace would delete and
         # re-insert it); the body is written by pydantic-core's JSON writer, several times
         # faster than ``json.dumps`` (a stored body need not be canonical, only loadable).
-        tx.executemany(
+        if not docs:
+            return
+        sql = (
             f"INSERT INTO {self.name} (key, session_id, status, ord, body) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
             "session_id = excluded.session_id, status = excluded.status, ord = excluded.ord, "
-            "body = excluded.body",
-            [(d.key, d.session_id, d.status, d.order, to_json(d.body).decode("utf-8"))
-             for d in docs],
+            "body = excluded.body"
         )
+        rows = [(d.key, d.session_id, d.status, d.order, to_json(d.body).decode("utf-8"))
+                for d in docs]
+        if len(rows) == 1:
+            tx.execute(sql, rows[0])
+        else:
+            tx.executemany(sql, rows)
 
     def delete_session(self, tx: sqlite3.Connection, session_id: str) -> None:
         tx.execute(f"DELETE FROM {self.name} WHERE session_id = ?", (session_id,))
@@ -104,6 +110,43 @@ class SqliteDocTable:
     ) -> list[Doc]:
         sql = f"SELECT key, session_id, status, ord, body FROM {self.name} WHERE session_id = ?"
         params: tuple[Any, ...] = (session_id,)
+        if status is not None:
+            sql += " AND status = ?"
+            params += (status,)
+        return [self._doc(r) for r in tx.execute(sql + " ORDER BY ord", params)]
+
+
+class SqliteSessionDocTable(SqliteDocTable):
+    """Documents whose keys begin with their session id and ``/`` (the call view's
+    ``session/call``): the key index keeps each session's documents together, so a session's
+    documents are a range of keys and the table needs no session index of its own — a new
+    document is written to two trees (rows, key) instead of three.
+    """
+
+    def create(self, tx: sqlite3.Connection) -> None:
+        tx.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.name} (key TEXT PRIMARY KEY, "
+            "session_id TEXT NOT NULL, status TEXT NOT NULL, ord INTEGER NOT NULL, "
+            "body TEXT NOT NULL)"
+        )
+
+    @staticmethod
+    def _range(session_id: str) -> tuple[str, str, str]:
+        # Every key of the session starts with "<session>/"; "0" follows "/" in code points.
+        return (f"{session_id}/", f"{session_id}0", session_id)
+
+    def delete_session(self, tx: sqlite3.Connection, session_id: str) -> None:
+        tx.execute(
+            f"DELETE FROM {self.name} WHERE key >= ? AND key < ? AND session_id = ?",
+            self._range(session_id),
+        )
+
+    def of_session(
+        self, tx: sqlite3.Connection, session_id: str, status: str | None = None
+    ) -> list[Doc]:
+        sql = (f"SELECT key, session_id, status, ord, body FROM {self.name} "
+               "WHERE key >= ? AND key < ? AND session_id = ?")
+        params: tuple[Any, ...] = self._range(session_id)
         if status is not None:
             sql += " AND status = ?"
             params += (status,)

@@ -5,6 +5,12 @@ A pure fold over the log (one small applier per event type, STYLE 3) into a
 reads events; it never runs the state machine: the machine decided when the events were
 appended, and the log is the truth now. The table behind it is the backend's
 (:mod:`projections.tables`); the fold is the same for every backend.
+
+The summary also notes the seq and time of the session's last ``TodosWritten``
+(``todos_seq``, ``todos_updated_at``; ``None`` before the first write and once the session is
+deleted): which write the current todo list is, so a reader can tell whether a list it already
+holds is still the current one, and what a TodoWrite's recorded result names as the list it
+replaced (docs/decisions.md D70). The row is rewritten by every event anyway.
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ from eventlog import (
     SessionCreated,
     SessionDeleted,
     SessionModeChanged,
+    TodosWritten,
 )
 from statemachine.execution import ExecutionState
 
+from .chain_cache import ChainCache, session_spans
 from .table_backed import TableBacked
 
 __all__ = [
@@ -52,6 +60,10 @@ class SessionSummary:
     created_at: str
     updated_at: str
     deleted: bool = False
+    todos_seq: int | None = None
+    """The seq of the session's last ``TodosWritten`` (``None``: never written, or deleted)."""
+    todos_updated_at: str | None = None
+    """When that write was recorded."""
 
     @property
     def execution(self) -> ExecutionState:
@@ -99,7 +111,23 @@ def _goal_ended(summary: SessionSummary | None, event: RecordedEvent) -> Session
 
 def _deleted(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
     assert isinstance(event.data, SessionDeleted)
-    return None if summary is None else replace(summary, deleted=True)
+    if summary is None:
+        return None
+    return replace(summary, deleted=True, todos_seq=None, todos_updated_at=None)
+
+
+def _todos_written(
+    summary: SessionSummary | None, event: RecordedEvent
+) -> SessionSummary | None:
+    assert isinstance(event.data, TodosWritten)
+    if summary is None or summary.deleted:
+        return summary  # a write to no session, or to a deleted one, changes no list
+    return SessionSummary(  # not dataclasses.replace: this runs for every TodoWrite
+        summary.session_id, summary.version, summary.last_position, summary.workspace,
+        summary.host, summary.parent_session_id, summary.mode, summary.plan_enabled,
+        summary.goal, summary.created_at, summary.updated_at, summary.deleted, event.seq,
+        event.recorded_at,
+    )
 
 
 APPLIERS: dict[str, Applier] = {
@@ -108,6 +136,7 @@ APPLIERS: dict[str, Applier] = {
     "GoalStarted": _goal_started,
     "GoalEnded": _goal_ended,
     "SessionDeleted": _deleted,
+    "TodosWritten": _todos_written,
 }
 
 
@@ -116,7 +145,8 @@ def _stamped(summary: SessionSummary, event: RecordedEvent) -> SessionSummary:
     return SessionSummary(
         summary.session_id, event.seq, event.global_position, summary.workspace, summary.host,
         summary.parent_session_id, summary.mode, summary.plan_enabled, summary.goal,
-        summary.created_at, event.recorded_at, summary.deleted,
+        summary.created_at, event.recorded_at, summary.deleted, summary.todos_seq,
+        summary.todos_updated_at,
     )
 
 
@@ -152,28 +182,68 @@ class ExecutionStateProjection(TableBacked[SummaryTable]):
     """The inline projection the store runs: fold events, save the touched summaries."""
 
     name = "execution_state"
-    version = 1
+    version = 2
+    """2: the todo list's seq and time (D70); no index on ``last_position`` (D74)."""
 
     def __init__(self, table: SummaryTable) -> None:
         self.table = table
+        self._applied: tuple[Sequence[RecordedEvent], dict[str, SessionSummary]] | None = None
+        """The events of the last :meth:`apply` and the summaries it saved for them."""
+        self._known: ChainCache[SessionSummary | None] = ChainCache()
+        """Each session's summary as of the last batch this process folded (D74)."""
+
+    def drop(self, tx: Any) -> None:
+        self._applied = None
+        self._known.clear()
+        self.table.drop(tx)
 
     def forget(self, tx: Any, session_id: str) -> None:
+        self._applied = None
+        self._known.forget(session_id)
         self.table.delete(tx, session_id)
 
     def apply(self, tx: Any, events: Sequence[RecordedEvent]) -> None:
         # Same result as apply_event per event, cheaper: only events with an applier change
         # a summary; version, position and time are stamped once from each session's last.
+        # A summary this process folded at the head a session's batch chains from is not
+        # read back (D74).
+        self._applied = None
         last = {e.session_id: e for e in events}
-        current: dict[str, SessionSummary | None] = dict(self.table.load(tx, list(last)))
+        spans = session_spans(events)
+        current: dict[str, SessionSummary | None] = {}
+        missing = []
+        for session_id, (head, _last) in spans.items():
+            known, summary = self._known.get(session_id, head)
+            if known:
+                current[session_id] = summary
+            else:
+                missing.append(session_id)
+        if missing:
+            current.update(self.table.load(tx, missing))
         appliers = APPLIERS
         for event in events:
             applier = appliers.get(event.type)
             if applier is not None:
                 current[event.session_id] = applier(current.get(event.session_id), event)
-        self.table.save(tx, [
-            _stamped(summary, last[sid]) for sid, summary in current.items()
+        saved = {
+            sid: _stamped(summary, last[sid]) for sid, summary in current.items()
             if summary is not None
-        ])
+        }
+        self.table.save(tx, list(saved.values()))
+        self._applied = (events, saved)
+        for session_id, (_head, head) in spans.items():
+            self._known.put(session_id, head, saved.get(session_id))
+
+    def applied(
+        self, tx: Any, events: Sequence[RecordedEvent], session_id: str
+    ) -> SessionSummary | None:
+        """The session's summary right after :meth:`apply` of ``events`` in this transaction
+        (the projections that follow it in the same apply ask): what it saved, without
+        reading it back; read when ``events`` were not the last applied."""
+        applied = self._applied
+        if applied is not None and applied[0] is events:
+            return applied[1].get(session_id)
+        return self.table.get(tx, session_id)
 
     def get(self, tx: Any, session_id: str) -> SessionSummary | None:
         return self.table.get(tx, session_id)

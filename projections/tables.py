@@ -28,10 +28,14 @@ _UPSERT = (
 )
 
 
+_PLAN_ENABLED = _FIELDS.index("plan_enabled")
+_DELETED = _FIELDS.index("deleted")
+
+
 def _summary(row: tuple[Any, ...]) -> SessionSummary:
     values = list(row)
-    values[_FIELDS.index("plan_enabled")] = bool(values[_FIELDS.index("plan_enabled")])
-    values[_FIELDS.index("deleted")] = bool(values[_FIELDS.index("deleted")])
+    values[_PLAN_ENABLED] = bool(values[_PLAN_ENABLED])
+    values[_DELETED] = bool(values[_DELETED])
     return SessionSummary(*values)
 
 
@@ -45,12 +49,10 @@ class SqliteSummaryTable:
             "last_position INTEGER NOT NULL, workspace TEXT NOT NULL, host TEXT NOT NULL, "
             "parent_session_id TEXT, mode TEXT NOT NULL, plan_enabled INTEGER NOT NULL, "
             "goal TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, "
-            "deleted INTEGER NOT NULL)"
+            "deleted INTEGER NOT NULL, todos_seq INTEGER, todos_updated_at TEXT)"
         )
-        tx.execute(
-            "CREATE INDEX IF NOT EXISTS execution_state_recent "
-            "ON execution_state (last_position DESC)"
-        )
+        # No index on last_position: every append moves the session's entry in it (one more
+        # page per commit), and listing the sessions newest first reads every row anyway.
 
     def is_present(self, tx: sqlite3.Connection) -> bool:
         found = tx.execute(
@@ -73,7 +75,10 @@ class SqliteSummaryTable:
     def save(self, tx: sqlite3.Connection, summaries: Sequence[SessionSummary]) -> None:
         # An upsert, never INSERT OR REPLACE: a replace deletes the row first, and that
         # delete would cascade to the session's todo rows (SPEC TD-4).
-        tx.executemany(_UPSERT, [_VALUES(s) for s in summaries])
+        if len(summaries) == 1:
+            tx.execute(_UPSERT, _VALUES(summaries[0]))
+        elif summaries:
+            tx.executemany(_UPSERT, [_VALUES(s) for s in summaries])
 
     def delete(self, tx: sqlite3.Connection, session_id: str) -> None:
         tx.execute("DELETE FROM execution_state WHERE session_id = ?", (session_id,))

@@ -2,11 +2,12 @@
 
 The only SQL of the todo projection lives here (SPEC TD-4): table ``todo`` keyed by
 ``(session_id, position)``, rows in list order (position 0, 1, 2 …), each with its
-``content``, ``status``, ``priority`` and ``updated_at`` (when the list was written). The
-session column references the execution-state summary row with ``ON DELETE CASCADE``, so a
-session's todos go with its summary row — on purge, or when the summary table is dropped for
-a rebuild (the todo projection is then rebuilt too, see :mod:`projections.todos`). The store's
-write connection has ``PRAGMA foreign_keys = ON``.
+``content``, ``status`` and ``priority``. When and by which event the list was written is the
+session summary's (``todos_seq``, ``todos_updated_at``, D70), so a row changes only when its
+item does. The session column references the execution-state summary row with ``ON DELETE
+CASCADE``, so a session's todos go with its summary row — on purge, or when the summary table
+is dropped for a rebuild (the todo projection is then rebuilt too, see
+:mod:`projections.todos`). The store's write connection has ``PRAGMA foreign_keys = ON``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class TodoRow(NamedTuple):
     """One stored todo: its place in its session's list and what it says.
 
     A named tuple in the table's column order: a row read is one cheap tuple, and a row
-    written is already its statement's values (a call reads and writes twenty of them).
+    written is already its statement's values.
     """
 
     session_id: str
@@ -32,7 +33,6 @@ class TodoRow(NamedTuple):
     content: str
     status: str
     priority: str
-    updated_at: str
 
 
 class TodoTable(Protocol):
@@ -41,24 +41,29 @@ class TodoTable(Protocol):
     def create(self, tx: Any) -> None: ...
     def is_present(self, tx: Any) -> bool: ...
     def drop(self, tx: Any) -> None: ...
-    def replace(self, tx: Any, session_id: str, rows: Sequence[TodoRow]) -> None: ...
+    def replace(
+        self, tx: Any, session_id: str, rows: Sequence[TodoRow],
+        old: Sequence[TodoRow] | None = None,
+    ) -> None: ...
     def delete_session(self, tx: Any, session_id: str) -> None: ...
     def of_session(self, tx: Any, session_id: str) -> list[TodoRow]: ...
 
 
-_COLUMNS = "session_id, position, content, status, priority, updated_at"
+_COLUMNS = "session_id, position, content, status, priority"
 _ROWS_PER_STATEMENT = 64
-"""Rows per multi-row upsert: 6 x 64 = 384 variables, and few distinct statement texts."""
+"""Rows per multi-row upsert: 5 x 64 = 320 variables, and few distinct statement texts."""
 
 
 @lru_cache(maxsize=_ROWS_PER_STATEMENT)
 def _upsert_sql(count: int) -> str:
-    marks = ", ".join(["(?, ?, ?, ?, ?, ?)"] * count)
+    marks = ", ".join(["(?, ?, ?, ?, ?)"] * count)
+    # A row whose item is unchanged is left as it is (its page is not written for it).
     return (
         f"INSERT INTO todo ({_COLUMNS}) VALUES {marks} "
         "ON CONFLICT (session_id, position) DO UPDATE SET content = excluded.content, "
-        "status = excluded.status, priority = excluded.priority, "
-        "updated_at = excluded.updated_at"
+        "status = excluded.status, priority = excluded.priority "
+        "WHERE content IS NOT excluded.content OR status IS NOT excluded.status "
+        "OR priority IS NOT excluded.priority"
     )
 
 
@@ -69,8 +74,7 @@ class SqliteTodoTable:
         tx.execute(
             "CREATE TABLE IF NOT EXISTS todo ("
             "session_id TEXT NOT NULL, position INTEGER NOT NULL, content TEXT NOT NULL, "
-            "status TEXT NOT NULL, priority TEXT NOT NULL, updated_at TEXT NOT NULL, "
-            "PRIMARY KEY (session_id, position), "
+            "status TEXT NOT NULL, priority TEXT NOT NULL, PRIMARY KEY (session_id, position), "
             "FOREIGN KEY (session_id) REFERENCES execution_state(session_id) "
             "ON DELETE CASCADE)"
         )
@@ -84,20 +88,30 @@ class SqliteTodoTable:
     def drop(self, tx: sqlite3.Connection) -> None:
         tx.execute("DROP TABLE IF EXISTS todo")
 
-    def replace(self, tx: sqlite3.Connection, session_id: str, rows: Sequence[TodoRow]) -> None:
+    def replace(
+        self, tx: sqlite3.Connection, session_id: str, rows: Sequence[TodoRow],
+        old: Sequence[TodoRow] | None = None,
+    ) -> None:
         """Make ``rows`` (positions 0 … n-1) the session's rows, in the caller's transaction.
 
         Each position is upserted in place and the positions past the new end deleted: the
         same rows as deleting them all and inserting the list, but the rows and the key
-        index stay where they were, so a commit writes about a fifth of the pages.
+        index stay where they were and an unchanged row is not rewritten. ``old``, when the
+        caller knows the stored rows, narrows the upsert to the rows that differ and skips
+        the delete when the list did not shrink.
         """
         assert not rows or rows[-1].position == len(rows) - 1, "positions must be 0 … n-1"
+        length = len(rows)
+        if old is not None:
+            kept = len(old)
+            rows = [r for r in rows if r.position >= kept or old[r.position] != r]
         for start in range(0, len(rows), _ROWS_PER_STATEMENT):
             part = rows[start : start + _ROWS_PER_STATEMENT]
             tx.execute(_upsert_sql(len(part)), list(chain.from_iterable(part)))
-        tx.execute(
-            "DELETE FROM todo WHERE session_id = ? AND position >= ?", (session_id, len(rows))
-        )
+        if old is None or len(old) > length:
+            tx.execute(
+                "DELETE FROM todo WHERE session_id = ? AND position >= ?", (session_id, length)
+            )
 
     def delete_session(self, tx: sqlite3.Connection, session_id: str) -> None:
         tx.execute("DELETE FROM todo WHERE session_id = ?", (session_id,))
@@ -128,7 +142,10 @@ class MemoryTodoTable:
     def drop(self, tx: Any) -> None:
         self.rows.clear()
 
-    def replace(self, tx: Any, session_id: str, rows: Sequence[TodoRow]) -> None:
+    def replace(
+        self, tx: Any, session_id: str, rows: Sequence[TodoRow],
+        old: Sequence[TodoRow] | None = None,
+    ) -> None:
         if rows:
             self.rows[session_id] = tuple(sorted(rows, key=lambda r: r.position))
         else:

@@ -6,7 +6,10 @@ todos — and a write to a session that was never created or is already deleted 
 nothing. The store runs :meth:`TodoProjection.apply` inside the append transaction, after
 the execution-state projection, so one TodoWrite call is one atomic unit that appends its
 events, replaces the rows and touches the session's ``updated_at`` (the summary stamps
-every event). The rows live in :mod:`projections.todo_tables`.
+every event, and notes which write the list is: ``todos_seq``). The rows live in
+:mod:`projections.todo_tables`; only the rows whose item changed are written, the session's
+stored rows being known from the last batch this process folded when the new batch chains
+from it (D74), and compared in SQL otherwise.
 
 The projection is tied to the execution-state projection it follows: its rows reference the
 summary rows (``ON DELETE CASCADE``), so whenever the summary table is rebuilt — its version
@@ -23,6 +26,7 @@ from typing import Any
 
 from eventlog import EventStore, RecordedEvent, TodoItemData, TodosWritten
 
+from .chain_cache import ChainCache, session_spans
 from .execution_state import ExecutionStateProjection
 from .todo_tables import TodoRow, TodoTable
 
@@ -40,14 +44,15 @@ __all__ = [
 TODO_EVENTS = frozenset({"SessionCreated", "TodosWritten", "SessionDeleted"})
 """The event types the fold looks at; every other event passes without a look inside."""
 
-_OWN_VERSION = 1
-"""The todo table's own schema version; :attr:`TodoProjection.version` adds the parent's."""
+_OWN_VERSION = 2
+"""The todo table's own schema version; :attr:`TodoProjection.version` adds the parent's.
+(2: rows hold the item only; the write's seq and time are the summary's, D70.)"""
 
 
-def rows_for(session_id: str, todos: Sequence[TodoItemData], updated_at: str) -> list[TodoRow]:
+def rows_for(session_id: str, todos: Sequence[TodoItemData]) -> list[TodoRow]:
     """The rows of a written list: positions 0, 1, 2 … in list order."""
     return [
-        TodoRow(session_id, position, t.content, t.status, t.priority, updated_at)
+        TodoRow(session_id, position, t.content, t.status, t.priority)
         for position, t in enumerate(todos)
     ]
 
@@ -70,7 +75,7 @@ def fold_todos(events: Iterable[RecordedEvent]) -> dict[str, list[TodoRow]]:
         elif sid in lists and sid not in deleted:
             data = event.data
             assert isinstance(data, TodosWritten)
-            lists[sid] = rows_for(sid, data.todos, event.recorded_at)
+            lists[sid] = rows_for(sid, data.todos)
     return lists
 
 
@@ -89,6 +94,8 @@ class TodoProjection:
     def __init__(self, table: TodoTable, parent: ExecutionStateProjection) -> None:
         self.table = table
         self.parent = parent
+        self._known: ChainCache[tuple[TodoRow, ...]] = ChainCache()
+        """Each session's stored rows as of the last batch this process folded (D74)."""
 
     @property
     def version(self) -> int:
@@ -102,10 +109,12 @@ class TodoProjection:
         return self.table.is_present(tx) and self.parent.is_present(tx)
 
     def drop(self, tx: Any) -> None:
+        self._known.clear()
         self.table.drop(tx)
 
     def forget(self, tx: Any, session_id: str) -> None:
         # On SQLite the summary row's delete has already cascaded; the twin needs this.
+        self._known.forget(session_id)
         self.table.delete_session(tx, session_id)
 
     def apply(self, tx: Any, events: Sequence[RecordedEvent]) -> None:
@@ -116,19 +125,25 @@ class TodoProjection:
             if event.type == "TodosWritten":
                 data = event.data
                 assert isinstance(data, TodosWritten)
-                final[event.session_id] = rows_for(
-                    event.session_id, data.todos, event.recorded_at
-                )
+                final[event.session_id] = rows_for(event.session_id, data.todos)
             elif event.type == "SessionDeleted":
                 final[event.session_id] = []
+        spans = session_spans(events)
+        known = self._known
         for session_id, rows in final.items():
-            summary = self.parent.get(tx, session_id)
+            summary = self.parent.applied(tx, events, session_id)
+            head, last = spans[session_id]
             if summary is None:
+                known.forget(session_id)
                 continue
             if summary.deleted:
                 self.table.delete_session(tx, session_id)
-            else:
-                self.table.replace(tx, session_id, rows)
+                known.put(session_id, last, ())
+                continue
+            found, old = known.get(session_id, head)
+            self.table.replace(tx, session_id, rows, old if found else None)
+            known.put(session_id, last, tuple(rows))
+        known.advance(spans, skip=tuple(final))
 
     def of_session(self, tx: Any, session_id: str) -> list[TodoRow]:
         return self.table.of_session(tx, session_id)

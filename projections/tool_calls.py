@@ -4,6 +4,12 @@ Folded from the call's events (``ToolCallRequested`` … ``ToolCallCompleted``) 
 document per call, shaped for the wire of SPEC §11 by :func:`call_wire`; and one document per
 interaction, ``pending`` until resolved, ordered by the position it was requested at, which
 is the session's FIFO queue (SPEC HO-4).
+
+A call's document keeps its ``input`` only while the call may still need it (pending: the
+answer step runs with it); once the call is completed or denied the input is the log's alone
+(``ToolCallRequested``, at the document's ``order`` seq; D71). A TodoWrite's document notes the
+seq of the call's own ``TodosWritten`` as ``todosSeq``: its recorded result names the lists
+rather than repeating them (D70), and the executor puts them back for the wire.
 """
 
 from __future__ import annotations
@@ -36,10 +42,13 @@ __all__ = [
 
 CALL_EVENTS = frozenset({
     "ToolCallRequested", "PermissionDecided", "InteractionRequested", "InteractionResolved",
-    "ToolCallCompleted",
+    "ToolCallCompleted", "TodosWritten",
 })
-"""The event types these views fold; every other event is skipped without a look inside."""
+"""The event types the call view folds; every other event is skipped without a look inside.
+(``TodosWritten`` only for the seq a TodoWrite's document notes, by its causation id.)"""
 INTERACTION_EVENTS = frozenset({"InteractionRequested", "InteractionResolved"})
+_BY_CAUSATION = "TodosWritten"
+"""The one folded event without a call id of its own: it belongs to the call that caused it."""
 
 
 def call_key(session_id: str, call_id: str) -> str:
@@ -63,6 +72,8 @@ def fold_call(docs: dict[str, Doc | None], event: RecordedEvent) -> str | None:
             "interactionId": None, "requestedAt": event.recorded_at, "permission": None,
         })
         return key
+    if event.type == _BY_CAUSATION:
+        return _todos_written(docs, event)
     call_id = getattr(data, "call_id", None)
     if call_id is None:
         return None
@@ -81,6 +92,7 @@ def fold_call(docs: dict[str, Doc | None], event: RecordedEvent) -> str | None:
                               "feedback": data.feedback}
     elif isinstance(data, ToolCallCompleted):
         status = data.status
+        body.pop("input", None)  # the log's alone from now on (D71)
         body.update({
             "success": data.success, "result": data.result, "modelContent": data.model_content,
             "turnControl": _dump(data.turn_control),
@@ -90,6 +102,19 @@ def fold_call(docs: dict[str, Doc | None], event: RecordedEvent) -> str | None:
         if data.permission is not None:
             body["permission"] = _dump(data.permission)
     docs[key] = Doc(key, doc.session_id, status, doc.order, body)
+    return key
+
+
+def _todos_written(docs: dict[str, Doc | None], event: RecordedEvent) -> str | None:
+    """Note on the causing TodoWrite's document the seq of the list it wrote (D70)."""
+    if event.causation_id is None:
+        return None
+    key = call_key(event.session_id, event.causation_id)
+    doc = docs.get(key)
+    if doc is None or doc.body.get("tool") != "TodoWrite":
+        return None
+    docs[key] = Doc(key, doc.session_id, doc.status, doc.order,
+                    {**doc.body, "todosSeq": event.seq})
     return key
 
 
@@ -141,6 +166,9 @@ def _keys_of(event: RecordedEvent) -> list[tuple[str, bool]]:
     kind = event.type
     if kind not in CALL_EVENTS:
         return []
+    if kind == _BY_CAUSATION:
+        cause = event.causation_id
+        return [] if cause is None else [(call_key(event.session_id, cause), False)]
     data = event.data
     starts_call, starts_interaction = _STARTS.get(kind, (False, False))
     keys = [(call_key(event.session_id, getattr(data, "call_id")), starts_call)]  # noqa: B009
@@ -164,6 +192,8 @@ class DocProjection(TableBacked[DocTable]):
         self.table = table
         self.fold = fold
         self.types = types
+        self._folded: dict[str, tuple[Doc, RecordedEvent]] = {}
+        """The documents the last :meth:`apply` saved, each with the last event it folded."""
 
     def forget(self, tx: Any, session_id: str) -> None:
         self.table.delete_session(tx, session_id)
@@ -180,12 +210,22 @@ class DocProjection(TableBacked[DocTable]):
                 first.setdefault(touched_key, starts)
         wanted = [k for k, starts in first.items() if not starts]
         docs: dict[str, Doc | None] = dict(self.table.load(tx, wanted)) if wanted else {}
-        touched: dict[str, None] = {}
+        touched: dict[str, RecordedEvent] = {}
         for event in events:
             key = self.fold(docs, event)
             if key is not None:
-                touched[key] = None
-        self.table.save(tx, [d for k in touched if (d := docs.get(k)) is not None])
+                touched[key] = event
+        saved = {k: (d, e) for k, e in touched.items() if (d := docs.get(k)) is not None}
+        self.table.save(tx, [d for d, _e in saved.values()])
+        self._folded = saved
+
+    def folded(self, key: str, last: RecordedEvent) -> Doc | None:
+        """The document under ``key`` as the last :meth:`apply` saved it, if ``last`` (the
+        final event of a caller's appended batch) is the last event it folded into it: then
+        that is the document the view holds after the caller's batch, without a fold or a
+        read. ``None`` otherwise."""
+        held = self._folded.get(key)
+        return held[0] if held is not None and held[1] is last else None
 
     def get(self, tx: Any, key: str) -> Doc | None:
         return self.table.load(tx, [key]).get(key)

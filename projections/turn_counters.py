@@ -25,6 +25,7 @@ from eventlog import (
     SessionModeChanged,
 )
 
+from .chain_cache import ChainCache, session_spans
 from .documents import Doc, DocTable
 from .table_backed import TableBacked
 
@@ -159,30 +160,55 @@ class TurnCountersProjection(TableBacked[DocTable]):
 
     def __init__(self, table: DocTable) -> None:
         self.table = table
+        self._known: ChainCache[TurnCounters | None] = ChainCache()
+        """Each session's counters as of the last batch this process folded (D74)."""
+
+    def drop(self, tx: Any) -> None:
+        self._known.clear()
+        self.table.drop(tx)
 
     def forget(self, tx: Any, session_id: str) -> None:
+        self._known.forget(session_id)
         self.table.delete_session(tx, session_id)
 
     def apply(self, tx: Any, events: Sequence[RecordedEvent]) -> None:
+        spans = session_spans(events)
         relevant = [e for e in events if e.type in TURN_EVENTS]
         if not relevant:
+            self._known.advance(spans)
             return
+        # Counters this process folded at the head a session's batch chains from are not
+        # read back (D74); the others are loaded.
         wanted = list(dict.fromkeys(e.session_id for e in relevant))
-        stored = {
-            key: TurnCounters.from_body(doc.body)
-            for key, doc in self.table.load(tx, wanted).items()
-        }
-        current: dict[str, TurnCounters | None] = dict(stored)
+        stored: dict[str, TurnCounters | None] = {}
+        missing = []
+        for session_id in wanted:
+            found, counters = self._known.get(session_id, spans[session_id][0])
+            if found:
+                stored[session_id] = counters
+            else:
+                missing.append(session_id)
+        if missing:
+            loaded = self.table.load(tx, missing)
+            for session_id in missing:
+                doc = loaded.get(session_id)
+                stored[session_id] = None if doc is None else TurnCounters.from_body(doc.body)
+        current = dict(stored)
         last_seq: dict[str, int] = {}
         for event in relevant:
             current[event.session_id] = apply_turn_event(current.get(event.session_id), event)
             last_seq[event.session_id] = event.seq
         # Only counters that changed are written (a todo write when none were counted, a
         # mode change that keeps Plan as it was, … leave the row as it is).
-        self.table.save(tx, [
+        changed = [
             _doc(counters, last_seq[sid]) for sid, counters in current.items()
             if counters is not None and counters != stored.get(sid)
-        ])
+        ]
+        if changed:
+            self.table.save(tx, changed)
+        for session_id, counters in current.items():
+            self._known.put(session_id, spans[session_id][1], counters)
+        self._known.advance(spans, skip=wanted)
 
     def get(self, tx: Any, session_id: str) -> TurnCounters | None:
         doc = self.table.load(tx, [session_id]).get(session_id)

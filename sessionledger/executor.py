@@ -16,7 +16,7 @@ request asked again, so no call waits for an interaction that is no longer pendi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
@@ -32,22 +32,26 @@ from eventlog import (
     NewEvent,
     PermissionDecided,
     PermissionVerdict,
+    RecordedEvent,
+    TodosWritten,
     ToolCallCompleted,
     ToolCallRequested,
     new_id,
 )
 from eventlog.envelope import Actor
 from projections import Projections, SessionSummary
-from projections.tool_calls import call_document, call_wire
+from projections.tool_calls import call_document, call_key, call_wire
 from statemachine.execution import ExecutionState
 
 from .brokers import Pending, broker_for
 from .decided_answers import DecidedAnswers, completed_event, resolved_event
 from .errors import Conflict, InvalidInput, NotFound
 from .runtime import ExecutionRuntime
+from .tool_results import call_answer
 from .tools.descriptors import ToolDescriptor
 from .tools.handlers import AskAware, DecidesFirst, Resolution, ToolContext, ToolHandler
 from .tools.registry import SurfaceOptions, ToolRegistry
+from .tools.todo_contract import TodoFields
 
 __all__ = [
     "CallAnswer",
@@ -59,6 +63,7 @@ __all__ = [
 ]
 
 _ATTEMPTS = 5
+_LISTS_HELD = 4096
 Decision = Literal["modify", "approve", "deny", "feedback"]
 
 
@@ -121,6 +126,9 @@ class ToolExecutor:
         self._surface = surface
         """The session's flags and ports (dynamic workflows, off-peak) when the service
         knows them; otherwise only its host and parent decide."""
+        self._paths: dict[str, Path] = {}
+        self._lists: dict[str, tuple[int, tuple[TodoFields, ...]]] = {}
+        """Per session, the last todo list a batch of this executor wrote, by its seq."""
         self._decided = DecidedAnswers(
             store=store, projections=projections, runtime=runtime, registry=registry,
             context=self._context,
@@ -158,7 +166,7 @@ class ToolExecutor:
             if call_id is not None:
                 existing = self._projections.call(self._store, session_id, call_id)
                 if existing is not None:
-                    return _answer(call_wire(existing))
+                    return _answer(call_answer(self._store, existing))
             handler = self._handler(tool, session, host)
             try:
                 handler.validate_input(raw_input)
@@ -168,7 +176,7 @@ class ToolExecutor:
                     details=validation_details(exc),
                 ) from exc
             cid = call_id or new_id("call")
-            events = self._first_step(
+            events, answer = self._first_step(
                 session, handler, raw_input, cid, host or cast(HostKind, session.host)
             )
             try:
@@ -179,17 +187,27 @@ class ToolExecutor:
             except ConcurrencyConflict:
                 continue
             self._runtime.observe(session_id, appended.events)  # EnterPlanMode (#7)
-            # The id was free at this version, so the view folded the call from nothing.
-            found = call_document(appended.events, session_id, cid)
+            self._hold_lists(session_id, appended.events)
+            # The id was free at this version, so the view folded the call from nothing:
+            # what it saved for this batch, or the same fold of the appended events.
+            found = self._projections.tool_calls.folded(
+                call_key(session_id, cid), appended.events[-1]
+            ) or call_document(appended.events, session_id, cid)
             assert found is not None
-            return _answer(call_wire(found))
+            wire = call_wire(found)
+            if answer is not None and found.status == "completed":
+                wire["result"] = answer  # what the log refers to rather than repeats (D70)
+            return _answer(wire)
         raise Conflict(f"session {session_id!r} kept changing; try again")
 
     def _handler(
         self, tool: str, session: SessionSummary, host: HostKind | None
     ) -> ToolHandler:
         handler = self._registry.handler(tool)
-        if handler is None or not self._registry.offered(tool, self._options(session, host)):
+        registry = self._registry
+        if handler is None or not (
+            registry.always_offered(tool) or registry.offered(tool, self._options(session, host))
+        ):
             raise InvalidInput(
                 f"unknown tool {tool!r} for this session",
                 details=[{"loc": ["tool"], "message": "not offered to this session"}],
@@ -199,11 +217,13 @@ class ToolExecutor:
     def _first_step(
         self, session: SessionSummary, handler: ToolHandler, raw: Mapping[str, Any],
         call_id: str, host: HostKind,
-    ) -> list[Event]:
+    ) -> tuple[list[Event], dict[str, Any] | None]:
+        """The call's first batch, and the result to answer with when the recorded one
+        refers to its data rather than holding it (``HandlerOutcome.answer``)."""
         name = handler.descriptor.name
         verdict = self._permissions.decide(
             tool=handler.descriptor, input=raw, state=session.execution,
-            workspace=Path(session.workspace),
+            workspace=self._workspace(session.workspace),
         )
         events: list[Event] = [
             ToolCallRequested(call_id=call_id, tool=name, input=dict(raw), host=host),
@@ -211,7 +231,8 @@ class ToolExecutor:
         ]
         if verdict.behavior == "allow":
             outcome = handler.run(self._context(session, call_id), raw, None)
-            return [*events, *outcome.events, completed_event(name, call_id, outcome)]
+            completed = completed_event(name, call_id, outcome)
+            return [*events, *outcome.events, completed], outcome.answer
         turn_control = None
         if verdict.behavior == "ask":
             answer = broker_for(host).on_ask(name)
@@ -224,7 +245,7 @@ class ToolExecutor:
                     events.extend(asked.events)
                 return [*events, InteractionRequested(
                     interaction_id=new_id("int"), call_id=call_id, kind=kind, payload=payload,
-                )]
+                )], None
             events.append(PermissionDecided(
                 call_id=call_id, tool=name, decision=answer, decided_by="broker"
             ))
@@ -236,12 +257,42 @@ class ToolExecutor:
         return [*events, ToolCallCompleted(
             call_id=call_id, tool=name, status="denied", success=False,
             model_content=verdict.reason, permission=verdict, turn_control=turn_control,
-        )]
+        )], None
+
+    def _workspace(self, workspace: str) -> Path:
+        """The session's workspace as a path, built once per workspace."""
+        path = self._paths.get(workspace)
+        if path is None:
+            if len(self._paths) >= 4096:
+                self._paths.clear()
+            path = self._paths[workspace] = Path(workspace)
+        return path
 
     def _context(self, session: SessionSummary, call_id: str) -> ToolContext:
-        """What the handler may know: the summary and the session's current todo list."""
-        todos = self._projections.todo_rows(self._store, session.session_id)
-        return ToolContext(session=session, call_id=call_id, todos=todos)
+        """What the handler may know: the summary and the session's current todo list —
+        none when the summary says no list was written; the list this process appended
+        when the summary says it is still the current one (D74); else the todo rows."""
+        seq = session.todos_seq
+        todos: tuple[TodoFields, ...] = ()
+        if seq is not None:
+            held = self._lists.get(session.session_id)
+            if held is not None and held[0] == seq:
+                todos = held[1]
+            else:
+                todos = self._projections.todo_rows(self._store, session.session_id)
+        return ToolContext(session=session, call_id=call_id, todos=todos, todos_seq=seq)
+
+    def _hold_lists(self, session_id: str, events: Sequence[RecordedEvent]) -> None:
+        """Remember the todo list an appended batch wrote, by the seq of its write: the
+        log never changes what that write was, so it is the current list for as long as
+        the summary names that seq."""
+        for event in events:
+            if event.type == "TodosWritten":
+                data = event.data
+                assert isinstance(data, TodosWritten)
+                if len(self._lists) >= _LISTS_HELD:
+                    self._lists.clear()
+                self._lists[session_id] = (event.seq, data.todos)
 
     def get(self, session_id: str, call_id: str) -> CallAnswer:
         """The call's document as it is now."""
@@ -249,7 +300,7 @@ class ToolExecutor:
         found = self._projections.call(self._store, session_id, call_id)
         if found is None:
             raise NotFound(f"no tool call {call_id!r} in session {session_id!r}")
-        return _answer(call_wire(found))
+        return _answer(call_answer(self._store, found))
 
     def resume(self, session_id: str) -> int:
         """Abandon the session's answers that are on record but never completed (the service
@@ -297,13 +348,14 @@ class ToolExecutor:
             except ConcurrencyConflict:
                 continue
             self._runtime.observe(session_id, appended.events)  # a plan approval's exit (#7)
+            self._hold_lists(session_id, appended.events)
             if first:  # the decision is on record; now run and complete (PM-7)
                 return self._decided.carry_out(
                     session_id, handler, raw, call_id, interaction.key, resolution
                 )
             done = self._projections.call(self._store, session_id, call_id)
             assert done is not None
-            return call_wire(done)
+            return call_answer(self._store, done)
         raise Conflict(f"session {session_id!r} kept changing; try again")
 
     def auto_continue(
@@ -334,7 +386,7 @@ class ToolExecutor:
         )
         done = self._projections.call(self._store, session_id, call_id)
         assert done is not None
-        return call_wire(done)
+        return call_answer(self._store, done)
 
     def _answer_step(
         self, session: SessionSummary, handler: ToolHandler, raw: Mapping[str, Any],

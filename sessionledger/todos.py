@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eventlog import EventStore, TodoItemData
-from projections import Projections
+from projections import Projections, SessionSummary
 from projections.todos import as_item
 
 from .errors import SessionDeleted, SessionNotFound, eventlog_errors
@@ -77,22 +77,24 @@ class TodoService:
         self._store = store
         self._projections = projections
 
-    def _require_live(self, session_id: str) -> None:
+    def _require_live(self, session_id: str) -> SessionSummary:
         with eventlog_errors():
             found = self._projections.summary(self._store, session_id)
         if found is None:
             raise SessionNotFound(session_id)
         if found.deleted:
             raise SessionDeleted(session_id)
+        return found
 
     def current(self, session_id: str) -> TodoList:
         """The live session's list (404 unknown, 410 deleted)."""
-        self._require_live(session_id)
+        live = self._require_live(session_id)
         projection = self._projections.todos
         with eventlog_errors():
             rows = self._store.read_view(lambda tx: projection.of_session(tx, session_id))
         return TodoList(
-            session_id, tuple(as_item(r) for r in rows), rows[0].updated_at if rows else None
+            session_id, tuple(as_item(r) for r in rows),
+            live.todos_updated_at if rows else None,
         )
 
     def wire(self, session_id: str) -> list[dict[str, str]]:

@@ -47,6 +47,9 @@ class ToolContext:
     todos: tuple[TodoFields, ...] = ()
     """The session's current todo list, in order (the todo table's rows, loaded by the
     executor for each step)."""
+    todos_seq: int | None = None
+    """The session seq of the ``TodosWritten`` that wrote :attr:`todos` (``None`` when the
+    list is empty): what a TodoWrite's recorded result names as the list it replaced (D70)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,11 +63,18 @@ class Resolution:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HandlerOutcome:
-    """What a run produced; ``events`` are appended in the completion's batch."""
+    """What a run produced; ``events`` are appended in the completion's batch.
+
+    ``result`` is what ``ToolCallCompleted`` records. ``answer``, when set, is the result the
+    caller gets instead: the full result when the recorded one refers to data other events of
+    the batch or the log already hold (TodoWrite's lists, D70); a reader of the log rebuilds
+    it from those references.
+    """
 
     success: bool
     model_content: str
     result: dict[str, Any] = field(default_factory=dict)
+    answer: dict[str, Any] | None = None
     events: tuple[Event, ...] = ()
     turn_control: TurnControlData | None = None
     follow_up: FollowUpData | None = None

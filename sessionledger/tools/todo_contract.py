@@ -14,6 +14,11 @@ pending or in-progress items whose content no longer appears in the new list, so
 notices an unfinished item it may have lost (the write still replaces the list). Contents are
 compared exactly, as a multiset: each new item covers at most one old item with the same
 content (docs/decisions.md D28).
+
+The log records that result without the two lists (D70): the new list is the call's own
+``TodosWritten`` and the old one the ``TodosWritten`` at ``oldTodosSeq`` (``null`` when the
+list was empty), so ``ToolCallCompleted`` keeps only ``summary``, ``droppedUnfinished`` and
+that seq. :func:`answer_result` puts the lists back for readers of a recorded call.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ __all__ = [
     "TODOS_DESCRIPTION",
     "UNFINISHED",
     "WRITE_DESCRIPTION",
+    "answer_result",
+    "is_recorded_by_reference",
     "TodoFields",
     "TodoItem",
     "TodoReadInput",
@@ -45,6 +52,7 @@ __all__ = [
     "parse_write_input",
     "read_model_schema",
     "read_result",
+    "recorded_old_seq",
     "summary",
     "write_model_schema",
     "write_result",
@@ -204,31 +212,73 @@ def _counts_text(counts: dict[str, int]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class TodoResult:
-    """A todo tool's result dict and the text the model gets."""
+    """A todo tool's result dict and the text the model gets; ``recorded`` is the result as
+    the log keeps it when that differs (TodoWrite's, without the lists: D70)."""
 
     result: dict[str, Any]
     text: str
+    recorded: dict[str, Any] | None = None
 
 
-def write_result(old: Sequence[TodoFields], new: Sequence[TodoFields]) -> TodoResult:
-    """TodoWrite's result (TD-3): the lists before and after, counts, dropped items."""
-    dropped = dropped_unfinished(old, new)
+_OLD_SEQ = "oldTodosSeq"
+"""The recorded result's reference to the ``TodosWritten`` that held the replaced list."""
+
+
+def write_result(
+    old: Sequence[TodoFields], new: Sequence[TodoFields], *, old_seq: int | None = None
+) -> TodoResult:
+    """TodoWrite's result (TD-3): the lists before and after, counts, dropped items; and the
+    recorded form, which names ``old_seq`` (the write of ``old``) instead of the lists
+    (``None`` when ``old`` is not empty and its seq is unknown: the full result is recorded)."""
+    lost = dropped_unfinished(old, new)
+    dropped = [item_wire(t) for t in lost]
     counts = summary(new)
     text = (f"Todo list updated ({_counts_text(counts)}). Keep it current: send the complete "
             "list with every change and keep at most one item in_progress.")
-    if dropped:
+    if lost:
         text += ("\n\nThese unfinished items from the previous list are no longer in it:\n"
-                 + "\n".join(list_lines(dropped))
+                 + "\n".join(list_lines(lost))
                  + "\nIf you did not mean to remove them, write the list again including them.")
     return TodoResult(
         result={
             "oldTodos": [item_wire(t) for t in old],
             "todos": [item_wire(t) for t in new],
             "summary": counts,
-            "droppedUnfinished": [item_wire(t) for t in dropped],
+            "droppedUnfinished": dropped,
         },
         text=text,
+        # Without the seq of a non-empty old list there is nothing to refer to: record it all.
+        recorded=None if old and old_seq is None else {
+            "summary": counts, "droppedUnfinished": dropped,
+            _OLD_SEQ: old_seq if old else None,
+        },
     )
+
+
+def is_recorded_by_reference(result: dict[str, Any]) -> bool:
+    """Whether ``result`` is a TodoWrite result as the log records it since D70 (a result
+    recorded before that holds the lists itself and is answered as it is)."""
+    return _OLD_SEQ in result and "todos" not in result
+
+
+def answer_result(
+    recorded: dict[str, Any], old: Sequence[TodoFields], new: Sequence[TodoFields]
+) -> dict[str, Any]:
+    """The result a caller gets for a recorded TodoWrite: ``recorded`` with the replaced
+    list ``old`` (the ``TodosWritten`` at ``oldTodosSeq``, empty for ``null``) and the
+    written list ``new`` (the call's own ``TodosWritten``) put back."""
+    return {
+        "oldTodos": [item_wire(t) for t in old],
+        "todos": [item_wire(t) for t in new],
+        "summary": recorded["summary"],
+        "droppedUnfinished": recorded["droppedUnfinished"],
+    }
+
+
+def recorded_old_seq(recorded: dict[str, Any]) -> int | None:
+    """The seq of the ``TodosWritten`` holding the list a recorded TodoWrite replaced."""
+    seq = recorded[_OLD_SEQ]
+    return None if seq is None else int(seq)
 
 
 def read_result(todos: Sequence[TodoFields]) -> TodoResult:

@@ -8,7 +8,8 @@ schema), and a ``deny`` completes it as declined.
 
 TodoWrite's outcome carries one ``TodosWritten`` event with the whole new list: the executor
 appends it in the call's one batch, and the store's todo projection replaces the session's
-rows in that same transaction (TD-4). The list before the write comes from
+rows in that same transaction (TD-4). Its recorded result refers to the lists instead of
+repeating them (D70); the caller gets them in the answer. The list before the write comes from
 :attr:`ToolContext.todos`, which the executor loads with the session's summary, so
 ``oldTodos`` is the list the write replaced (a concurrent write makes the append conflict
 and the executor runs the call again on the fresh list).
@@ -75,9 +76,12 @@ class TodoWriteHandler:
         # ``raw`` passed validate_input (or validate_answer): its items only become the
         # catalog's, in one validation of the event.
         written = TodosWritten.model_validate({"todos": raw["todos"]})
-        answer = write_result(context.todos, written.todos)
+        answer = write_result(context.todos, written.todos, old_seq=context.todos_seq)
+        # The log keeps the result without the lists: TodosWritten holds the new one, the
+        # write at ``oldTodosSeq`` the old one (D70). The caller gets them all the same.
         return HandlerOutcome(
-            success=True, model_content=answer.text, result=answer.result, events=(written,),
+            success=True, model_content=answer.text, result=answer.recorded or answer.result,
+            answer=answer.result, events=(written,),
         )
 
 
