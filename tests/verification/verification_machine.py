@@ -611,6 +611,20 @@ class ServiceLedger(RuleBasedStateMachine):
             check_auto_continued(list(service.store.read_session(sid)), model)
             assert service.tools.surface(sid) == expected_surface(
                 model.host, subagent=model.parent is not None)
+        self._check_listing()
+
+    def _check_listing(self) -> None:
+        """``GET /v1/sessions``: the live sessions, most recently written first."""
+        service = self._service()
+        last = {sid: list(service.store.read_session(sid))[-1].global_position
+                for sid, model in self.model.items() if not model.deleted}
+        listed = service.list_sessions()["sessions"]
+        assert [e["sessionId"] for e in listed] == sorted(last, key=lambda sid: -last[sid])
+        for entry in listed:
+            model = self.model[entry["sessionId"]]
+            assert entry["displayMode"] == ("plan" if model.plan else model.mode)
+            assert entry["parentSessionId"] == model.parent
+            assert entry["version"] == service.store.version(entry["sessionId"])
 
     @invariant()
     def the_log_is_whole(self) -> None:
