@@ -96,6 +96,8 @@ def _message(counters: TurnCounters, event: RecordedEvent) -> TurnCounters:
 
 
 def _todos_written(counters: TurnCounters, event: RecordedEvent) -> TurnCounters:
+    if counters.assistant_since_todo == 0:
+        return counters  # nothing counted since the last write (or reminder)
     return replace(counters, assistant_since_todo=0)
 
 

@@ -173,8 +173,11 @@ def item_wire(item: TodoFields) -> dict[str, str]:
 
 def summary(todos: Sequence[TodoFields]) -> dict[str, int]:
     """Counts by status, keyed by the status values, plus ``total`` (TD-3)."""
-    counts: Counter[str] = Counter(t.status for t in todos)
-    return {**{status: counts[status] for status in STATUSES}, "total": len(todos)}
+    counts = dict.fromkeys(STATUSES, 0)
+    for todo in todos:
+        counts[todo.status] += 1
+    counts["total"] = len(todos)
+    return counts
 
 
 def dropped_unfinished(
@@ -187,6 +190,10 @@ def dropped_unfinished(
     before and one "A" after, the last two are reported. Renames count as dropped; reorders
     and status changes do not; completed items are never reported.
     """
+    unfinished = [t for t in old if t.status in UNFINISHED]
+    contents = {t.content for t in unfinished}
+    if len(contents) == len(unfinished) and contents <= {t.content for t in new}:
+        return []  # each distinct unfinished item is still there: nothing to match up
     available = Counter(t.content for t in new)
     dropped = []
     for item in old:
