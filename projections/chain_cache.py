@@ -21,9 +21,9 @@ from eventlog import RecordedEvent
 __all__ = ["ChainCache", "session_spans"]
 
 T = TypeVar("T")
-_LIMIT = 20_000
-"""Sessions remembered before the cache starts afresh (a long-running server's working set
-is far smaller; starting afresh only costs reads)."""
+_LIMIT = 4096
+"""Sessions remembered before the cache starts afresh (a server's working set is far smaller;
+starting afresh only costs reads). A todo list of 20 items is a few kilobytes."""
 
 
 def session_spans(events: Iterable[RecordedEvent]) -> dict[str, tuple[str, str]]:
