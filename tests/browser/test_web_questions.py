@@ -106,16 +106,24 @@ def _card(page: Page, pending: dict[str, Any]) -> Locator:
     return page.locator(f".question-card[data-interaction-id='{pending['interactionId']}']")
 
 
+def _asked(
+    page: Page, server: ServerProcess, http: httpx.Client, question: dict[str, Any],
+) -> tuple[str, dict[str, Any], Locator]:
+    """A new session open on the page with ``question`` asked in it and its card shown."""
+    sid = create_session(http)
+    _open(page, server, sid)
+    pending = _ask(http, sid, question)
+    card = _card(page, pending)
+    _expect()(card).to_be_visible()
+    return sid, pending, card
+
+
 def test_question_countdown_after_grace_same_deadline_on_reload_paused_by_a_click_answered(
     page: Page, shots: Shots, timer_server: ServerProcess,
 ) -> None:
     expect = _expect()
     with timer_server.client() as http:
-        sid = create_session(http)
-        _open(page, timer_server, sid)
-        pending = _ask(http, sid, QUESTION)
-        card = _card(page, pending)
-        expect(card).to_be_visible()
+        sid, pending, card = _asked(page, timer_server, http, QUESTION)
         expect(card).to_have_attribute("data-timer-state", "hiddenGrace")
         expect(card.locator(".countdown")).to_be_hidden()
         timer = _waiting(http, sid)["autoResolution"]
@@ -162,11 +170,7 @@ def test_questionnaire_preview_as_text_multi_select_other_skip_and_notes(
 ) -> None:
     expect = _expect()
     with timer_server.client() as http:
-        sid = create_session(http)
-        _open(page, timer_server, sid)
-        pending = _ask(http, sid, QUESTIONNAIRE)
-        card = _card(page, pending)
-        expect(card).to_be_visible()
+        sid, pending, card = _asked(page, timer_server, http, QUESTIONNAIRE)
         database, features, license_ = (
             card.locator(f".question[data-question='{text}']")
             for text in (DB_QUESTION, FEATURES, LICENSE)
@@ -213,11 +217,7 @@ def test_moving_with_the_keyboard_or_typing_also_pauses_the_countdown(
 ) -> None:
     expect = _expect()
     with timer_server.client() as http:
-        sid = create_session(http)
-        _open(page, timer_server, sid)
-        pending = _ask(http, sid, QUESTION)
-        card = _card(page, pending)
-        expect(card).to_be_visible()
+        sid, _pending, card = _asked(page, timer_server, http, QUESTION)
         if action == "move":
             card.locator("input[type=radio]").first.focus()
             page.keyboard.press("ArrowDown")
