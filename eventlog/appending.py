@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .canonical import envelope_hash
+from .canonical import session_hasher
 from .catalog import CATALOG
 from .envelope import AppendBatch, AppendResult, RawRow, RecordedEvent, encode_event
 from .errors import ConcurrencyConflict, EventLogError, UnknownEventType
@@ -76,6 +76,7 @@ def plan_rows(
     session_id = batch.session_id
     key = batch.idempotency_key
     rows: list[RawRow] = []
+    hasher = session_hasher(session_id, recorded_at)
     seq = version
     position = next_position
     for new, data_json in zip(batch.events, prepared.data_json, strict=True):
@@ -84,9 +85,9 @@ def plan_rows(
         event_type = event.type
         schema_version = event.schema_version
         actor, causation_id, correlation_id = new.actor, new.causation_id, new.correlation_id
-        digest = envelope_hash(
-            prev_hash, session_id, seq, event_type, schema_version, data_json, recorded_at,
-            actor, causation_id, correlation_id,
+        digest = hasher(
+            prev_hash, seq, event_type, schema_version, data_json, actor, causation_id,
+            correlation_id,
         )
         rows.append((
             position, session_id, seq, event_type, schema_version, data_json, recorded_at,

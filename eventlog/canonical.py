@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["GENESIS_HASH", "canonical_json", "envelope_hash"]
+__all__ = ["GENESIS_HASH", "canonical_json", "envelope_hash", "session_hasher"]
 
 GENESIS_HASH = "0" * 64
 
@@ -67,3 +67,45 @@ def envelope_hash(
         _text(event_type),
     )
     return _sha256(body.encode("utf-8")).hexdigest()
+
+
+_ESCAPED_TYPES: dict[str, str] = {}
+
+
+def session_hasher(session_id: str, recorded_at: str) -> Callable[
+    [str, int, str, int, str, str, str | None, str | None], str
+]:
+    """:func:`envelope_hash` for many events of one session recorded at one instant.
+
+    ``hasher(prev_hash, seq, event_type, schema_version, data_json, actor, causation_id,
+    correlation_id)`` gives the same digest as :func:`envelope_hash`, with the session id and
+    the instant escaped once per batch instead of once per event (the append loop's hot spot).
+    """
+    template = (
+        '%s{"actor":%s,"causation_id":%s,"correlation_id":%s,"data":%s,"prev_hash":"%s",'
+        '"recorded_at":' + _text(recorded_at).replace("%", "%%")
+        + ',"schema_version":%d,"seq":%d,"session_id":'
+        + _text(session_id).replace("%", "%%") + ',"type":%s}'
+    )
+    types = _ESCAPED_TYPES
+    actors: dict[str, str] = {}
+
+    def hasher(
+        prev_hash: str, seq: int, event_type: str, schema_version: int, data_json: str,
+        actor: str, causation_id: str | None, correlation_id: str | None,
+    ) -> str:
+        type_text = types.get(event_type)
+        if type_text is None:
+            type_text = types[event_type] = _text(event_type)
+        actor_text = actors.get(actor)
+        if actor_text is None:
+            actor_text = actors[actor] = _text(actor)
+        body = template % (
+            prev_hash, actor_text,
+            "null" if causation_id is None else _text(causation_id),
+            "null" if correlation_id is None else _text(correlation_id),
+            data_json, prev_hash, schema_version, seq, type_text,
+        )
+        return _sha256(body.encode("utf-8")).hexdigest()
+
+    return hasher
