@@ -65,6 +65,8 @@ from .chain import ChainReport, verify_chain
 from .clock import Clock, ManualClock, SystemClock, format_instant, parse_instant
 from .envelope import Actor, AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent
 from .errors import (
+    BackupFailed,
+    BackupRefused,
     ConcurrencyConflict,
     EmptyBatch,
     EventLogError,
@@ -76,6 +78,7 @@ from .errors import (
 )
 from .ids import new_id, new_session_id
 from .inline import InlineProjection, Progress
+from .sqlite_backup import BackupReport, backup_store
 from .store import (
     DEFAULT_STORE_URL,
     EventStore,
@@ -95,6 +98,9 @@ __all__ = [
     "AutoResolutionReason",
     "AutoResolutionState",
     "AppendResult",
+    "BackupFailed",
+    "BackupRefused",
+    "BackupReport",
     "ChainReport",
     "Clock",
     "ConcurrencyConflict",
@@ -163,6 +169,7 @@ __all__ = [
     "UpcasterRegistry",
     "UserActivityAction",
     "backend_of",
+    "backup_store",
     "canonical_json",
     "default_upcasters",
     "envelope_hash",

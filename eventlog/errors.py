@@ -9,12 +9,16 @@ Every error the log raises derives from one base class, so callers can catch the
     ├── InvalidStoreUrl          a store URL this build cannot open
     ├── StoreBusy                another process held the write lock past every retry
     ├── StoreClosed              append or read after ``close()``
-    └── EmptyBatch               an append with no events
+    ├── EmptyBatch               an append with no events
+    ├── BackupRefused            a backup that cannot be taken as asked; nothing was written
+    └── BackupFailed             a backup that failed while copying; the destination is untouched
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "BackupFailed",
+    "BackupRefused",
     "ConcurrencyConflict",
     "EmptyBatch",
     "EventLogError",
@@ -79,3 +83,12 @@ class StoreClosed(EventLogError):
 
 class EmptyBatch(EventLogError):
     """An append must carry at least one event."""
+
+
+class BackupRefused(EventLogError):
+    """A backup that cannot be taken as asked: not a SQLite store, no store at the path, or a
+    destination that exists, is the store itself or lies in a missing directory."""
+
+
+class BackupFailed(EventLogError):
+    """Copying failed (an unreadable source, a full disk); the destination was not written."""

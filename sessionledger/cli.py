@@ -26,7 +26,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from eventlog import EventLogError, RecordedEvent
+from eventlog import BackupRefused, EventLogError, RecordedEvent, backup_store
 from projections.execution_state import fold
 
 from . import __version__
@@ -395,6 +395,34 @@ def purge(db: str | None, session_id: str) -> None:
     with _service(db) as service:
         removed = service.purge_session(session_id)
     _out.print(f"purged {session_id}: {removed} events removed")
+
+
+@main.command()
+@db_option
+@click.argument("dest", metavar="DEST", type=click.Path(path_type=Path))
+@click.option("--overwrite", is_flag=True,
+              help="Replace DEST if it exists (never the store itself or its -wal/-shm files).")
+def backup(db: str | None, dest: Path, overwrite: bool) -> None:
+    """Copy the SQLite store to DEST with SQLite's online backup, safe while serve writes.
+
+    The copy is the store as of one commit: every event acknowledged before the backup began,
+    with its hash chain, head records and projections, in one self-contained file; writers go
+    on meanwhile. It is written beside DEST and renamed into place when complete, so a failed
+    backup leaves DEST as it was. Restore by putting the copy in place of the stopped store;
+    check it first with `sessionledger audit --db sqlite:///DEST`. Exit 2 when the store is not
+    SQLite or missing, DEST exists (without --overwrite), is the store, or its directory is
+    missing; 1 when the copy fails.
+    """
+    try:
+        report = backup_store(resolve_store_url(db), dest, overwrite=overwrite)
+    except BackupRefused as exc:
+        raise InvalidInput(str(exc)) from exc
+    noun = "session" if report.sessions == 1 else "sessions"
+    _out.print(
+        f"backed up {report.events} events of {report.sessions} {noun} (through global "
+        f"position {report.head_position}, {report.size_bytes} bytes) to "
+        f"{escape(str(report.destination))}"
+    )
 
 
 @main.command()
