@@ -2,8 +2,9 @@
 
 The protocol is small on purpose (STYLE: one small interface): append with an expected
 version, read a session from a ``seq`` cursor, read everything from a global position, verify
-chains, and listen for committed events. Backends: :mod:`eventlog.memory` (a twin for tests)
-and :mod:`eventlog.sqlite` (the embedded default).
+chains, and listen for committed events. Backends: :mod:`eventlog.memory` (a twin for tests),
+:mod:`eventlog.sqlite` (the embedded default) and :mod:`eventlog.postgres` (scale-out, needs
+the ``postgres`` extra).
 """
 
 from __future__ import annotations
@@ -98,11 +99,15 @@ class EventStore(Protocol):
     def close(self) -> None: ...
 
 
+_SUPPORTED = "use sqlite:///path, postgresql://… or memory://"
+
+
 def backend_of(url: str) -> str:
-    """``sqlite`` or ``memory``: which backend a URL opens (projections pick their tables)."""
+    """``sqlite``, ``postgresql`` or ``memory``: which backend a URL opens (projections pick
+    their tables)."""
     scheme = urlsplit(url).scheme
-    if scheme not in ("sqlite", "memory"):
-        raise InvalidStoreUrl(f"unsupported store URL {url!r}: use sqlite:///path or memory://")
+    if scheme not in ("sqlite", "memory", "postgresql"):
+        raise InvalidStoreUrl(f"unsupported store URL {url!r}: {_SUPPORTED}")
     return scheme
 
 
@@ -124,7 +129,7 @@ def open_store(
     clock: Clock | None = None,
     projections: Sequence[InlineProjection] = (),
 ) -> EventStore:
-    """Open the backend the URL names: ``sqlite:///…`` or ``memory://``.
+    """Open the backend the URL names: ``sqlite:///…``, ``postgresql://…`` or ``memory://``.
 
     ``projections`` are updated inline on every append; build them for the backend the URL
     names (see :func:`backend_of`).
@@ -145,4 +150,8 @@ def open_store(
         if sync not in ("full", "normal"):
             raise InvalidStoreUrl(f"synchronous must be 'full' or 'normal', not {sync!r}")
         return SQLiteEventStore(path, synchronous=sync, clock=clock, projections=projections)
-    raise InvalidStoreUrl(f"unsupported store URL {url!r}: use sqlite:///path or memory://")
+    if scheme == "postgresql":
+        from .postgres import PostgresEventStore
+
+        return PostgresEventStore(url, clock=clock, projections=projections)
+    raise InvalidStoreUrl(f"unsupported store URL {url!r}: {_SUPPORTED}")

@@ -23,6 +23,7 @@ from .documents import Doc, MemoryDocTable, SqliteDocTable, SqliteSessionDocTabl
 from .execution_state import ExecutionStateProjection, SessionSummary, fold
 from .interaction_timer_tables import MemoryTimerTable, SqliteTimerTable, TimerRow
 from .interaction_timers import InteractionTimersProjection
+from .pg_tables import PgDocTable, PgSummaryTable, PgTimerTable, PgTodoTable
 from .tables import MemorySummaryTable, SqliteSummaryTable
 from .todo_tables import MemoryTodoTable, SqliteTodoTable
 from .todos import TodoProjection, TodoRow, todo_differences
@@ -117,7 +118,11 @@ def open_projected_store(
     url: str, *, clock: Clock | None = None
 ) -> tuple[EventStore, Projections]:
     """Open the store at ``url`` with every inline projection attached."""
-    sqlite = backend_of(url) == "sqlite"
+    backend = backend_of(url)
+    if backend == "postgresql":
+        on_postgres = _on_postgres()
+        return open_store(url, clock=clock, projections=on_postgres.all()), on_postgres
+    sqlite = backend == "sqlite"
     table = SqliteSummaryTable() if sqlite else MemorySummaryTable()
     docs: Any = SqliteDocTable if sqlite else MemoryDocTable
     summaries = ExecutionStateProjection(table)  # the todo rows reference its rows
@@ -137,6 +142,24 @@ def open_projected_store(
         records=ToolRecordsProjection(docs("tool_records")),
     )
     return open_store(url, clock=clock, projections=projections.all()), projections
+
+
+def _on_postgres() -> Projections:
+    """The projections with their PostgreSQL tables (:mod:`projections.pg_tables`)."""
+    summaries = ExecutionStateProjection(PgSummaryTable())
+    return Projections(
+        summaries,
+        DocProjection(name="tool_calls", version=2, fold=fold_call,
+                      table=PgDocTable("tool_calls")),
+        DocProjection(
+            name="interactions", version=1, table=PgDocTable("interactions"),
+            fold=fold_interaction, types=INTERACTION_EVENTS,
+        ),
+        TurnCountersProjection(PgDocTable("turn_counters")),
+        TodoProjection(PgTodoTable(), summaries),
+        InteractionTimersProjection(PgTimerTable()),
+        records=ToolRecordsProjection(PgDocTable("tool_records")),
+    )
 
 
 def compare_session(

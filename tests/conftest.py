@@ -6,7 +6,10 @@ Property tests that should also run long ask for the ``depth`` fixture: its ``sl
 carries the ``slow`` marker, so ``make verify`` (``-m slow``) runs them under the long profile.
 
 Every store fixture is parametrised over the backends (``memory``, ``sqlite``) so one suite
-holds both to the contract (SPEC EL-8), and every store is closed when the test ends.
+holds both to the contract (SPEC EL-8), and every store is closed when the test ends. A module
+adds PostgreSQL by overriding ``backend`` with :data:`pg_support.PG_BACKEND` among its params:
+its stores then live in one schema each of a database made for the module (``pg_database``)
+on the server of ``pg_server`` (see :mod:`pg_support`).
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
+import pg_support
 import pytest
 from hypothesis import HealthCheck, settings
 from server_support import ServerProcess, running_server
 
 from eventlog import EventStore, ManualClock, UpcasterRegistry, open_store
 from eventlog.memory import MemoryEventStore
+from eventlog.postgres import PostgresEventStore
 from eventlog.sqlite import SQLiteEventStore
 
 settings.register_profile(
@@ -69,9 +74,10 @@ class StoreFactory:
     why sharing this function-scoped factory across examples is safe.
     """
 
-    def __init__(self, backend: str, directory: Path) -> None:
+    def __init__(self, backend: str, directory: Path, pg_url: str | None = None) -> None:
         self.backend = backend
         self.directory = directory
+        self.pg_url = pg_url
         self._opened: list[EventStore] = []
         self._count = 0
 
@@ -95,6 +101,13 @@ class StoreFactory:
             store = (
                 open_store("memory://", clock=clock) if upcasters is None
                 else MemoryEventStore(clock=clock, upcasters=upcasters)
+            )
+        elif self.backend == "postgresql":
+            assert self.pg_url is not None
+            url = pg_support.schema_url(self.pg_url, self.directory, path or self.new_path())
+            store = (
+                open_store(url, clock=clock) if upcasters is None
+                else PostgresEventStore(url, clock=clock, upcasters=upcasters)
             )
         else:
             path = path or self.new_path()
@@ -121,9 +134,12 @@ class StoreFactory:
 
 
 @pytest.fixture
-def store_factory(backend: str, tmp_path: Path) -> Iterator[StoreFactory]:
+def store_factory(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[StoreFactory]:
     """Opens stores of the backend under test; every one is closed afterwards."""
-    factory = StoreFactory(backend, tmp_path)
+    pg_url = str(request.getfixturevalue("pg_database")) if backend == "postgresql" else None
+    factory = StoreFactory(backend, tmp_path, pg_url)
     yield factory
     factory.close_all()
 
@@ -132,6 +148,27 @@ def store_factory(backend: str, tmp_path: Path) -> Iterator[StoreFactory]:
 def store(store_factory: StoreFactory, clock: ManualClock) -> EventStore:
     """``memory://`` or ``sqlite:///{tmp_path}/ledger.db``, with the manual ``clock``."""
     return store_factory.open(clock=clock)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """A PostgreSQL server URL (``SESSIONLEDGER_TEST_PG``, or a throwaway cluster).
+
+    Skips with the reason when there is none, but fails when ``CI=true``.
+    """
+    with pg_support.server() as (url, reason):
+        if url is None:
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"CI=true but {reason}")
+            pytest.skip(reason)
+        yield url
+
+
+@pytest.fixture(scope="module")
+def pg_database(pg_server: str) -> Iterator[str]:
+    """A fresh database for the test module, dropped after it."""
+    with pg_support.with_database(pg_server) as url:
+        yield url
 
 
 # -- raw tampering (SPEC EL-4) --------------------------------------------------------------

@@ -14,6 +14,7 @@ import re
 import shutil
 import sqlite3
 import subprocess
+import sys
 import threading
 from collections.abc import Sequence
 from contextlib import closing
@@ -25,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from payload_strategies import payload_strategy
+from pg_support import PG_BACKEND
 
 from eventlog import (
     CATALOG,
@@ -59,6 +61,14 @@ per_example_stores = settings(
 )
 
 ACTORS = ("model", "user", "host", "timer", "system")
+
+
+@pytest.fixture(params=["memory", "sqlite", PG_BACKEND])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Every backend, PostgreSQL included (SPEC EL-8: one suite for all of them)."""
+    return str(request.param)
+
+
 ISO_MS_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 # SPEC EL-9: the events table, column by column, in order.
@@ -375,27 +385,32 @@ def test_el2_concurrent_threads_never_duplicate_or_skip_a_seq(store: EventStore)
 
 
 optional_id = st.none() | st.text(max_size=12)
+# PostgreSQL's text holds no U+0000 and no lone surrogate; the store refuses them (D110,
+# tested below).
+pg_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    max_size=12,
+)
 
 
-@pytest.mark.parametrize("event_type", sorted(CATALOG))
-@per_example_stores
-@given(data=st.data())
-def test_el1_every_catalog_type_round_trips(
-    store_factory: StoreFactory, depth: str, event_type: str, data: st.DataObject
+def round_trip(
+    store_factory: StoreFactory, event_type: str, data: st.DataObject, *, nul: bool = True
 ) -> None:
-    """EL-1: payload → stored row → read back equal, with type, version and envelope."""
+    """payload → stored row → read back equal, with type, version and envelope."""
     cls = CATALOG[event_type]
+    ids = optional_id if nul else st.none() | pg_text
     payloads = data.draw(st.lists(payload_strategy(cls), min_size=1, max_size=3), label="events")
     news = [
         NewEvent(
             payload,
             actor=data.draw(st.sampled_from(ACTORS)),
-            causation_id=data.draw(optional_id),
-            correlation_id=data.draw(optional_id),
+            causation_id=data.draw(ids),
+            correlation_id=data.draw(ids),
         )
         for payload in payloads
     ]
-    session_id = data.draw(st.text(min_size=1, max_size=10), label="session_id")
+    session_text = st.text(min_size=1, max_size=10) if nul else pg_text.filter(bool)
+    session_id = data.draw(session_text, label="session_id")
     with store_factory.fresh() as store:
         result = store.append(session_id, news)
         for stored in (list(store.read_session(session_id)), list(store.read_all())):
@@ -409,6 +424,29 @@ def test_el1_every_catalog_type_round_trips(
                 )
                 assert event.session_id == session_id
         assert_verifies(store)
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+@pytest.mark.parametrize("event_type", sorted(CATALOG))
+@per_example_stores
+@given(data=st.data())
+def test_el1_every_catalog_type_round_trips(
+    store_factory: StoreFactory, depth: str, event_type: str, data: st.DataObject
+) -> None:
+    """EL-1: payload → stored row → read back equal, with type, version and envelope."""
+    round_trip(store_factory, event_type, data)
+
+
+@pytest.mark.parametrize("backend", [PG_BACKEND])
+@pytest.mark.parametrize("event_type", sorted(CATALOG))
+@settings(per_example_stores, max_examples=5)
+@given(data=st.data())
+def test_el1_every_catalog_type_round_trips_on_postgresql(
+    store_factory: StoreFactory, depth: str, event_type: str, data: st.DataObject
+) -> None:
+    """EL-1 on PostgreSQL, with fewer examples per type: opening a store there costs a
+    schema, and the payload travels as the same JSON text for every type."""
+    round_trip(store_factory, event_type, data, nul=False)
 
 
 def test_el1_system_clock_text_is_the_wire_format_of_now(
@@ -786,3 +824,39 @@ def test_el9_sqlite3_shell_reads_the_rows(sqlite_log: Path) -> None:
         assert from_shell == conn.execute(query).fetchall()
     assert len(from_shell) == 3
     assert json.loads(from_shell[2][COLUMNS.index("data")])["workspace"] == "ü ✓ \"quoted\""
+
+
+# -- backend specific: PostgreSQL (EL-8, issue 11) -----------------------------------------
+
+
+@pytest.mark.postgres
+def test_el8_postgresql_refuses_nul_in_envelope_text(pg_database: str) -> None:
+    """D110: U+0000 cannot be stored in PostgreSQL text; that batch alone is refused."""
+    with closing(open_store(f"{pg_database}?schema=nul_text", clock=ManualClock())) as store:
+        outcomes = store.append_many([
+            AppendBatch("sess_\x00", (new("a"),)),
+            AppendBatch("sess_x", (new("b", causation_id="call\x00"),)),
+            AppendBatch("sess_\ud800", (new("c"),)),
+            AppendBatch("sess_y", (new("nul \x00 in the payload is fine"),)),
+        ])
+        assert [type(o).__name__ for o in outcomes] == [
+            "TextNotStorable", "TextNotStorable", "TextNotStorable", "AppendResult"
+        ]
+        assert [e.session_id for e in store.read_all()] == ["sess_y"]
+        assert markers(list(store.read_all())) == ["nul \x00 in the payload is fine"]
+        assert_verifies(store)
+
+
+def test_el8_postgresql_url_without_psycopg_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the ``postgres`` extra a postgresql:// URL is a named error, not a crash."""
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(InvalidStoreUrl, match=r"sessionledger\[postgres\]"):
+        open_store("postgresql://nobody@127.0.0.1:1/none")
+
+
+@pytest.mark.parametrize("url", ["postgresql://h/db?schema=Bad-Name", "postgresql://h/db?schema="])
+def test_el8_postgresql_schema_option_must_be_a_plain_name(url: str) -> None:
+    with pytest.raises(InvalidStoreUrl):
+        open_store(url)

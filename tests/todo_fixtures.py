@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pg_support import PG_BACKEND, schema_url
 
 from sessionledger import SessionService
 
@@ -34,12 +35,16 @@ def service(db_path: Path, root: Path) -> Iterator[SessionService]:
         opened.close()
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", PG_BACKEND])
 def any_service(
     request: pytest.FixtureRequest, db_path: Path, root: Path
 ) -> Iterator[SessionService]:
-    """The service over each backend (the todo table and its in-memory twin)."""
-    url = "memory://" if request.param == "memory" else f"sqlite:///{db_path}"
+    """The service over each backend (the todo table, its in-memory twin, PostgreSQL's)."""
+    if request.param == "postgresql":
+        database = str(request.getfixturevalue("pg_database"))
+        url = schema_url(database, db_path.parent, db_path)
+    else:
+        url = "memory://" if request.param == "memory" else f"sqlite:///{db_path}"
     opened = SessionService.open(url, workspace_root=root)
     try:
         yield opened

@@ -1,0 +1,323 @@
+"""The scale-out backend: one PostgreSQL database shared by any number of processes (EL-8).
+
+Same protocol and guarantees as :mod:`eventlog.sqlite`. Appends go through a
+:class:`GroupCommitter` (concurrent appends in one process share a transaction); each group's
+transaction first takes a transaction-scoped advisory lock (``pg_advisory_xact_lock``, D109),
+so appends from every process are serialised and global positions are handed out in commit
+order: a reader of the global stream never sees position *n + 1* before *n*, and never skips
+an event that commits late. Inline projections are updated in that transaction (their tables
+in :mod:`projections`). Readers use one autocommit connection per thread.
+
+psycopg 3 (the ``postgres`` extra) is imported only when a store is opened.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .appending import PreparedBatch, prepare, typed_outcomes
+from .chain import ChainReport, verify_chain
+from .clock import Clock, SystemClock, now_text
+from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent, decode_rows
+from .errors import EventLogError, InvalidStoreUrl, StoreClosed
+from .group_commit import GroupCommitter
+from .inline import REBUILD_CHUNK, InlineProjection, Progress
+from .postgres_group import write_group
+from .postgres_schema import APPEND_LOCK, COLUMNS, HIGH_WATER, SCHEMA, parse_url
+from .store import Listener, SessionHead
+from .subscribers import Subscribers
+from .upcasting import UpcasterRegistry, default_upcasters
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["PostgresEventStore"]
+
+T = TypeVar("T")
+_PAGE = 2000
+_HEAD_COLUMNS = "session_id, version, head_hash, created_at, updated_at"
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise InvalidStoreUrl(
+            "a postgresql:// store needs psycopg: pip install 'sessionledger[postgres]'"
+        ) from exc
+    return psycopg
+
+
+class PostgresEventStore:
+    """Event store in a PostgreSQL database (``postgresql://…[?schema=name]``)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock | None = None,
+        upcasters: UpcasterRegistry = default_upcasters,
+        projections: Sequence[InlineProjection] = (),
+    ) -> None:
+        self._url = url
+        self._conninfo, self._schema = parse_url(url)
+        self._clock = clock or SystemClock()
+        self._upcasters = upcasters
+        self._projections = tuple(projections)
+        self._listeners: Subscribers[Sequence[RecordedEvent]] = Subscribers()
+        self._readers_lock = threading.Lock()
+        self._readers: list[psycopg.Connection] = []
+        self._local = threading.local()
+        self._closed = False
+        self._writer = self._connect(create_schema=True)
+        try:
+            self._in_lock(self._create)
+        except BaseException:
+            self._writer.close()
+            raise
+        self._committer: GroupCommitter[PreparedBatch, AppendResult] = GroupCommitter(
+            self._commit
+        )
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    def _connect(self, *, create_schema: bool = False) -> psycopg.Connection:
+        conn: psycopg.Connection = _psycopg().connect(self._conninfo, autocommit=True)
+        if self._schema is not None:
+            if create_schema:
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self._schema}"')
+            conn.execute(f'SET search_path TO "{self._schema}"')
+        return conn
+
+    def _in_lock(self, action: Callable[[psycopg.Connection], T]) -> T:
+        """Run ``action`` in a write transaction holding the append lock (D109)."""
+        conn = self._writer
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+            return action(conn)
+
+    def _create(self, conn: psycopg.Connection) -> None:
+        for statement in SCHEMA:
+            conn.execute(statement)
+        recorded: dict[str, int] = dict(
+            conn.execute("SELECT name, version FROM projection_versions").fetchall()
+        )
+        stale = [
+            p for p in self._projections
+            if recorded.get(p.name) != p.version or not p.is_present(conn)
+        ]
+        if stale:
+            self._refold(conn, stale, progress=None)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def append(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        batch = AppendBatch(session_id, tuple(events), expected_version, idempotency_key)
+        return self._committer.submit(prepare(batch))
+
+    def append_many(self, batches: Sequence[AppendBatch]) -> list[AppendResult | EventLogError]:
+        return typed_outcomes(self._committer.submit_many([prepare(b) for b in batches]))
+
+    def _commit(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        now = now_text(self._clock)
+
+        def write(conn: psycopg.Connection) -> list[AppendResult | BaseException]:
+            (position,) = conn.execute(HIGH_WATER).fetchone()  # type: ignore[misc]
+            return write_group(
+                conn, group, position=int(position), now=now, upcasters=self._upcasters,
+                projections=self._projections,
+            ).outcomes
+
+        outcomes = self._in_lock(write)
+        if self._listeners:
+            committed = [
+                e for o in outcomes if isinstance(o, AppendResult) and not o.replayed
+                for e in o.events
+            ]
+            if committed:
+                self._listeners.publish(committed)
+        return outcomes
+
+    # -- projections -----------------------------------------------------------------------
+
+    def _refold(
+        self,
+        conn: psycopg.Connection,
+        projections: Sequence[InlineProjection],
+        *,
+        progress: Progress | None,
+    ) -> int:
+        for projection in projections:
+            projection.drop(conn)
+            projection.create(conn)
+        (total,) = conn.execute("SELECT count(*) FROM events").fetchone()  # type: ignore[misc]
+        done = after = 0
+        sql = (f"SELECT {COLUMNS} FROM events WHERE global_position > %s "
+               "ORDER BY global_position LIMIT %s")
+        while rows := conn.execute(sql, (after, REBUILD_CHUNK)).fetchall():
+            after = rows[-1][0]
+            events = list(decode_rows(rows, upcasters=self._upcasters))
+            for projection in projections:
+                projection.apply(conn, events)
+            done += len(events)
+            if progress is not None:
+                progress(done, int(total))
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO projection_versions (name, version) VALUES (%s, %s) "
+                "ON CONFLICT (name) DO UPDATE SET version = excluded.version",
+                [(p.name, p.version) for p in projections],
+            )
+        return done
+
+    def rebuild_projections(self, *, progress: Progress | None = None) -> int:
+        """Drop every projection and fold the whole log again; the events folded."""
+        with self._committer.exclusive():
+            if self._closed:
+                raise StoreClosed("the store is closed")
+            return self._in_lock(
+                lambda conn: self._refold(conn, self._projections, progress=progress)
+            )
+
+    def read_view(self, query: Callable[[Any], T]) -> T:
+        """Run ``query`` with a read connection (projections read their tables with it)."""
+        return query(self._reader())
+
+    def purge(self, session_id: str) -> int:
+        """Remove every event and the head record of one session; positions never reused."""
+
+        def run(conn: psycopg.Connection) -> int:
+            (high_water,) = conn.execute(HIGH_WATER).fetchone()  # type: ignore[misc]
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('purged_through', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (high_water,),
+            )
+            removed = conn.execute(
+                "DELETE FROM events WHERE session_id = %s", (session_id,)
+            ).rowcount
+            conn.execute("DELETE FROM streams WHERE session_id = %s", (session_id,))
+            for projection in self._projections:
+                projection.forget(conn, session_id)
+            return int(removed)
+
+        with self._committer.exclusive():
+            if self._closed:
+                raise StoreClosed("the store is closed")
+            return self._in_lock(run)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _reader(self) -> psycopg.Connection:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        conn: psycopg.Connection | None = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def _pages(
+        self, sql: str, key: tuple[Any, ...], after: int, limit: int | None
+    ) -> Iterator[RawRow]:
+        remaining = limit
+        while remaining is None or remaining > 0:
+            size = _PAGE if remaining is None else min(_PAGE, remaining)
+            rows: list[RawRow] = self._reader().execute(sql, (*key, after, size)).fetchall()
+            yield from rows
+            if len(rows) < size:
+                return
+            after = rows[-1][2] if key else rows[-1][0]
+            if remaining is not None:
+                remaining -= len(rows)
+
+    def read_session(
+        self, session_id: str, *, after: int = 0, limit: int | None = None
+    ) -> Iterator[RecordedEvent]:
+        sql = (f"SELECT {COLUMNS} FROM events WHERE session_id = %s AND seq > %s "
+               "ORDER BY seq LIMIT %s")
+        yield from decode_rows(self._pages(sql, (session_id,), after, limit),
+                               upcasters=self._upcasters)
+
+    def read_all(self, *, after: int = 0, limit: int | None = None) -> Iterator[RecordedEvent]:
+        sql = (f"SELECT {COLUMNS} FROM events WHERE global_position > %s "
+               "ORDER BY global_position LIMIT %s")
+        yield from decode_rows(self._pages(sql, (), after, limit), upcasters=self._upcasters)
+
+    def raw_session(self, session_id: str) -> Iterator[tuple[Any, ...]]:
+        # Like SQLite: rows whose seq was tampered below 1 sort last.
+        sql = (f"SELECT {COLUMNS} FROM events WHERE session_id = %s "
+               "ORDER BY seq < 1, seq, global_position")
+        yield from self._reader().execute(sql, (session_id,)).fetchall()
+
+    def version(self, session_id: str) -> int:
+        row = self._reader().execute(
+            "SELECT version FROM streams WHERE session_id = %s", (session_id,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def head_position(self) -> int:
+        (position,) = self._reader().execute(HIGH_WATER).fetchone()  # type: ignore[misc]
+        return int(position)
+
+    def session_heads(self) -> list[SessionHead]:
+        rows = self._reader().execute(
+            f"SELECT {_HEAD_COLUMNS} FROM streams "
+            'ORDER BY updated_at DESC, session_id COLLATE "C" DESC'
+        ).fetchall()
+        return [SessionHead(r[0], int(r[1]), r[2], r[3], r[4]) for r in rows]
+
+    def session_head(self, session_id: str) -> SessionHead | None:
+        row = self._reader().execute(
+            f"SELECT {_HEAD_COLUMNS} FROM streams WHERE session_id = %s", (session_id,)
+        ).fetchone()
+        return SessionHead(row[0], int(row[1]), row[2], row[3], row[4]) if row else None
+
+    def verify(self, session_id: str | None = None) -> list[ChainReport]:
+        conn = self._reader()
+        if session_id is None:
+            ids = [r[0] for r in conn.execute(
+                "SELECT session_id FROM streams UNION SELECT DISTINCT session_id FROM events "
+                "ORDER BY 1 COLLATE \"C\""
+            ).fetchall()]
+        else:
+            ids = [session_id]
+        reports = []
+        for sid in ids:
+            head = conn.execute(
+                "SELECT version, head_hash FROM streams WHERE session_id = %s", (sid,)
+            ).fetchone()
+            recorded = (int(head[0]), head[1]) if head else None
+            reports.append(verify_chain(sid, self.raw_session(sid), head=recorded))
+        return reports
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        return self._listeners.add(listener)
+
+    def close(self) -> None:
+        """Wait for the group in flight, then refuse new work and close every connection."""
+        with self._committer.exclusive():
+            if self._closed:
+                return
+            self._closed = True
+            self._writer.close()
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
