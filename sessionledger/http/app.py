@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from eventlog import EventLogError
 
@@ -31,7 +32,7 @@ from ..scheduler import TimerScheduler
 from ..sessions import SessionService
 from .execution_routes import execution_routes
 from .interaction_routes import interaction_routes
-from .middleware import BearerAuthMiddleware, RequestLogMiddleware
+from .middleware import BearerAuthMiddleware, BodyLimitMiddleware, RequestLogMiddleware
 from .model_routes import model_routes
 from .routes import session_routes
 from .streaming import CommitNotifier, stream_routes
@@ -73,6 +74,17 @@ def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
     ]
 
 
+def _allowed_methods(request: Request) -> str:
+    """Every method some route serves at the request's path (one route per method here, so
+    the one route that answered 405 would name only its own)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _child = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods.update(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(methods))
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     async def ledger_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, SessionLedgerError)
@@ -90,10 +102,19 @@ def _install_error_handlers(app: FastAPI) -> None:
             422, "invalid_input", "the request failed validation", _validation_details(exc)
         )
 
-    async def http_error(_request: Request, exc: Exception) -> JSONResponse:
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400 and isinstance(exc.__cause__, UnicodeDecodeError):
+            # FastAPI's "error parsing the body": bytes that are not UTF-8 are bad input
+            # like any other body that is not JSON, so they get the same 422.
+            return error_response(422, "invalid_input", "the request body is not UTF-8 JSON", [
+                {"loc": ["body"], "message": str(exc.__cause__), "type": "json_invalid"},
+            ])
         code = _HTTP_CODES.get(exc.status_code, "http_error")
-        return error_response(exc.status_code, code, str(exc.detail), headers=exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": _allowed_methods(request)}
+        return error_response(exc.status_code, code, str(exc.detail), headers=headers)
 
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
         _log.error("unexpected error", exc_info=exc)
@@ -156,6 +177,7 @@ def create_app(
         stream_routes(service, notifier=notifier, settings=settings, stopping=stop)
     )
     install_web_client(app)
+    app.add_middleware(BodyLimitMiddleware)  # inside the token check: strangers read nothing
     app.add_middleware(BearerAuthMiddleware, token=settings.token)
     app.add_middleware(RequestLogMiddleware)  # outermost: refused requests are logged too
     return app

@@ -16,16 +16,26 @@ from fastapi import APIRouter, Body
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from ..sessions import RequestedMode, SessionService
+from .schemas import (
+    MAX_TEXT_CHARS,
+    TOO_LARGE,
+    SessionDocument,
+    SessionIdPath,
+    error_responses,
+)
 
 __all__ = ["COMMAND_RESPONSES", "GoalRequest", "ModeRequest", "execution_routes"]
 
 COMMAND_RESPONSES: dict[int | str, dict[str, Any]] = {
-    404: {"description": "no such session (`session_not_found`)"},
-    409: {"description": "the state machine refused the change (`refused`); nothing appended"},
-    410: {"description": "the session was deleted (`session_deleted`)"},
-    422: {"description": "the body failed validation (`invalid_input`)"},
+    200: {"model": SessionDocument},
+    **error_responses({
+        404: "no such session (`session_not_found`)",
+        409: "the state machine refused the change (`refused`); nothing appended",
+        410: "the session was deleted (`session_deleted`)",
+        422: "the body failed validation (`invalid_input`)",
+    }),
 }
-"""The error answers every command route documents (bodies: ``{"error": {…}}``)."""
+"""The answers every command route documents: the session document, or ``{"error": {…}}``."""
 
 
 def _blank(text: str | None) -> bool:
@@ -41,7 +51,7 @@ class ModeRequest(BaseModel):
         default=None, description="plan enters Plan (keeping the mode); others leave it"
     )
     task: str | None = Field(
-        default=None, min_length=1,
+        default=None, min_length=1, max_length=MAX_TEXT_CHARS,
         description="with mode plan only: the /plan task, recorded as a user message",
     )
     cycle: StrictBool | None = Field(default=None, description="true: Shift+Tab")
@@ -64,7 +74,10 @@ class GoalRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    objective: str = Field(min_length=1, description="what the agent pursues on its own")
+    objective: str = Field(
+        min_length=1, max_length=MAX_TEXT_CHARS,
+        description="what the agent pursues on its own",
+    )
 
     @model_validator(mode="after")
     def _not_blank(self) -> GoalRequest:
@@ -77,21 +90,25 @@ def execution_routes(service: SessionService) -> APIRouter:
     """The mode and goal routes over ``service`` (its one runtime keeps ES-6 order)."""
     router = APIRouter(tags=["execution state"], responses=COMMAND_RESPONSES)
 
-    @router.post("/v1/sessions/{session_id}/mode")
-    def change_mode(session_id: str, body: Annotated[ModeRequest, Body()]) -> dict[str, Any]:
+    @router.post("/v1/sessions/{session_id}/mode", response_model=None, responses=TOO_LARGE)
+    def change_mode(
+        session_id: SessionIdPath, body: Annotated[ModeRequest, Body()]
+    ) -> dict[str, Any]:
         """Set the mode (`/mode X`, `/plan [task]`) or cycle it (Shift+Tab); the document."""
         if body.cycle:
             return service.cycle_mode(session_id)
         assert body.mode is not None  # the model allows nothing else
         return service.set_mode(session_id, body.mode, task=body.task)
 
-    @router.post("/v1/sessions/{session_id}/goal")
-    def start_goal(session_id: str, body: Annotated[GoalRequest, Body()]) -> dict[str, Any]:
+    @router.post("/v1/sessions/{session_id}/goal", response_model=None, responses=TOO_LARGE)
+    def start_goal(
+        session_id: SessionIdPath, body: Annotated[GoalRequest, Body()]
+    ) -> dict[str, Any]:
         """Start a goal; 409 in Plan (ES-5) or while another goal is active."""
         return service.start_goal(session_id, body.objective)
 
-    @router.delete("/v1/sessions/{session_id}/goal")
-    def end_goal(session_id: str) -> dict[str, Any]:
+    @router.delete("/v1/sessions/{session_id}/goal", response_model=None)
+    def end_goal(session_id: SessionIdPath) -> dict[str, Any]:
         """End the active goal; 409 when there is none."""
         return service.end_goal(session_id)
 

@@ -24,14 +24,27 @@ from eventlog import UserActivityAction
 
 from ..sessions import SessionService
 from ..settings import SettingsUpdate
+from .schemas import (
+    TOO_LARGE,
+    InteractionDocument,
+    InteractionIdPath,
+    SessionIdPath,
+    SettingsDocument,
+    error_responses,
+)
 
 __all__ = ["ActivityRequest", "interaction_routes"]
 
+_INVALID = "the body failed validation (`invalid_input`); nothing appended"
 _ACTIVITY_RESPONSES: dict[int | str, dict[str, Any]] = {
-    404: {"description": "no such session or interaction"},
-    409: {"description": "the interaction was already resolved (answered or auto-continued)"},
-    410: {"description": "the session was deleted (`session_deleted`)"},
-    422: {"description": "the body failed validation (`invalid_input`); nothing appended"},
+    200: {"model": InteractionDocument},
+    **error_responses({
+        404: "no such session or interaction",
+        409: "the interaction was already resolved (answered or auto-continued)",
+        410: "the session was deleted (`session_deleted`)",
+        422: _INVALID,
+    }),
+    **TOO_LARGE,
 }
 
 
@@ -51,22 +64,28 @@ def interaction_routes(service: SessionService) -> APIRouter:
 
     @router.post(
         "/v1/sessions/{session_id}/interactions/{interaction_id}/activity",
-        responses=_ACTIVITY_RESPONSES,
+        response_model=None, responses=_ACTIVITY_RESPONSES,
     )
     def activity(
-        session_id: str, interaction_id: str,
+        session_id: SessionIdPath, interaction_id: InteractionIdPath,
         body: Annotated[ActivityRequest | None, Body()] = None,
     ) -> dict[str, Any]:
         """Record user activity on a waiting question; pauses its countdown for good."""
         action = (body or ActivityRequest()).action
         return service.timers.activity(session_id, interaction_id, action)
 
-    @router.get("/v1/settings")
+    @router.get(
+        "/v1/settings", response_model=None, responses={200: {"model": SettingsDocument}}
+    )
     def get_settings() -> dict[str, Any]:
         """The service-wide settings: whether unanswered questions auto-continue."""
         return service.settings.current()
 
-    @router.put("/v1/settings", responses={422: _ACTIVITY_RESPONSES[422]})
+    @router.put(
+        "/v1/settings", response_model=None,
+        responses={200: {"model": SettingsDocument}, **error_responses({422: _INVALID}),
+                   **TOO_LARGE},
+    )
     def put_settings(body: Annotated[SettingsUpdate, Body()]) -> dict[str, Any]:
         """Change settings (any subset); recorded as ``SettingChanged`` events."""
         return service.settings.update(body.model_dump(by_alias=True, exclude_none=True))

@@ -1,6 +1,6 @@
-"""ASGI middleware: a structured log line per request, and the bearer token check.
+"""ASGI middleware: a structured log line per request, the bearer token check, the body cap.
 
-Both are plain ASGI callables rather than ``BaseHTTPMiddleware`` so they never buffer or
+All are plain ASGI callables rather than ``BaseHTTPMiddleware`` so they never buffer or
 break the streaming (SSE) responses: they only watch and decorate the messages going out.
 """
 
@@ -12,6 +12,7 @@ import re
 import time
 
 from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from eventlog import new_id
@@ -19,11 +20,23 @@ from eventlog import new_id
 from ..errors import Unauthorized
 from ..logs import log_event, logger
 
-__all__ = ["OPEN_PATHS", "REQUEST_ID_HEADER", "BearerAuthMiddleware", "RequestLogMiddleware"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "OPEN_PATHS",
+    "REQUEST_ID_HEADER",
+    "BearerAuthMiddleware",
+    "BodyLimitMiddleware",
+    "BodyTooLarge",
+    "RequestLogMiddleware",
+]
 
 REQUEST_ID_HEADER = "x-request-id"
 OPEN_PATHS = frozenset({"/healthz"})
 """Paths answered without a token, so probes need no secret."""
+
+MAX_BODY_BYTES = 1024 * 1024
+"""Largest request body taken, in bytes: the largest legitimate body (a 20,000-character plan,
+a full todo list) is a small fraction of it. A larger one is 413 ``payload_too_large``."""
 
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _http_log = logger.getChild("http")
@@ -113,6 +126,68 @@ class BearerAuthMiddleware:
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
                 (b"www-authenticate", b"Bearer"),
+            ],
+        })
+        await send({"type": "http.response.body", "body": body})
+
+
+class BodyTooLarge(HTTPException):
+    """Raised while a body is read once it passes the cap; answered 413 like any HTTP error."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is larger than {limit} bytes")
+
+
+def _declared_length(scope: Scope) -> int | None:
+    value = Headers(scope=scope).get("content-length", "")
+    return int(value) if value.isascii() and value.isdigit() else None
+
+
+class BodyLimitMiddleware:
+    """Refuse a request body over ``limit`` bytes with 413 ``payload_too_large``.
+
+    A ``Content-Length`` over the limit is refused before the app runs; a body without one
+    (chunked) is counted as the app reads it and refused when it passes the limit, through
+    :class:`BodyTooLarge`, so nothing is parsed or appended either way.
+    """
+
+    def __init__(self, app: ASGIApp, *, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _declared_length(scope)
+        if declared is not None and declared > self.limit:
+            await self._refuse(send)
+            return
+        received = 0
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    raise BodyTooLarge(self.limit)
+            return message
+
+        await self.app(scope, counted, send)
+
+    async def _refuse(self, send: Send) -> None:
+        error = BodyTooLarge(self.limit)
+        body = json.dumps({"error": {
+            "code": "payload_too_large", "message": error.detail, "details": None,
+        }}).encode()
+        await send({
+            "type": "http.response.start",
+            "status": error.status_code,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
             ],
         })
         await send({"type": "http.response.body", "body": body})

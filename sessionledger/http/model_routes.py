@@ -19,19 +19,28 @@ from fastapi import APIRouter, Body, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..sessions import SessionService
+from .schemas import (
+    MAX_ID_CHARS,
+    TOO_LARGE,
+    ModelListing,
+    ModelSelection,
+    ResolvedModelAnswer,
+    SessionIdPath,
+    error_responses,
+)
 
 __all__ = ["ModelChoice", "model_routes"]
 
-_RESPONSES: dict[int | str, dict[str, Any]] = {
-    404: {"description": "no model catalog (`model_catalog_unavailable`) or no such session"},
-    410: {"description": "the session was deleted (`session_deleted`)"},
-    422: {"description": "the reference does not resolve (`invalid_model_reference`, the "
-                         "LM-2 message) or the request failed validation; nothing appended"},
-}
+_RESPONSES = error_responses({
+    404: "no model catalog (`model_catalog_unavailable`) or no such session",
+    410: "the session was deleted (`session_deleted`)",
+    422: "the reference does not resolve (`invalid_model_reference`, the LM-2 message) or "
+         "the request failed validation; nothing appended",
+})
 
 SessionQuery = Annotated[
     str | None,
-    Query(alias="sessionId", min_length=1, max_length=200,
+    Query(alias="sessionId", min_length=1, max_length=MAX_ID_CHARS,
           description="the session whose workspace catalog and current model apply"),
 ]
 
@@ -39,7 +48,9 @@ SessionQuery = Annotated[
 class ModelChoice(BaseModel):
     """Body of ``PUT /v1/sessions/{id}/model``: a model reference (LM-2)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "examples": [{"model": "anthropic/sonnet"}, {"model": "sonnet$high"}],
+    })
 
     model: str = Field(
         min_length=1, max_length=400,
@@ -51,12 +62,15 @@ def model_routes(service: SessionService) -> APIRouter:
     """The model catalog routes over ``service``."""
     router = APIRouter(tags=["models"], responses=_RESPONSES)
 
-    @router.get("/v1/models")
+    @router.get("/v1/models", response_model=None, responses={200: {"model": ModelListing}})
     def list_models(session_id: SessionQuery = None) -> dict[str, Any]:
         """The ListModels text and the catalog as JSON (LM-1)."""
         return service.models.listing(session_id)
 
-    @router.get("/v1/models/resolve")
+    @router.get(
+        "/v1/models/resolve", response_model=None,
+        responses={200: {"model": ResolvedModelAnswer}},
+    )
     def resolve_model(
         ref: Annotated[str, Query(min_length=1, max_length=400,
                                   description="the model reference to resolve")],
@@ -65,9 +79,13 @@ def model_routes(service: SessionService) -> APIRouter:
         """Resolve a model reference (LM-2): ``{"id", "level"}``."""
         return service.models.resolve(ref, session_id).to_wire()
 
-    @router.put("/v1/sessions/{session_id}/model")
+    @router.put(
+        "/v1/sessions/{session_id}/model", response_model=None,
+        responses={200: {"model": ModelSelection}, **error_responses(
+            {409: "the session kept changing under the request (`conflict`)"}), **TOO_LARGE},
+    )
     def select_model(
-        session_id: str, body: Annotated[ModelChoice, Body()]
+        session_id: SessionIdPath, body: Annotated[ModelChoice, Body()]
     ) -> dict[str, Any]:
         """The user's choice of the session's model, recorded on the session."""
         return service.models.select(session_id, body.model)

@@ -25,8 +25,23 @@ from ..sessions import (
     RequestedMode,
     SessionService,
 )
+from .schemas import (
+    TOO_LARGE,
+    AuditDocument,
+    DeletedSession,
+    EventsPage,
+    Health,
+    SessionDocument,
+    SessionIdPath,
+    SessionList,
+    error_responses,
+)
 
 __all__ = ["CreateSessionRequest", "session_routes"]
+
+_NOT_FOUND = "no such session (`session_not_found`)"
+_DELETED = "the session was deleted (`session_deleted`)"
+_INVALID = "a parameter or the body failed validation (`invalid_input`); nothing appended"
 
 
 class CreateSessionRequest(BaseModel):
@@ -51,12 +66,21 @@ def session_routes(service: SessionService) -> APIRouter:
     """Routes over ``service``; the router is built per app, so tests can run several."""
     router = APIRouter(tags=["sessions"])
 
-    @router.get("/healthz", tags=["health"])
+    @router.get("/healthz", tags=["health"], response_model=None,
+                responses={200: {"model": Health}})
     def healthz() -> dict[str, Any]:
         """Liveness and readiness: the store answers."""
         return {"status": "ok", "headPosition": service.store.head_position()}
 
-    @router.post("/v1/sessions", status_code=201)
+    @router.post(
+        "/v1/sessions", status_code=201, response_model=None,
+        responses={201: {"model": SessionDocument}, **error_responses({
+            404: "the parent session does not exist (`session_not_found`)",
+            410: "the parent session was deleted (`session_deleted`)",
+            422: "a field failed validation (`invalid_input`), or the workspace resolves "
+                 "outside the server's root (`workspace_outside_root`); nothing appended",
+        }), **TOO_LARGE},
+    )
     def create_session(
         body: Annotated[CreateSessionRequest | None, Body()] = None,
     ) -> dict[str, Any]:
@@ -69,24 +93,37 @@ def session_routes(service: SessionService) -> APIRouter:
             host=request.host,
         )
 
-    @router.get("/v1/sessions")
+    @router.get("/v1/sessions", response_model=None, responses={200: {"model": SessionList}})
     def list_sessions() -> dict[str, Any]:
         """Every session not deleted, most recently updated first."""
         return service.list_sessions()
 
-    @router.get("/v1/sessions/{session_id}")
-    def get_session(session_id: str) -> dict[str, Any]:
+    @router.get(
+        "/v1/sessions/{session_id}", response_model=None,
+        responses={200: {"model": SessionDocument}, **error_responses(
+            {404: _NOT_FOUND, 410: _DELETED, 422: _INVALID})},
+    )
+    def get_session(session_id: SessionIdPath) -> dict[str, Any]:
         """The session document: execution state, todos, pending interactions, version."""
         return service.document(session_id)
 
-    @router.delete("/v1/sessions/{session_id}")
-    def delete_session(session_id: str) -> dict[str, Any]:
+    @router.delete(
+        "/v1/sessions/{session_id}", response_model=None,
+        responses={200: {"model": DeletedSession}, **error_responses({
+            404: _NOT_FOUND, 409: "the session kept changing under the request (`conflict`)",
+            410: "the session was already deleted (`session_deleted`)", 422: _INVALID})},
+    )
+    def delete_session(session_id: SessionIdPath) -> dict[str, Any]:
         """Delete a session: one ``SessionDeleted`` event; its routes then answer 410."""
         return service.delete_session(session_id)
 
-    @router.get("/v1/sessions/{session_id}/events")
+    @router.get(
+        "/v1/sessions/{session_id}/events", response_model=None,
+        responses={200: {"model": EventsPage}, **error_responses(
+            {404: _NOT_FOUND, 422: _INVALID})},
+    )
     def get_events(
-        session_id: str,
+        session_id: SessionIdPath,
         after: Annotated[int, Query(description="return events with seq > after")] = 0,
         limit: Annotated[
             int, Query(description=f"page size, 1 to {MAX_EVENTS_LIMIT}")
@@ -95,8 +132,12 @@ def session_routes(service: SessionService) -> APIRouter:
         """One page of the session's envelopes and its version (also once deleted)."""
         return service.events(session_id, after=after, limit=limit)
 
-    @router.get("/v1/sessions/{session_id}/audit")
-    def audit(session_id: str) -> dict[str, Any]:
+    @router.get(
+        "/v1/sessions/{session_id}/audit", response_model=None,
+        responses={200: {"model": AuditDocument}, **error_responses(
+            {404: _NOT_FOUND, 422: _INVALID})},
+    )
+    def audit(session_id: SessionIdPath) -> dict[str, Any]:
         """Hash chain and projections against a fresh fold of the log (also once deleted)."""
         return service.audit(session_id)
 

@@ -15,26 +15,49 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..sessions import SessionService
+from .schemas import (
+    MAX_ID_CHARS,
+    MAX_TEXT_CHARS,
+    TOO_LARGE,
+    CallDocument,
+    CallIdPath,
+    CompletedCall,
+    InteractionIdPath,
+    PendingCall,
+    PermissionAnswer,
+    SessionIdPath,
+    error_responses,
+)
 
 __all__ = ["PermissionCheckRequest", "RespondRequest", "ToolCallRequest", "tool_routes"]
 
-_RESPONSES: dict[int | str, dict[str, Any]] = {
-    404: {"description": "no such session, call or interaction"},
-    409: {"description": "the interaction was already resolved"},
-    410: {"description": "the session was deleted (`session_deleted`)"},
-    422: {"description": "the input failed the tool's schema (`invalid_input`); nothing appended"},
-}
+_RESPONSES = error_responses({
+    404: "no such session, call or interaction",
+    409: "the interaction was already resolved, or the call id is taken",
+    410: "the session was deleted (`session_deleted`)",
+    422: "the input failed the tool's schema (`invalid_input`); nothing appended",
+})
 
 
 class ToolCallRequest(BaseModel):
     """Body of ``POST /v1/sessions/{id}/tool-calls``."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra={
+        "examples": [
+            {"tool": "TodoWrite", "input": {"todos": [
+                {"content": "Write the tests", "status": "in_progress", "priority": "high"}]}},
+            {"tool": "AskUserQuestion", "callId": "call_1", "input": {"questions": [{
+                "question": "Which database?", "header": "Database", "multiSelect": False,
+                "options": [{"label": "SQLite (Recommended)", "description": "one file"},
+                            {"label": "Postgres", "description": "a server"}]}]}},
+            {"tool": "EnterPlanMode", "input": {}},
+        ],
+    })
 
     tool: str = Field(min_length=1, max_length=200)
     input: dict[str, Any]
     call_id: str | None = Field(
-        default=None, alias="callId", min_length=1, max_length=200,
+        default=None, alias="callId", min_length=1, max_length=MAX_ID_CHARS,
         description="the host's id for the call; re-sending it returns the original call",
     )
 
@@ -42,55 +65,79 @@ class ToolCallRequest(BaseModel):
 class RespondRequest(BaseModel):
     """Body of ``POST …/interactions/{iid}/respond``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"decision": "approve"}, {"decision": "deny"},
+        {"decision": "feedback", "feedback": "Split the second step in two."},
+    ]})
 
     decision: Literal["modify", "approve", "deny", "feedback"]
     input: dict[str, Any] | None = Field(
         default=None, description="with modify: the new tool input (answers filled in)"
     )
-    feedback: str | None = Field(default=None, description="with feedback: the user's text")
+    feedback: str | None = Field(
+        default=None, max_length=MAX_TEXT_CHARS, description="with feedback: the user's text"
+    )
 
 
 class PermissionCheckRequest(BaseModel):
     """Body of ``POST …/permission-check`` for one of the host's own tools (TR-3)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra={
+        "examples": [{"tool": "Bash", "input": {"command": "git status"}}],
+    })
 
     tool: str = Field(min_length=1, max_length=200)
     input: dict[str, Any] = Field(default_factory=dict)
     read_only: bool | None = Field(default=None, alias="readOnly")
     destructive: bool | None = None
-    call_id: str | None = Field(default=None, alias="callId", max_length=200)
+    call_id: str | None = Field(default=None, alias="callId", max_length=MAX_ID_CHARS)
 
 
 def tool_routes(service: SessionService) -> APIRouter:
     """The tool-call, answer and permission-check routes over ``service``."""
     router = APIRouter(tags=["tool calls"], responses=_RESPONSES)
 
-    @router.post("/v1/sessions/{session_id}/tool-calls")
-    def call_tool(session_id: str, body: Annotated[ToolCallRequest, Body()]) -> JSONResponse:
+    @router.post(
+        "/v1/sessions/{session_id}/tool-calls", response_model=None,
+        responses={200: {"model": CallDocument, "description": "completed or denied"},
+                   202: {"model": PendingCall, "description": "waiting for the user"},
+                   **TOO_LARGE},
+    )
+    def call_tool(
+        session_id: SessionIdPath, body: Annotated[ToolCallRequest, Body()]
+    ) -> JSONResponse:
         """Run a tool call: 200 completed or denied, 202 pending on the user."""
         answer = service.tools.call(session_id, body.tool, body.input, call_id=body.call_id)
         return JSONResponse(answer.document, status_code=answer.status_code)
 
-    @router.get("/v1/sessions/{session_id}/tool-calls/{call_id}")
-    def get_call(session_id: str, call_id: str) -> JSONResponse:
+    @router.get(
+        "/v1/sessions/{session_id}/tool-calls/{call_id}", response_model=None,
+        responses={200: {"model": CallDocument}},
+    )
+    def get_call(session_id: SessionIdPath, call_id: CallIdPath) -> JSONResponse:
         """The call document as it is now (``pending`` until resolved)."""
         answer = service.tools.get(session_id, call_id)
         return JSONResponse(answer.document, status_code=200)
 
-    @router.post("/v1/sessions/{session_id}/interactions/{interaction_id}/respond")
+    @router.post(
+        "/v1/sessions/{session_id}/interactions/{interaction_id}/respond", response_model=None,
+        responses={200: {"model": CompletedCall}, **TOO_LARGE},
+    )
     def respond(
-        session_id: str, interaction_id: str, body: Annotated[RespondRequest, Body()]
+        session_id: SessionIdPath, interaction_id: InteractionIdPath,
+        body: Annotated[RespondRequest, Body()],
     ) -> dict[str, Any]:
         """Answer a waiting call; the completed call document."""
         return service.tools.respond(
             session_id, interaction_id, body.decision, input=body.input, feedback=body.feedback
         )
 
-    @router.post("/v1/sessions/{session_id}/permission-check")
+    @router.post(
+        "/v1/sessions/{session_id}/permission-check", response_model=None,
+        responses={200: {"model": PermissionAnswer}, **TOO_LARGE},
+    )
     def permission_check(
-        session_id: str, body: Annotated[PermissionCheckRequest, Body()]
+        session_id: SessionIdPath, body: Annotated[PermissionCheckRequest, Body()]
     ) -> dict[str, Any]:
         """Decide allow / ask / deny for a host tool; recorded as an event."""
         return service.tools.permission_check(

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from ..sessions import SessionService
+from .schemas import MAX_TEXT_CHARS, TOO_LARGE, SessionIdPath, error_responses
 
 __all__ = [
     "CompactRequest",
@@ -30,10 +31,13 @@ __all__ = [
 ]
 
 _RESPONSES: dict[int | str, dict[str, Any]] = {
-    404: {"description": "no such session (`session_not_found`)"},
-    409: {"description": "the session kept changing under the request (`conflict`)"},
-    410: {"description": "the session was deleted (`session_deleted`)"},
-    422: {"description": "the body failed validation (`invalid_input`); nothing appended"},
+    **error_responses({
+        404: "no such session (`session_not_found`)",
+        409: "the session kept changing under the request (`conflict`)",
+        410: "the session was deleted (`session_deleted`)",
+        422: "the body failed validation (`invalid_input`); nothing appended",
+    }),
+    **TOO_LARGE,
 }
 MAX_TOOLS = 1000
 """More tool names than any host offers in one request; a longer list is bad input."""
@@ -51,7 +55,10 @@ class MessageRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: Literal["assistant", "user"]
-    content: str = Field(min_length=1, description="the message text (not only whitespace)")
+    content: str = Field(
+        min_length=1, max_length=MAX_TEXT_CHARS,
+        description="the message text (not only whitespace)",
+    )
     continuation: StrictBool = Field(
         default=False,
         description="true for an output-token continuation (not counted by TD-5)",
@@ -122,7 +129,7 @@ def turn_routes(service: SessionService) -> APIRouter:
         response_model=RecordedReceipt,
     )
     def record_message(
-        session_id: str, body: Annotated[MessageRequest, Body()]
+        session_id: SessionIdPath, body: Annotated[MessageRequest, Body()]
     ) -> JSONResponse:
         """Record a real assistant or user message; 201 with its ``seq`` and the version."""
         receipt = service.turns.record_message(
@@ -132,7 +139,7 @@ def turn_routes(service: SessionService) -> APIRouter:
 
     @router.post("/v1/sessions/{session_id}/compact", response_model=RecordedReceipt)
     def compact(
-        session_id: str, body: Annotated[CompactRequest | None, Body()] = None
+        session_id: SessionIdPath, body: Annotated[CompactRequest | None, Body()] = None
     ) -> dict[str, Any]:
         """Record a context compaction (``ContextCompacted``); 200 with its ``seq``."""
         return service.turns.compact(session_id)
@@ -141,7 +148,7 @@ def turn_routes(service: SessionService) -> APIRouter:
         "/v1/sessions/{session_id}/prepare-request", response_model=RemindersResponse
     )
     def prepare_request(
-        session_id: str, body: Annotated[PrepareRequest, Body()]
+        session_id: SessionIdPath, body: Annotated[PrepareRequest, Body()]
     ) -> dict[str, Any]:
         """Decide and record this model request's reminders, in injection order."""
         reminders = service.turns.prepare_request(

@@ -26,6 +26,7 @@ from starlette.types import Scope
 from eventlog import CATALOG
 
 from ..web import INDEX_FILE, STATIC_DIR
+from .schemas import EventTypes
 
 __all__ = ["CONTENT_SECURITY_POLICY", "STATIC_PREFIX", "install_web_client", "web_routes"]
 
@@ -72,7 +73,7 @@ def web_routes() -> APIRouter:
         """The web client: sessions, mode, todos, questions with their countdown, plans."""
         return FileResponse(INDEX_FILE, media_type=_MEDIA_TYPES[".html"], headers=_PAGE_HEADERS)
 
-    @router.get("/v1/event-types")
+    @router.get("/v1/event-types", response_model=None, responses={200: {"model": EventTypes}})
     def event_types() -> dict[str, Any]:
         """The names of the event catalog, the ``event:`` values streams may send."""
         return {"eventTypes": list(CATALOG)}

@@ -1,0 +1,337 @@
+"""The answers of the HTTP API as pydantic models, so ``/openapi.json`` documents them (SPEC §11).
+
+The routes return plain dicts built by the service (the wire shapes tests compare); these models
+only *describe* those dicts in the OpenAPI document, through ``responses=`` in the route
+decorators, and are not used to filter or re-validate answers at run time. schemathesis
+(``tests/test_openapi_fuzz.py``) checks every answer against them, so a shape that drifts from
+its description fails a test. Keys are the camelCase wire names; every key a document always
+carries is required, and documents are closed (``additionalProperties: false``) except where
+SPEC §11 leaves a payload open (event ``data``, a tool ``result``, an interaction ``payload``).
+
+:func:`error_responses` builds the error entries: every error is the SPEC §11 body
+``{"error": {"code", "message", "details"}}`` (:class:`ErrorResponse`), whatever its status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from fastapi import Path
+from pydantic import BaseModel, ConfigDict, Field
+
+from eventlog import Actor, InteractionKind, PermissionMode, TodoPriority, TodoStatus
+
+from ..documents import DisplayMode
+from ..permission.decision import Behavior
+
+__all__ = [
+    "MAX_ID_CHARS",
+    "MAX_TEXT_CHARS",
+    "AuditDocument",
+    "CallIdPath",
+    "CallDocument",
+    "CompletedCall",
+    "DeniedCall",
+    "DeletedSession",
+    "ErrorResponse",
+    "EventTypes",
+    "EventsPage",
+    "Health",
+    "InteractionDocument",
+    "InteractionIdPath",
+    "ModelListing",
+    "ModelSelection",
+    "PendingCall",
+    "PermissionAnswer",
+    "ResolvedModelAnswer",
+    "SessionDocument",
+    "SessionIdPath",
+    "SessionList",
+    "SettingsDocument",
+    "TOO_LARGE",
+    "error_responses",
+]
+
+MAX_TEXT_CHARS = 100_000
+"""Longest free text a body field takes (a message, a goal, a /plan task, plan feedback), in
+code points; a longer one is 422 naming the field. The whole body is capped in bytes as well
+(:data:`sessionledger.http.middleware.MAX_BODY_BYTES`, 413)."""
+
+MAX_ID_CHARS = 200
+"""Longest id a path or body field takes (session, call and interaction ids are far shorter)."""
+
+SessionIdPath = Annotated[str, Path(max_length=MAX_ID_CHARS, description="the session's id")]
+CallIdPath = Annotated[str, Path(max_length=MAX_ID_CHARS, description="the tool call's id")]
+InteractionIdPath = Annotated[
+    str, Path(max_length=MAX_ID_CHARS, description="the interaction's id")
+]
+
+
+class _Wire(BaseModel):
+    """A closed wire document: no key beyond those listed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+class ErrorBody(_Wire):
+    """What went wrong: a machine ``code``, a sentence, and details or ``null``."""
+
+    code: str = Field(description="e.g. invalid_input, session_not_found, session_deleted")
+    message: str
+    details: Any = Field(description="JSON-safe details (the failing fields for a 422) or null")
+
+
+class ErrorResponse(_Wire):
+    """Every error answer (SPEC §11)."""
+
+    error: ErrorBody
+
+
+_ERROR_REF = {"$ref": "#/components/schemas/ErrorResponse"}
+
+
+def error_responses(
+    described: Mapping[int, str], *, streaming: bool = False
+) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` entries for the error statuses a route answers, each an ErrorResponse.
+
+    A streaming route's errors are JSON, not events: ``streaming`` names the media type
+    itself, since FastAPI would file a model under the route's ``text/event-stream``.
+    """
+    if streaming:
+        content = {"application/json": {"schema": _ERROR_REF}}
+        return {status: {"content": content, "description": text}
+                for status, text in described.items()}
+    return {
+        status: {"model": ErrorResponse, "description": text}
+        for status, text in described.items()
+    }
+
+
+TOO_LARGE = error_responses(
+    {413: "the body is larger than the server takes (`payload_too_large`); nothing appended"}
+)
+"""The 413 entry of every route that takes a body."""
+
+
+# -- sessions --------------------------------------------------------------------------------
+
+
+class Health(_Wire):
+    status: Literal["ok"]
+    headPosition: int = Field(description="the store's last global position")
+
+
+class Goal(_Wire):
+    objective: str
+
+
+class ExecutionStateDocument(_Wire):
+    """Exactly ``mode``, ``planEnabled`` and ``goal``."""
+
+    mode: PermissionMode
+    planEnabled: bool
+    goal: Goal | None
+
+
+class TodoDocument(_Wire):
+    content: str
+    status: TodoStatus
+    priority: TodoPriority
+
+
+class AutoResolution(_Wire):
+    """A question's auto-continue clock: its state and three absolute times (HO-4)."""
+
+    state: Literal["hiddenGrace", "countdown", "paused"]
+    startedAt: str
+    visibleAt: str
+    deadlineAt: str
+
+
+class InteractionDocument(_Wire):
+    """A pending interaction as the session document lists it."""
+
+    interactionId: str
+    callId: str
+    kind: InteractionKind
+    payload: dict[str, Any]
+    autoResolution: AutoResolution | None
+
+
+class SessionDocument(_Wire):
+    """``GET /v1/sessions/{id}``: the state, todos in order, pending interactions in order."""
+
+    sessionId: str
+    version: int
+    workspace: str
+    parentSessionId: str | None
+    executionState: ExecutionStateDocument
+    displayMode: DisplayMode
+    todos: list[TodoDocument]
+    interactions: list[InteractionDocument]
+
+
+class SessionEntry(_Wire):
+    sessionId: str
+    displayMode: DisplayMode
+    version: int
+    updatedAt: str
+    parentSessionId: str | None
+
+
+class SessionList(_Wire):
+    """``GET /v1/sessions``: live sessions, most recently updated first."""
+
+    sessions: list[SessionEntry]
+
+
+class DeletedSession(_Wire):
+    sessionId: str
+    deleted: Literal[True]
+    version: int
+
+
+class Envelope(_Wire):
+    """One recorded event (EL-1)."""
+
+    seq: int
+    globalPosition: int
+    sessionId: str
+    type: str
+    schemaVersion: int
+    data: dict[str, Any]
+    recordedAt: str
+    actor: Actor
+    causationId: str | None
+    correlationId: str | None
+    prevHash: str
+    hash: str
+
+
+class EventsPage(_Wire):
+    events: list[Envelope]
+    version: int
+
+
+class AuditChain(_Wire):
+    ok: bool
+    firstBadSeq: int | None
+
+
+class AuditProjections(_Wire):
+    ok: bool
+    differences: list[Any]
+
+
+class AuditDocument(_Wire):
+    ok: bool
+    events: int
+    chain: AuditChain
+    projections: AuditProjections
+    notes: list[str] = Field(default_factory=list, description="present only when not empty")
+
+
+# -- tool calls ------------------------------------------------------------------------------
+
+
+class Permission(_Wire):
+    behavior: Behavior
+    reason: str
+    ruleId: str
+
+
+class TurnControl(_Wire):
+    reason: Literal["plan_exit_denied"]
+    stopTurnAfterResult: Literal[True]
+
+
+class FollowUpUserInput(_Wire):
+    input: str
+    reasonSource: Literal["plan_approval_feedback"]
+
+
+class CompletedCall(_Wire):
+    status: Literal["completed"]
+    callId: str
+    success: bool
+    result: Any = Field(description="the tool's result object")
+    modelContent: str
+    turnControl: TurnControl | None
+    followUpUserInput: FollowUpUserInput | None
+
+
+class PendingCall(_Wire):
+    status: Literal["pending"]
+    callId: str
+    interactionId: str
+
+
+class DeniedCall(_Wire):
+    status: Literal["denied"]
+    callId: str
+    modelContent: str
+    permission: Permission
+    turnControl: TurnControl | None
+    followUpUserInput: FollowUpUserInput | None
+
+
+CallDocument = Annotated[
+    CompletedCall | PendingCall | DeniedCall, Field(discriminator="status")
+]
+"""A tool call as it is now: completed, pending on the user, or denied."""
+
+
+class PermissionAnswer(_Wire):
+    """``POST …/permission-check``: the decision for a host tool, recorded under ``callId``."""
+
+    behavior: Behavior
+    reason: str
+    ruleId: str
+    callId: str
+
+
+# -- models, settings, event types -----------------------------------------------------------
+
+
+class CatalogEntry(_Wire):
+    id: str
+    providerId: str
+    providerName: str
+    modelId: str
+    name: str | None
+    contextWindow: int | None
+    reasoningLevels: list[str]
+    defaultLevel: str | None
+    disabled: str | None
+
+
+class ModelListing(_Wire):
+    text: str = Field(description="the ListModels text")
+    current: str | None
+    cutModels: int
+    models: list[CatalogEntry]
+
+
+class ResolvedModelAnswer(_Wire):
+    id: str
+    level: str | None
+
+
+class ModelSelection(_Wire):
+    sessionId: str
+    model: str
+    level: str | None
+    version: int
+
+
+class SettingsDocument(_Wire):
+    autoContinueQuestions: bool
+
+
+class EventTypes(_Wire):
+    eventTypes: list[str]
