@@ -49,6 +49,7 @@ bench: $(VENV)/.bench
 	$(PY) bench/replay_memory.py
 	$(PY) bench/rebuild.py
 	$(PY) bench/todos.py
+	$(PY) bench/load.py
 
 docs: $(VENV)/.dev
 	$(PY) -m sessionledger.docgen

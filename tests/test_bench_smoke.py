@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -71,3 +72,23 @@ def test_todos_bench_quick_prints_the_table_and_the_ratio(tmp_path: Path) -> Non
         assert text in out
     assert out.count("PASS") + out.count("MISS") == 1
     assert not list(tmp_path.iterdir()), "scratch files left behind"
+
+
+def test_load_bench_quick_prints_both_tables_with_no_errors(tmp_path: Path) -> None:
+    # Issue 10's load item: a real server, writers and SSE subscribers; shape and errors only.
+    figures = tmp_path / "load.json"
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    done = _run("load.py", "--quick", "--json", str(figures), tmp_path=scratch)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    for text in ("throughput sweep", "SSE delivery target", "req/s", "p50 ms", "p99 ms",
+                 "errors", "undeliv.", "deliv p99", "commit→recv p99", "synchronous=FULL"):
+        assert text in out
+    assert out.count("PASS") + out.count("FAIL") == 1
+    result = json.loads(figures.read_text())
+    assert [step["clients"] for step in result["sweep"]] == [1, 2]
+    for step in [*result["sweep"], result["target"]]:
+        assert step["requests"] > 0 and step["deliveries"] > 0
+        assert (step["errors"], step["undelivered"]) == (0, 0), step["error_samples"]
+    assert not list(scratch.iterdir()), "scratch files left behind"

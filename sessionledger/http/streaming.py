@@ -12,6 +12,13 @@ Idle streams send a comment every ``stream_keepalive_s``; all streams end when t
 starts stopping, so a graceful shutdown is not held up by open connections. A session
 stream also ends after sending the session's ``SessionDeleted`` event, and a deleted session's
 stream answers 410 ``session_deleted`` (its events stay readable from the events page).
+
+Many streams usually wait at the same cursor (every live subscriber of the global stream is at
+the head), so a commit would otherwise have each of them read, decode and encode the same
+events. :class:`SharedPages` makes that one read per cursor and commit: a stream takes a page
+another stream at its cursor started reading after every commit this stream has been woken
+for (the notifier counts wakes), and a page is encoded to SSE bytes once. A stream sends a
+page as one write (:class:`Page` ``.body``), not one write per event (D98).
 """
 
 # No ``from __future__ import annotations``: FastAPI reads the route signatures at runtime,
@@ -20,13 +27,15 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Annotated
 
 import anyio
 from fastapi import APIRouter, Depends, Header, Query
-from fastapi.sse import EventSourceResponse, ServerSentEvent
+from fastapi.responses import StreamingResponse
+from fastapi.sse import ServerSentEvent
 
 from eventlog import EventStore, RecordedEvent
 
@@ -35,21 +44,40 @@ from ..errors import InvalidInput, SessionLedgerError
 from ..logs import log_event, logger
 from ..sessions import SessionService, check_cursor
 
-__all__ = ["DELETED_EVENT", "PAGE_SIZE", "CommitNotifier", "follow", "stream_routes", "to_sse"]
+__all__ = [
+    "DELETED_EVENT", "PAGE_SIZE", "CommitNotifier", "EventStreamResponse", "Frame", "Page",
+    "SharedPages", "follow", "follow_pages", "stream_routes", "to_sse",
+]
 
 DELETED_EVENT = "SessionDeleted"
 """The last event a session stream sends: a deleted session's routes answer 410 after it."""
 PAGE_SIZE = 500
 """Events read per step; a full page is followed by another read without waiting."""
+KEEPALIVE = b": keep-alive\n\n"
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+"""The headers FastAPI's own SSE responses carry."""
+SSE_ITEM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "data": {"type": "string"}, "event": {"type": "string"}, "id": {"type": "string"},
+        "retry": {"type": "integer", "minimum": 0},
+    },
+}
+"""One event of a ``text/event-stream`` answer in OpenAPI 3.2, as FastAPI describes it."""
 
 _log = logger.getChild("http")
 
 PageReader = Callable[[int, int], list[RecordedEvent]]
 """``read(after, limit)``: up to ``limit`` events after the cursor, in cursor order."""
+CursorOf = Callable[[RecordedEvent], int]
 
 
 class CommitNotifier:
-    """Wakes the streams waiting in one event loop after each commit of the store."""
+    """Wakes the streams waiting in one event loop after each commit of the store.
+
+    ``generation`` counts the wakes: a read started when it was ``g`` sees every commit whose
+    wake made it ``g`` or less.
+    """
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -57,6 +85,7 @@ class CommitNotifier:
         self._unsubscribe: Callable[[], None] | None = None
         self._lock = threading.Lock()
         self._wake_queued = False
+        self.generation = 0
 
     def attach(self, store: EventStore, loop: asyncio.AbstractEventLoop) -> None:
         """Start listening to ``store``; waiters live in ``loop``."""
@@ -87,6 +116,7 @@ class CommitNotifier:
     def _wake(self) -> None:
         with self._lock:
             self._wake_queued = False
+        self.generation += 1
         for waiter in self._waiters:
             waiter.set()
 
@@ -101,44 +131,187 @@ class CommitNotifier:
             self._waiters.discard(event)
 
 
+class EventStreamResponse(StreamingResponse):
+    """A ``text/event-stream`` answer whose body this module writes, a page per write.
+
+    FastAPI's ``EventSourceResponse`` routes encode and send each yielded event on its own,
+    through two in-memory streams and a timer per event; a hundred subscribers times every
+    event made that the server's main cost (docs/performance.md, D98).
+    """
+
+    media_type = "text/event-stream"
+
+
 def to_sse(event: RecordedEvent, event_id: int) -> ServerSentEvent:
     """``id:`` the cursor, ``event:`` the type, ``data:`` the envelope as one JSON line."""
     data = json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":"))
     return ServerSentEvent(id=str(event_id), event=event.type, raw_data=data)
 
 
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One event ready to send: its cursor, type, envelope JSON and whole SSE frame."""
+
+    cursor: int
+    type: str
+    data: str
+    wire: bytes
+
+    def sse(self) -> ServerSentEvent:
+        return ServerSentEvent(id=str(self.cursor), event=self.type, raw_data=self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """The events of one read after a cursor, and all their frames as one body."""
+
+    frames: tuple[Frame, ...]
+    body: bytes
+    full: bool
+
+
+def encode_page(events: list[RecordedEvent], cursor_of: CursorOf) -> Page:
+    """Frames as FastAPI's SSE encoder writes them: ``event:``, ``data:``, ``id:``."""
+    frames = []
+    for event in events:
+        data = json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":"))
+        cursor = cursor_of(event)
+        wire = f"event: {event.type}\ndata: {data}\nid: {cursor}\n\n".encode()
+        frames.append(Frame(cursor, event.type, data, wire))
+    return Page(tuple(frames), b"".join(f.wire for f in frames), len(frames) == PAGE_SIZE)
+
+
+class SharedPages:
+    """One read and one encoding per cursor and commit, for every stream at that cursor.
+
+    A stream asks for the page after its cursor with the notifier's ``generation`` it saw
+    before its read; a page whose read began at that generation or later has every commit
+    the stream was woken for, so it is shared. Commits by other processes wake nobody: a
+    page is also shared only for ``window_s`` after its read began, so such a commit reaches
+    a polling stream at most ``stream_poll_s`` + ``window_s`` late.
+    """
+
+    def __init__(self, notifier: CommitNotifier, *, window_s: float) -> None:
+        self._notifier = notifier
+        self._window_s = window_s
+        self._entries: dict[tuple[str, int], tuple[int, float, asyncio.Task[Page]]] = {}
+
+    async def page(self, scope: str, after: int, generation: int, read: PageReader,
+                   cursor_of: CursorOf) -> Page:
+        """The page after ``after`` of ``scope`` (a session id, or ``*``), shared if fresh."""
+        now = time.monotonic()
+        entry = self._entries.get((scope, after))
+        if entry is None or not self._usable(entry, generation, now):
+            task = asyncio.get_running_loop().create_task(self._read(read, cursor_of, after))
+            task.add_done_callback(_retrieve)
+            entry = (self._notifier.generation, now, task)
+            self._prune(now)
+            self._entries[(scope, after)] = entry
+        return await asyncio.shield(entry[2])
+
+    def _usable(self, entry: tuple[int, float, asyncio.Task[Page]], generation: int,
+                now: float) -> bool:
+        began_at, began, task = entry
+        failed = task.done() and (task.cancelled() or task.exception() is not None)
+        return began_at >= generation and now - began <= self._window_s and not failed
+
+    def _prune(self, now: float) -> None:
+        stale = [k for k, (_, began, _t) in self._entries.items() if now - began > self._window_s]
+        for key in stale:
+            del self._entries[key]
+
+    @staticmethod
+    async def _read(read: PageReader, cursor_of: CursorOf, after: int) -> Page:
+        return await anyio.to_thread.run_sync(
+            lambda: encode_page(read(after, PAGE_SIZE), cursor_of))
+
+
+def _retrieve(task: "asyncio.Task[Page]") -> None:
+    """Mark a failed shared read's error as seen (its readers handle it, if any remain)."""
+    if not task.cancelled():
+        task.exception()
+
+
+PageFetcher = Callable[[int, int], Awaitable[Page]]
+"""``fetch(after, generation)``: the page after the cursor, read after that generation."""
+
+
+async def follow_pages(
+    fetch: PageFetcher,
+    cursor: int,
+    *,
+    notifier: CommitNotifier,
+    settings: ServerSettings,
+    stopping: threading.Event,
+) -> AsyncGenerator[Page | None, None]:
+    """Every page after ``cursor``, then live ones, until stopped; ``None``: a keep-alive."""
+    with notifier.waiter() as wake:
+        idle_since = time.monotonic()
+        while not stopping.is_set():
+            generation = notifier.generation
+            wake.clear()  # before reading: a commit after the read sets it again
+            try:
+                page = await fetch(cursor, generation)
+            except SessionLedgerError as exc:
+                log_event(_log, "stream_ended", reason=exc.code, message=exc.message)
+                return
+            if page.frames:
+                cursor = page.frames[-1].cursor
+                yield page
+            if page.full:
+                continue
+            if page.frames:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since >= settings.stream_keepalive_s:
+                idle_since = time.monotonic()
+                yield None
+            keepalive_due = idle_since + settings.stream_keepalive_s - time.monotonic()
+            with anyio.move_on_after(max(0.0, min(settings.stream_poll_s, keepalive_due))):
+                await wake.wait()
+
+
 async def follow(
     read: PageReader,
-    cursor_of: Callable[[RecordedEvent], int],
+    cursor_of: CursorOf,
     cursor: int,
     *,
     notifier: CommitNotifier,
     settings: ServerSettings,
     stopping: threading.Event,
 ) -> AsyncGenerator[ServerSentEvent, None]:
-    """Send every event after ``cursor``, then live ones, until stopped or disconnected."""
-    with notifier.waiter() as wake:
-        idle_since = time.monotonic()
-        while not stopping.is_set():
-            wake.clear()  # before reading: a commit after the read sets it again
-            try:
-                page = await anyio.to_thread.run_sync(read, cursor, PAGE_SIZE)
-            except SessionLedgerError as exc:
-                log_event(_log, "stream_ended", reason=exc.code, message=exc.message)
-                return
-            for event in page:
-                cursor = cursor_of(event)
-                yield to_sse(event, cursor)
-            if len(page) == PAGE_SIZE:
-                continue
-            if page:
-                idle_since = time.monotonic()
-            elif time.monotonic() - idle_since >= settings.stream_keepalive_s:
-                idle_since = time.monotonic()
+    """Every event after ``cursor``, then live ones, one :class:`ServerSentEvent` each
+    (keep-alives are comments), until stopped; reads of its own, shared with no one."""
+
+    async def fetch(after: int, _generation: int) -> Page:
+        return await anyio.to_thread.run_sync(lambda: encode_page(read(after, PAGE_SIZE),
+                                                                  cursor_of))
+
+    pages = follow_pages(fetch, cursor, notifier=notifier, settings=settings,
+                         stopping=stopping)
+    try:
+        async for page in pages:
+            if page is None:
                 yield ServerSentEvent(comment="keep-alive")
-            keepalive_due = idle_since + settings.stream_keepalive_s - time.monotonic()
-            with anyio.move_on_after(max(0.0, min(settings.stream_poll_s, keepalive_due))):
-                await wake.wait()
+                continue
+            for frame in page.frames:
+                yield frame.sse()
+    finally:
+        await pages.aclose()
+
+
+async def _bodies(pages: AsyncGenerator[Page | None, None], *, until_deleted: bool
+                  ) -> AsyncIterator[bytes]:
+    """What a stream response writes: each page in one piece, keep-alive comments."""
+    try:
+        async for page in pages:
+            if page is None:
+                yield KEEPALIVE
+                continue
+            yield page.body
+            if until_deleted and any(f.type == DELETED_EVENT for f in page.frames):
+                return  # nothing can follow a deletion
+    finally:
+        await pages.aclose()
 
 
 def _parse_cursor(after: int | None, last_event_id: str | None) -> int:
@@ -170,43 +343,49 @@ def stream_routes(
     stopping: threading.Event,
 ) -> APIRouter:
     """The two SSE endpoints of SPEC §11."""
-    router = APIRouter(tags=["streams"])
+    # The routes answer with an EventStreamResponse of whole pages, not through FastAPI's SSE
+    # encoder: the 200 entry says what that encoder would have said of each event.
+    router = APIRouter(tags=["streams"], responses={200: {
+        "description": "Successful Response",
+        "content": {"text/event-stream": {"itemSchema": SSE_ITEM_SCHEMA}},
+    }})
+    shared = SharedPages(notifier, window_s=settings.stream_poll_s / 10)
+
+    def stream(scope: str, read: PageReader, cursor_of: CursorOf, cursor: int, *,
+               until_deleted: bool) -> EventStreamResponse:
+        async def fetch(after: int, generation: int) -> Page:
+            return await shared.page(scope, after, generation, read, cursor_of)
+
+        pages = follow_pages(fetch, cursor, notifier=notifier, settings=settings,
+                             stopping=stopping)
+        return EventStreamResponse(_bodies(pages, until_deleted=until_deleted),
+                                   headers=SSE_HEADERS)
 
     def live_session(session_id: str) -> str:
         service.require_live(session_id)  # 404 unknown, 410 deleted
         return session_id
 
-    @router.get("/v1/sessions/{session_id}/events/stream", response_class=EventSourceResponse)
+    @router.get("/v1/sessions/{session_id}/events/stream", response_class=EventStreamResponse)
     async def session_stream(
         session_id: Annotated[str, Depends(live_session)],
         cursor: Annotated[int, Depends(stream_cursor)],
-    ) -> AsyncIterator[ServerSentEvent]:
+    ) -> EventStreamResponse:
         """One session's events; ``id:`` is the event's ``seq``; ends after a deletion."""
 
         def read(after: int, limit: int) -> list[RecordedEvent]:
             return service.session_page(session_id, after=after, limit=limit)
 
-        async for item in follow(
-            read, lambda e: e.seq, cursor,
-            notifier=notifier, settings=settings, stopping=stopping,
-        ):
-            yield item
-            if item.event == DELETED_EVENT:
-                return  # nothing can follow a deletion
+        return stream(session_id, read, lambda e: e.seq, cursor, until_deleted=True)
 
-    @router.get("/v1/events/stream", response_class=EventSourceResponse)
+    @router.get("/v1/events/stream", response_class=EventStreamResponse)
     async def global_stream(
         cursor: Annotated[int, Depends(stream_cursor)],
-    ) -> AsyncIterator[ServerSentEvent]:
+    ) -> EventStreamResponse:
         """Every session's events; ``id:`` is the event's global position."""
 
         def read(after: int, limit: int) -> list[RecordedEvent]:
             return service.global_page(after=after, limit=limit)
 
-        async for item in follow(
-            read, lambda e: e.global_position, cursor,
-            notifier=notifier, settings=settings, stopping=stopping,
-        ):
-            yield item
+        return stream("*", read, lambda e: e.global_position, cursor, until_deleted=False)
 
     return router
