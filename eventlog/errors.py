@@ -9,6 +9,7 @@ Every error the log raises derives from one base class, so callers can catch the
     ├── InvalidStoreUrl          a store URL this build cannot open
     ├── StoreBusy                another process held the write lock past every retry
     ├── StoreClosed              append or read after ``close()``
+    ├── StorageFault             the disk refused a read or write; nothing was appended
     ├── EmptyBatch               an append with no events
     ├── BackupRefused            a backup that cannot be taken as asked; nothing was written
     └── BackupFailed             a backup that failed while copying; the destination is untouched
@@ -23,6 +24,7 @@ __all__ = [
     "EmptyBatch",
     "EventLogError",
     "InvalidStoreUrl",
+    "StorageFault",
     "StoreBusy",
     "StoreClosed",
     "UnknownEventType",
@@ -79,6 +81,21 @@ class StoreBusy(EventLogError):
 
 class StoreClosed(EventLogError):
     """The store was closed; no more appends or reads are accepted."""
+
+
+class StorageFault(EventLogError):
+    """The database file could not be read or written: an I/O error, a full disk or file
+    size limit, a read-only file. The transaction was rolled back, so nothing was appended;
+    the store works again once the fault clears.
+
+    ``reason`` is the driver's text (``disk I/O error``), ``error_name`` the backend's own
+    name for it (``SQLITE_IOERR_WRITE``) when it has one.
+    """
+
+    def __init__(self, message: str, *, reason: str, error_name: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.error_name = error_name
 
 
 class EmptyBatch(EventLogError):

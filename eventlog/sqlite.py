@@ -8,7 +8,8 @@ check fails alone. A write that still breaks a constraint means the head records
 disagree (a damaged file): the whole group rolls back and every caller gets the error. Readers use
 one connection per thread; WAL lets them read while the writer writes. Other processes are
 waited for with a busy timeout and bounded, jittered retries: callers never see
-"database is locked".
+"database is locked". A disk that refuses a read or write (I/O error, full, read-only) is
+raised as :class:`~eventlog.errors.StorageFault`, never as the driver's error.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from .sqlite_schema import (
     chunked_rows,
     create_schema,
     is_busy,
+    storage_fault,
     text_or_bytes,
 )
 from .store import Listener, SessionHead
@@ -120,10 +122,18 @@ class SQLiteEventStore:
             try:
                 return action()
             except sqlite3.OperationalError as exc:
+                self._raise_storage_fault(exc)
                 if not is_busy(exc):
                     raise
                 time.sleep(random.uniform(0.001, 0.01 * (attempt + 1)))
         raise StoreBusy(f"{self.path}: database stayed locked through {_MAX_ATTEMPTS} tries")
+
+    def _raise_storage_fault(self, exc: sqlite3.OperationalError) -> None:
+        """A disk that refused a read or write is a :class:`StorageFault`, not a driver error
+        (the transaction was rolled back; nothing was appended)."""
+        fault = storage_fault(self.path, exc)
+        if fault is not None:
+            raise fault from exc
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -147,6 +157,7 @@ class SQLiteEventStore:
         try:
             outcomes = self._commit_once(group)
         except sqlite3.OperationalError as exc:
+            self._raise_storage_fault(exc)
             if not is_busy(exc):
                 raise
             outcomes = self._retry(lambda: self._commit_once(group))
@@ -371,20 +382,20 @@ class SQLiteEventStore:
         return int(self._retry(lambda: self._read_version(self._reader(), session_id)))
 
     def head_position(self) -> int:
-        return int(self._reader().execute(HIGH_WATER).fetchone()[0])
+        return int(self._retry(lambda: self._reader().execute(HIGH_WATER).fetchone()[0]))
 
     def session_heads(self) -> list[SessionHead]:
-        rows = self._reader().execute(
+        rows = self._retry(lambda: self._reader().execute(
             "SELECT session_id, version, head_hash, created_at, updated_at FROM streams "
             "ORDER BY updated_at DESC, session_id DESC"
-        ).fetchall()
+        ).fetchall())
         return [SessionHead(*row) for row in rows]
 
     def session_head(self, session_id: str) -> SessionHead | None:
-        row = self._reader().execute(
+        row = self._retry(lambda: self._reader().execute(
             "SELECT session_id, version, head_hash, created_at, updated_at FROM streams "
             "WHERE session_id = ?", (session_id,),
-        ).fetchone()
+        ).fetchone())
         return SessionHead(*row) if row else None
 
     def verify(self, session_id: str | None = None) -> list[ChainReport]:

@@ -15,6 +15,7 @@ from functools import lru_cache
 import sqlite_utils
 
 from .envelope import RawRow
+from .errors import StorageFault
 
 __all__ = [
     "COLUMNS",
@@ -26,6 +27,7 @@ __all__ = [
     "chunked_rows",
     "create_schema",
     "is_busy",
+    "storage_fault",
     "text_or_bytes",
 ]
 
@@ -125,3 +127,30 @@ def text_or_bytes(raw: bytes) -> str | bytes:
 def is_busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
+
+
+_STORAGE_CODES = {
+    8: "SQLITE_READONLY", 10: "SQLITE_IOERR", 13: "SQLITE_FULL", 14: "SQLITE_CANTOPEN",
+}
+"""Primary result codes that mean the disk refused a read or write (the low byte of the
+extended code, so SQLITE_IOERR_WRITE counts as SQLITE_IOERR)."""
+_STORAGE_TEXTS = (
+    "disk i/o error", "database or disk is full", "readonly database",
+    "unable to open database file",
+)
+
+
+def storage_fault(path: object, exc: sqlite3.OperationalError) -> StorageFault | None:
+    """The :class:`StorageFault` that ``exc`` stands for, or None for any other error."""
+    code: int | None = getattr(exc, "sqlite_errorcode", None)
+    reason = str(exc)
+    if code is not None:
+        if code & 0xFF not in _STORAGE_CODES:
+            return None
+    elif not any(text in reason.lower() for text in _STORAGE_TEXTS):
+        return None
+    name: str | None = getattr(exc, "sqlite_errorname", None)
+    if name is None and code is not None:
+        name = _STORAGE_CODES[code & 0xFF]
+    suffix = f" ({name})" if name else ""
+    return StorageFault(f"{path}: {reason}{suffix}", reason=reason, error_name=name)

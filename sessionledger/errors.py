@@ -18,10 +18,12 @@ SPEC §11), optional JSON-safe ``details`` and the CLI ``exit_code`` (2 bad usag
     ├── SessionDeleted            410 session_deleted         exit 1
     ├── CorruptLog                500 corrupt_log             exit 1
     └── ServiceUnavailable        503 unavailable             exit 1
+        └── StorageUnavailable    503 storage_unavailable     exit 1
 
 Errors of the event log are translated by :func:`from_eventlog`: ``ConcurrencyConflict`` →
-``Conflict``, ``StoreBusy`` and ``StoreClosed`` → ``ServiceUnavailable``, ``InvalidStoreUrl``
-→ ``ConfigurationError``, unknown stored types or versions → ``CorruptLog``.
+``Conflict``, ``StoreBusy`` and ``StoreClosed`` → ``ServiceUnavailable``, ``StorageFault`` →
+``StorageUnavailable``, ``InvalidStoreUrl`` → ``ConfigurationError``, unknown stored types or
+versions → ``CorruptLog``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from eventlog import (
     ConcurrencyConflict,
     EventLogError,
     InvalidStoreUrl,
+    StorageFault,
     StoreBusy,
     StoreClosed,
     UnknownEventType,
@@ -52,6 +55,7 @@ __all__ = [
     "SessionLedgerError",
     "SessionNotDeleted",
     "SessionNotFound",
+    "StorageUnavailable",
     "Unauthorized",
     "WorkspaceOutsideRoot",
     "eventlog_errors",
@@ -184,6 +188,23 @@ class ServiceUnavailable(SessionLedgerError):
     code = "unavailable"
 
 
+class StorageUnavailable(ServiceUnavailable):
+    """The disk refused the store's read or write (an I/O error, a full disk, a read-only
+    file); nothing was changed, and the same request succeeds once the fault is repaired.
+
+    ``details.storageError`` names the fault as the backend reports it (``SQLITE_FULL``).
+    """
+
+    code = "storage_unavailable"
+
+    def __init__(self, fault: StorageFault) -> None:
+        super().__init__(
+            f"the event store's disk failed: {fault.reason}; nothing was changed (retry "
+            "once the disk is repaired or has room)",
+            details={"storageError": fault.error_name},
+        )
+
+
 def from_eventlog(exc: EventLogError) -> SessionLedgerError:
     """Translate an event log error into the application error that answers for it."""
     message = str(exc)
@@ -196,6 +217,8 @@ def from_eventlog(exc: EventLogError) -> SessionLedgerError:
         return ServiceUnavailable(f"the event store is busy: {message}")
     if isinstance(exc, StoreClosed):
         return ServiceUnavailable("the event store is closed: the service is stopping")
+    if isinstance(exc, StorageFault):
+        return StorageUnavailable(exc)
     if isinstance(exc, InvalidStoreUrl):
         return ConfigurationError(message)
     if isinstance(exc, UnknownEventType | UnknownSchemaVersion):
