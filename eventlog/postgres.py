@@ -291,8 +291,8 @@ class PostgresEventStore:
         conn = self._reader()
         if session_id is None:
             ids = [r[0] for r in conn.execute(
-                "SELECT session_id FROM streams UNION SELECT DISTINCT session_id FROM events "
-                "ORDER BY 1 COLLATE \"C\""
+                "SELECT session_id FROM (SELECT session_id FROM streams UNION "
+                "SELECT session_id FROM events) AS ids ORDER BY session_id COLLATE \"C\""
             ).fetchall()]
         else:
             ids = [session_id]
