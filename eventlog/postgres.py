@@ -14,7 +14,7 @@ psycopg 3 (the ``postgres`` extra) is imported only when a store is opened.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .appending import PreparedBatch, prepare, typed_outcomes
@@ -24,8 +24,15 @@ from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent
 from .errors import EventLogError, InvalidStoreUrl, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
-from .postgres_group import write_group
-from .postgres_schema import APPEND_LOCK, COLUMNS, HIGH_WATER, SCHEMA, parse_url
+from .postgres_group import copy_rows, write_group
+from .postgres_schema import (
+    APPEND_LOCK,
+    COLUMNS,
+    HIGH_WATER,
+    SCHEMA,
+    ImportRefused,
+    parse_url,
+)
 from .store import Listener, SessionHead
 from .subscribers import Subscribers
 from .upcasting import UpcasterRegistry, default_upcasters
@@ -38,6 +45,9 @@ __all__ = ["PostgresEventStore"]
 T = TypeVar("T")
 _PAGE = 2000
 _HEAD_COLUMNS = "session_id, version, head_hash, created_at, updated_at"
+_RAW_SESSION = (f"SELECT {COLUMNS} FROM events WHERE session_id = %s "
+                "ORDER BY seq < 1, seq, global_position")
+"""A session's rows as stored; rows whose seq was tampered below 1 sort last (as on SQLite)."""
 
 
 def _psycopg() -> Any:
@@ -218,6 +228,40 @@ class PostgresEventStore:
                 raise StoreClosed("the store is closed")
             return self._in_lock(run)
 
+    def import_rows(self, rows: Iterable[RawRow]) -> list[ChainReport]:
+        """Copy stored rows verbatim into this empty store (``eventlog.migrate``).
+
+        Everything but ``global_position`` is kept — times, ids, idempotency keys, hashes —
+        and positions are numbered 1, 2, 3 … in the order given (the source's global order).
+        In one transaction: the rows, the session heads, a check of every chain as it
+        arrived, the projections folded. A chain that does not verify, or a store that is
+        not empty, rolls everything back and raises :class:`ImportRefused`.
+        """
+
+        def run(conn: psycopg.Connection) -> list[ChainReport]:
+            (position,) = conn.execute(HIGH_WATER).fetchone()  # type: ignore[misc]
+            if position:
+                raise ImportRefused(f"{self._url}: the store is not empty (position {position})")
+            heads = copy_rows(conn, rows)
+            reports = [
+                verify_chain(sid, conn.execute(_RAW_SESSION, (sid,)).fetchall(), head=head)
+                for sid, head in sorted(heads.items())
+            ]
+            broken = [r for r in reports if not r.ok]
+            if broken:
+                first = broken[0]
+                raise ImportRefused(
+                    f"session {first.session_id} breaks at seq {first.first_bad_seq} on "
+                    f"arrival: {first.reason}"
+                )
+            self._refold(conn, self._projections, progress=None)
+            return reports
+
+        with self._committer.exclusive():
+            if self._closed:
+                raise StoreClosed("the store is closed")
+            return self._in_lock(run)
+
     # -- reading ---------------------------------------------------------------------------
 
     def _reader(self) -> psycopg.Connection:
@@ -259,10 +303,7 @@ class PostgresEventStore:
         yield from decode_rows(self._pages(sql, (), after, limit), upcasters=self._upcasters)
 
     def raw_session(self, session_id: str) -> Iterator[tuple[Any, ...]]:
-        # Like SQLite: rows whose seq was tampered below 1 sort last.
-        sql = (f"SELECT {COLUMNS} FROM events WHERE session_id = %s "
-               "ORDER BY seq < 1, seq, global_position")
-        yield from self._reader().execute(sql, (session_id,)).fetchall()
+        yield from self._reader().execute(_RAW_SESSION, (session_id,)).fetchall()
 
     def version(self, session_id: str) -> int:
         row = self._reader().execute(

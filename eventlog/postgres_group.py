@@ -9,7 +9,7 @@ caller holds the append lock (D109) and owns the transaction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from .appending import PreparedBatch, check_expected, plan_rows, result_from_rows
@@ -24,7 +24,7 @@ from .upcasting import UpcasterRegistry
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["write_group"]
+__all__ = ["copy_rows", "write_group"]
 
 Head = tuple[int, str]
 
@@ -117,3 +117,24 @@ def write_group(
         for projection in projections:
             projection.apply(conn, events)
     return GroupWrite(outcomes, position)
+
+
+def copy_rows(conn: psycopg.Connection, rows: Iterable[RawRow]) -> dict[str, Head]:
+    """``COPY`` rows verbatim, numbered 1, 2, 3 … in the order given; write each session's
+    head (version, head hash, first and last time). Returns the heads written."""
+    heads: dict[str, Head] = {}
+    times: dict[str, tuple[str, str]] = {}
+    position = 0
+    with conn.cursor() as cursor:
+        with cursor.copy(f"COPY events ({COLUMNS}) FROM STDIN") as copy:
+            for row in rows:
+                position += 1
+                copy.write_row((position, *row[1:]))
+                sid = row[1]
+                heads[sid] = (row[2], row[12])
+                first = times.get(sid)
+                times[sid] = (row[6] if first is None else first[0], row[6])
+        cursor.executemany(
+            UPSERT_HEAD, [(s, v, h, *times[s]) for s, (v, h) in heads.items()]
+        )
+    return heads

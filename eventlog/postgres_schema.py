@@ -22,6 +22,7 @@ __all__ = [
     "INSERT",
     "SCHEMA",
     "UPSERT_HEAD",
+    "ImportRefused",
     "TextNotStorable",
     "check_text",
     "storable",
@@ -120,3 +121,8 @@ def storable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+class ImportRefused(EventLogError):
+    """A copy into a PostgreSQL store was refused and rolled back: the store was not empty,
+    or a chain did not verify on arrival (``eventlog.migrate``)."""
