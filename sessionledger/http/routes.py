@@ -31,6 +31,7 @@ from .schemas import (
     DeletedSession,
     EventsPage,
     Health,
+    PlainInt,
     SessionDocument,
     SessionIdPath,
     SessionList,
@@ -124,9 +125,9 @@ def session_routes(service: SessionService) -> APIRouter:
     )
     def get_events(
         session_id: SessionIdPath,
-        after: Annotated[int, Query(description="return events with seq > after")] = 0,
+        after: Annotated[PlainInt, Query(description="return events with seq > after")] = 0,
         limit: Annotated[
-            int, Query(description=f"page size, 1 to {MAX_EVENTS_LIMIT}")
+            PlainInt, Query(description=f"page size, 1 to {MAX_EVENTS_LIMIT}")
         ] = DEFAULT_EVENTS_LIMIT,
     ) -> dict[str, Any]:
         """One page of the session's envelopes and its version (also once deleted)."""

@@ -14,11 +14,12 @@ SPEC §11 leaves a payload open (event ``data``, a tool ``result``, an interacti
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from eventlog import Actor, InteractionKind, PermissionMode, TodoPriority, TodoStatus
 
@@ -28,6 +29,7 @@ from ..permission.decision import Behavior
 __all__ = [
     "MAX_ID_CHARS",
     "MAX_TEXT_CHARS",
+    "PlainInt",
     "AuditDocument",
     "CallIdPath",
     "CallDocument",
@@ -60,6 +62,19 @@ code points; a longer one is 422 naming the field. The whole body is capped in b
 
 MAX_ID_CHARS = 200
 """Longest id a path or body field takes (session, call and interaction ids are far shorter)."""
+
+_PLAIN_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def _plain_integer(value: object) -> object:
+    if isinstance(value, str) and not _PLAIN_INTEGER.fullmatch(value):
+        raise ValueError("must be an integer written in decimal digits")
+    return value
+
+
+PlainInt = Annotated[int, BeforeValidator(_plain_integer)]
+"""An integer query parameter as its schema says: digits only, not ``1.0``, ``+1``, ``1_000``
+or `` 1`` (which pydantic's lax mode would take), like the ``Last-Event-ID`` header."""
 
 SessionIdPath = Annotated[str, Path(max_length=MAX_ID_CHARS, description="the session's id")]
 CallIdPath = Annotated[str, Path(max_length=MAX_ID_CHARS, description="the tool call's id")]

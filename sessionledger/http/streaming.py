@@ -43,6 +43,7 @@ from ..config import ServerSettings
 from ..errors import InvalidInput, SessionLedgerError
 from ..logs import log_event, logger
 from ..sessions import SessionService, check_cursor
+from .schemas import PlainInt, SessionIdPath, error_responses
 
 __all__ = [
     "DELETED_EVENT", "PAGE_SIZE", "CommitNotifier", "EventStreamResponse", "Frame", "Page",
@@ -66,6 +67,7 @@ SSE_ITEM_SCHEMA = {
 """One event of a ``text/event-stream`` answer in OpenAPI 3.2, as FastAPI describes it."""
 
 _log = logger.getChild("http")
+_BAD_CURSOR = "`after` or `Last-Event-ID` is not a cursor (`invalid_input`)"
 
 PageReader = Callable[[int, int], list[RecordedEvent]]
 """``read(after, limit)``: up to ``limit`` events after the cursor, in cursor order."""
@@ -328,7 +330,7 @@ def _parse_cursor(after: int | None, last_event_id: str | None) -> int:
 
 
 def stream_cursor(
-    after: Annotated[int | None, Query(description="resume after this cursor")] = None,
+    after: Annotated[PlainInt | None, Query(description="resume after this cursor")] = None,
     last_event_id: Annotated[str | None, Header(description="resume after this id")] = None,
 ) -> int:
     """The cursor a stream resumes after (0: from the beginning)."""
@@ -361,11 +363,18 @@ def stream_routes(
         return EventStreamResponse(_bodies(pages, until_deleted=until_deleted),
                                    headers=SSE_HEADERS)
 
-    def live_session(session_id: str) -> str:
+    def live_session(session_id: SessionIdPath) -> str:
         service.require_live(session_id)  # 404 unknown, 410 deleted
         return session_id
 
-    @router.get("/v1/sessions/{session_id}/events/stream", response_class=EventStreamResponse)
+    @router.get(
+        "/v1/sessions/{session_id}/events/stream", response_class=EventStreamResponse,
+        responses=error_responses({
+            404: "no such session (`session_not_found`)",
+            410: "the session was deleted (`session_deleted`)",
+            422: _BAD_CURSOR,
+        }, streaming=True),
+    )
     async def session_stream(
         session_id: Annotated[str, Depends(live_session)],
         cursor: Annotated[int, Depends(stream_cursor)],
@@ -377,7 +386,10 @@ def stream_routes(
 
         return stream(session_id, read, lambda e: e.seq, cursor, until_deleted=True)
 
-    @router.get("/v1/events/stream", response_class=EventStreamResponse)
+    @router.get(
+        "/v1/events/stream", response_class=EventStreamResponse,
+        responses=error_responses({422: _BAD_CURSOR}, streaming=True),
+    )
     async def global_stream(
         cursor: Annotated[int, Depends(stream_cursor)],
     ) -> EventStreamResponse:
