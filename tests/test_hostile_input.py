@@ -1,0 +1,603 @@
+"""Hostile input over HTTP (issue #10): nothing a client sends gives a 5xx or escapes its box.
+
+What other suites already hold is not repeated here: workspaces such as ``/``, ``..`` or a
+symlink out of the root (``test_http_sessions.py``), plan file names built from any session
+id (``test_plan_files.py``), forbidden tags in previews (``test_ask_user_question.py``),
+another workspace's session read in process (``test_read_session_context.py``) and the page
+rendering plans and previews in a browser (``tests/browser/``). This file adds:
+
+* every tool offered to a session, fed hypothesis-generated inputs (mutations of a valid one)
+  through ``POST …/tool-calls``: never a 5xx; a bad input is 422 ``invalid_input`` naming the
+  field, and the log does not grow;
+* bodies over the cap (413, with and without ``Content-Length``, in process and on the wire)
+  and strings over their limits (422 naming the field, the limit itself accepted);
+* session ids with ``..``, ``%2e%2e``, NUL, slashes or 10,000 characters, and any string as a
+  workspace: a clean 4xx, and nothing outside the workspace root;
+* plans approved into a workspace whose ``.zcode`` or plan file is a symlink out of it;
+* HTML and script in previews and plans: stored and served verbatim as JSON, never inserted
+  into the page; the page's Markdown renderer (run by node) emits only its own tags;
+* ReadSessionContext naming a session of a parent, child or sibling workspace over HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from server_support import ServerProcess, TestClient, in_process_client
+from tool_support import CATALOG_TOML, write_config
+
+from sessionledger import SessionService
+from sessionledger.http.middleware import MAX_BODY_BYTES
+from sessionledger.http.schemas import MAX_ID_CHARS, MAX_TEXT_CHARS
+from sessionledger.tools.plan_contract import PLAN_MAX
+from sessionledger.web import STATIC_DIR
+
+Served = tuple[TestClient, SessionService]
+
+QUESTION = "Which database?"
+ASK: dict[str, Any] = {"questions": [{
+    "question": QUESTION, "header": "Database", "multiSelect": False,
+    "options": [{"label": "SQLite (Recommended)", "description": "one file"},
+                {"label": "Postgres", "description": "a server"}],
+}]}
+VALID_INPUTS: dict[str, dict[str, Any]] = {
+    "TodoRead": {},
+    "TodoWrite": {"todos": [
+        {"content": "Write the tests", "status": "in_progress", "priority": "high"},
+        {"content": "Ship", "status": "pending", "priority": "low"},
+    ]},
+    "AskUserQuestion": ASK,
+    "EnterPlanMode": {},
+    "ExitPlanMode": {"plan": "# Plan\n1. step", "allowedPrompts": [
+        {"tool": "Bash", "prompt": "run the tests"}]},
+    "ReadSessionContext": {"sessionId": "sess_01NOSUCHSESSION", "query": "what was decided",
+                           "strategy": "handoff", "maxTokens": 200},
+    "ListModels": {},
+    "CronCreate": {"cron": "*/15 9-17 * * 1-5", "prompt": "check the build", "recurring": True},
+    "CronList": {},
+    "CronUpdate": {"id": "cron_1", "cron": "0 9 * * *", "prompt": "later", "enabled": False},
+    "CronDelete": {"id": "cron_1"},
+    "OffPeakCreate": {"prompt": "run the long benchmark"},
+    "OffPeakList": {},
+}
+"""A valid input of every tool a protocol session is offered (TR-1), to mutate."""
+
+HOSTILE_TEXT = st.sampled_from([
+    "", " ", "\x00", "../../etc/passwd", "%2e%2e/", "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>", "\u202e", "\ud7ff", "😀" * 3, "a" * (MAX_TEXT_CHARS + 1),
+    "Other", "sess_../x", "* * * * *", "9" * 30,
+])
+JSON_LEAVES = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20), HOSTILE_TEXT,
+)
+JSON_VALUES = st.recursive(
+    JSON_LEAVES,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=4),
+    max_leaves=12,
+)
+
+
+def mutations(value: Any) -> st.SearchStrategy[Any]:
+    """``value`` itself, another JSON value, or ``value`` with one part changed, removed or
+    added, at any depth."""
+    options: list[st.SearchStrategy[Any]] = [st.just(value), JSON_VALUES]
+    if isinstance(value, dict) and value:
+        keys = sorted(value)
+        options += [
+            st.sampled_from(keys).flatmap(
+                lambda k: mutations(value[k]).map(lambda new: {**value, k: new})),
+            st.sampled_from(keys).map(lambda k: {n: v for n, v in value.items() if n != k}),
+            st.tuples(st.text(max_size=10), JSON_VALUES).map(
+                lambda kv: {**value, kv[0]: kv[1]}),
+        ]
+    if isinstance(value, list) and value:
+        options += [
+            st.integers(0, len(value) - 1).flatmap(lambda i: mutations(value[i]).map(
+                lambda new: [*value[:i], new, *value[i + 1:]])),
+            JSON_VALUES.map(lambda extra: [*value, extra]),
+            st.just(value * 3),
+        ]
+    if isinstance(value, str):
+        options.append(HOSTILE_TEXT)
+    return st.one_of(options)
+
+
+def error_of(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    """The SPEC §11 error body of ``response``, which must have ``status`` and ``code``."""
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "details"}
+    assert body["error"]["code"] == code, body
+    return body["error"]
+
+
+def names_a_field(error: dict[str, Any], *fields: str) -> None:
+    """A 422's details point at the failing fields (``loc``), each given one present."""
+    details = error["details"]
+    assert isinstance(details, list) and details, error
+    locations = [detail["loc"] for detail in details]
+    assert all(isinstance(loc, list) for loc in locations), error
+    for name in fields:
+        assert any(name in loc for loc in locations), (name, error)
+
+
+def version(client: TestClient, session_id: str) -> int:
+    return int(client.get(f"/v1/sessions/{session_id}/events?limit=1").json()["version"])
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "root"
+    path.mkdir()
+    write_config(path, CATALOG_TOML)  # the flag and port that offer every tool
+    return path
+
+
+@pytest.fixture
+def served(root: Path, tmp_path: Path) -> Iterator[Served]:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}?synchronous=normal"
+    with in_process_client(root, store_url=url) as pair:
+        yield pair
+
+
+@pytest.fixture
+def client(served: Served) -> TestClient:
+    return served[0]
+
+
+def create(client: TestClient, **body: Any) -> str:
+    response = client.post("/v1/sessions", json=body)
+    assert response.status_code == 201, response.text
+    return str(response.json()["sessionId"])
+
+
+# -- every tool, any input ------------------------------------------------------------------
+
+
+def test_the_inputs_cover_every_tool_offered(served: Served) -> None:
+    client, service = served
+    assert set(service.tools.surface(create(client))) == set(VALID_INPUTS)
+
+
+@pytest.mark.parametrize("tool", sorted(VALID_INPUTS))
+def test_any_tool_input_is_answered_or_refused_naming_the_field(
+    client: TestClient, tool: str, depth: str
+) -> None:
+    # yolo lets every valid call reach its handler; ExitPlanMode needs Plan to ask.
+    session = create(client, mode="plan" if tool == "ExitPlanMode" else "yolo")
+
+    @settings(max_examples=25 if depth == "fast" else 400, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(raw=mutations(VALID_INPUTS[tool]))
+    def check(raw: Any) -> None:
+        before = version(client, session)
+        response = client.post(f"/v1/sessions/{session}/tool-calls",
+                               json={"tool": tool, "input": raw})
+        assert response.status_code in (200, 202, 422), response.text
+        if response.status_code == 422:
+            names_a_field(error_of(response, 422, "invalid_input"))
+            assert version(client, session) == before
+        else:
+            assert response.json()["status"] in ("completed", "pending", "denied")
+            assert version(client, session) > before
+
+    check()
+
+
+# -- oversized bodies and strings -----------------------------------------------------------
+
+
+def test_a_body_over_the_cap_is_413_and_appends_nothing(client: TestClient) -> None:
+    session = create(client)
+    before = version(client, session)
+    huge = {"role": "user", "content": "x" * MAX_BODY_BYTES}
+    response = client.post(f"/v1/sessions/{session}/messages", json=huge)
+    error = error_of(response, 413, "payload_too_large")
+    assert str(MAX_BODY_BYTES) in error["message"]
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it is read
+        yield b'{"role": "user", "content": "'
+        for _ in range(MAX_BODY_BYTES // 65536 + 1):
+            yield b"x" * 65536
+        yield b'"}'
+
+    response = client.post(f"/v1/sessions/{session}/messages", content=chunks(),
+                           headers={"content-type": "application/json"})
+    error_of(response, 413, "payload_too_large")
+    assert version(client, session) == before
+
+
+def test_a_body_at_the_cap_is_read(client: TestClient) -> None:
+    session = create(client)
+    body = json.dumps({"role": "user", "content": "x"}).encode()
+    padded = body[:-1] + b" " * (MAX_BODY_BYTES - len(body)) + b"}"
+    assert len(padded) == MAX_BODY_BYTES
+    response = client.post(f"/v1/sessions/{session}/messages", content=padded,
+                           headers={"content-type": "application/json"})
+    assert response.status_code == 201, response.text
+
+
+def test_oversized_bodies_on_the_wire(server: ServerProcess, http: httpx.Client) -> None:
+    """uvicorn in front: the refusal arrives whole, and the server keeps serving."""
+    session = http.post("/v1/sessions", json={}).json()["sessionId"]
+    huge = json.dumps({"role": "user", "content": "x" * (2 * MAX_BODY_BYTES)})
+    response = http.post(f"/v1/sessions/{session}/messages", content=huge,
+                         headers={"content-type": "application/json"})
+    error_of(response, 413, "payload_too_large")
+    chunked = http.post(f"/v1/sessions/{session}/messages",
+                        content=iter([huge[:10].encode(), huge[10:].encode()]),
+                        headers={"content-type": "application/json"})
+    error_of(chunked, 413, "payload_too_large")
+    page = http.get(f"/v1/sessions/{session}/events").json()
+    assert [e["type"] for e in page["events"]] == ["SessionCreated"]
+    assert http.get("/healthz").status_code == 200
+
+
+def _just_over(limit: int) -> str:
+    return "é" * (limit + 1)  # code points, not bytes, are counted
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("messages", {"role": "user", "content": _just_over(MAX_TEXT_CHARS)}, "content"),
+        ("goal", {"objective": _just_over(MAX_TEXT_CHARS)}, "objective"),
+        ("mode", {"mode": "plan", "task": _just_over(MAX_TEXT_CHARS)}, "task"),
+        ("interactions/int_x/respond",
+         {"decision": "feedback", "feedback": _just_over(MAX_TEXT_CHARS)}, "feedback"),
+        ("tool-calls", {"tool": _just_over(200), "input": {}}, "tool"),
+        ("tool-calls", {"tool": "TodoRead", "input": {}, "callId": _just_over(MAX_ID_CHARS)},
+         "callId"),
+        ("tool-calls", {"tool": "ExitPlanMode", "input": {"plan": _just_over(PLAN_MAX)}},
+         "plan"),
+        ("tool-calls", {"tool": "ReadSessionContext",
+                        "input": {"sessionId": "sess_x", "query": _just_over(4000)}}, "query"),
+        ("prepare-request", {"tools": [_just_over(200)]}, "tools"),
+        ("model", {"model": _just_over(400)}, "model"),
+    ],
+    ids=["message", "goal", "plan-task", "feedback", "tool-name", "call-id", "plan",
+         "context-query", "tool-list", "model-ref"],
+)
+def test_a_string_over_its_limit_is_422_naming_it(
+    client: TestClient, path: str, body: dict[str, Any], field: str
+) -> None:
+    session = create(client, mode="plan")
+    before = version(client, session)
+    method = client.put if path == "model" else client.post
+    error = error_of(method(f"/v1/sessions/{session}/{path}", json=body), 422, "invalid_input")
+    names_a_field(error, field)
+    assert version(client, session) == before
+
+
+def test_free_text_at_its_limit_is_taken(client: TestClient) -> None:
+    session = create(client)
+    content = "é" * MAX_TEXT_CHARS
+    response = client.post(f"/v1/sessions/{session}/messages",
+                           json={"role": "user", "content": content})
+    assert response.status_code == 201, response.text
+    events = client.get(f"/v1/sessions/{session}/events").json()["events"]
+    assert events[-1]["data"]["content"] == content
+
+
+# -- path traversal: session ids and workspaces ---------------------------------------------
+
+HOSTILE_IDS = [
+    "..", "../x", "%2e%2e", "%2e%2e%2fx", "..%2f..%2fetc%2fpasswd", "%00", "sess_%00x",
+    "sess_01%2F..%2F..", "%252e%252e", "~", "%20", "sess_%C3%A9", "\u202e", "s" * MAX_ID_CHARS,
+]
+"""Path segments, percent-encoded where shown; the server decodes them into the session id."""
+ROUTES = [
+    ("GET", "{}"), ("DELETE", "{}"), ("GET", "{}/events"), ("GET", "{}/audit"),
+    ("GET", "{}/events/stream"), ("POST", "{}/mode"), ("POST", "{}/tool-calls"),
+    ("GET", "{}/tool-calls/call_1"), ("POST", "{}/messages"), ("PUT", "{}/model"),
+]
+BODIES = {"mode": {"cycle": True}, "tool-calls": {"tool": "TodoRead", "input": {}},
+          "messages": {"role": "user", "content": "hi"}, "model": {"model": "sonnet"}}
+
+
+def _files(directory: Path) -> set[Path]:
+    """Every path under ``directory`` but the store's own files."""
+    return {p for p in directory.rglob("*") if not p.name.startswith("ledger.db")}
+
+
+@pytest.mark.parametrize("segment", HOSTILE_IDS)
+def test_a_hostile_session_id_is_a_clean_404(
+    served: Served, tmp_path: Path, segment: str
+) -> None:
+    client, service = served
+    before = (_files(tmp_path), service.store.head_position())
+    for method, template in ROUTES:
+        # Dots encoded: a client would remove a literal ".." segment before sending it.
+        path = "/v1/sessions/" + template.format(quote(segment, safe="%").replace(".", "%2E"))
+        body = BODIES.get(template.rsplit("/", 1)[-1])
+        response = client.request(method, path, json=body)
+        assert response.status_code == 404, (method, path, response.text)
+        assert response.json()["error"]["code"] in ("session_not_found", "not_found")
+    assert (_files(tmp_path), service.store.head_position()) == before
+
+
+@pytest.mark.parametrize("length", [MAX_ID_CHARS + 1, 10_000])
+def test_a_very_long_session_id_is_422(client: TestClient, length: int) -> None:
+    error = error_of(client.get("/v1/sessions/" + "s" * length), 422, "invalid_input")
+    names_a_field(error, "session_id")
+
+
+def test_hostile_session_ids_on_the_wire(http: httpx.Client) -> None:
+    """Through uvicorn's own URL parsing: NUL, encoded dots and a 10,000-character id."""
+    for segment in ("%00", "%2e%2e", "sess_%00", "%C3%A9%2e%2e"):
+        error_of(http.get(f"/v1/sessions/{segment}/events"), 404, "session_not_found")
+    for segment in ("..%2f..%2fetc", "sess_%2e%2e%2f%2e%2e"):  # a decoded "/" matches no route
+        error_of(http.get(f"/v1/sessions/{segment}/events"), 404, "not_found")
+    error_of(http.get("/v1/sessions/" + "s" * 10_000), 422, "invalid_input")
+    assert http.get("/healthz").status_code == 200
+
+
+WORKSPACES = st.one_of(
+    st.lists(st.sampled_from(["..", ".", "a", "b b", "é", "~", "\x00", "", "//", "\\", "$HOME"]),
+             max_size=6).map("/".join),
+    st.text(max_size=30),
+    st.sampled_from(["/", "/etc", "/tmp", "~/x", "a" * 5000, "link-out/x"]),
+)
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(workspace=WORKSPACES)
+def test_any_workspace_is_inside_the_root_or_refused(
+    served: Served, root: Path, workspace: str
+) -> None:
+    client, _service = served
+    link = root / "link-out"
+    if not link.is_symlink():
+        link.symlink_to(root.parent, target_is_directory=True)
+    response = client.post("/v1/sessions", json={"workspace": workspace})
+    assert response.status_code in (201, 422), response.text
+    if response.status_code == 201:
+        assert Path(response.json()["workspace"]).is_relative_to(root.resolve())
+    else:
+        assert response.json()["error"]["code"] in ("invalid_input", "workspace_outside_root")
+
+
+# -- plan files that would leave the workspace ----------------------------------------------
+
+
+def _approve_plan(client: TestClient, session: str) -> dict[str, Any]:
+    pending = client.post(f"/v1/sessions/{session}/tool-calls",
+                          json={"tool": "ExitPlanMode", "input": {"plan": "# Plan\nescape"}})
+    assert pending.status_code == 202, pending.text
+    iid = pending.json()["interactionId"]
+    done = client.post(f"/v1/sessions/{session}/interactions/{iid}/respond",
+                       json={"decision": "approve"})
+    assert done.status_code == 200, done.text
+    answer: dict[str, Any] = done.json()
+    return answer
+
+
+@pytest.mark.parametrize("link", [".zcode", "plan file"])
+def test_a_plan_never_follows_a_symlink_out_of_the_workspace(
+    client: TestClient, root: Path, tmp_path: Path, link: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.md").write_text("untouched", encoding="utf-8")
+    workspace = root / "project"
+    workspace.mkdir()
+    session = create(client, mode="plan", workspace="project")
+    if link == ".zcode":
+        (workspace / ".zcode").symlink_to(outside, target_is_directory=True)
+    else:
+        plans = workspace / ".zcode" / "plans"
+        plans.mkdir(parents=True)
+        (plans / f"plan-{session}.md").symlink_to(outside / "victim.md")
+    answer = _approve_plan(client, session)
+    assert answer["success"] is True  # PM-7: the write error is recorded, Plan is left anyway
+    assert {p.name for p in outside.iterdir()} == {"victim.md"}
+    assert (outside / "victim.md").read_text(encoding="utf-8") == "untouched"
+    document = client.get(f"/v1/sessions/{session}").json()
+    assert document["executionState"]["planEnabled"] is False
+    events = client.get(f"/v1/sessions/{session}/events").json()["events"]
+    assert "PlanFileWriteFailed" in [e["type"] for e in events]
+
+
+# -- HTML and script in previews and plans --------------------------------------------------
+
+PREVIEW = "<img src=x onerror=alert(1)><b onclick=alert(2)>bold</b> <a href=javascript:x>l</a>"
+PLAN_HTML = "# Plan\n<script>alert(1)</script>\n<img src=x onerror=alert(2)>\n[x](javascript:y)"
+
+
+def test_html_in_previews_and_plans_is_stored_verbatim_and_served_as_json(
+    client: TestClient,
+) -> None:
+    session = create(client, mode="plan")
+    ask = {"questions": [{**ASK["questions"][0], "options": [
+        {"label": "<i>A</i>", "description": "<script>alert(3)</script>", "preview": PREVIEW},
+        {"label": "B", "description": "b"}]}]}
+    asked = client.post(f"/v1/sessions/{session}/tool-calls",
+                        json={"tool": "AskUserQuestion", "input": ask})
+    assert asked.status_code == 202, asked.text
+    planned = client.post(f"/v1/sessions/{session}/tool-calls",
+                          json={"tool": "ExitPlanMode", "input": {"plan": PLAN_HTML}})
+    assert planned.status_code == 202, planned.text
+    document = client.get(f"/v1/sessions/{session}")
+    assert document.headers["content-type"] == "application/json"
+    payloads = [i["payload"] for i in document.json()["interactions"]]
+    assert payloads[0]["questions"][0]["options"][0] == ask["questions"][0]["options"][0]
+    assert payloads[1]["plan"] == PLAN_HTML
+    events = client.get(f"/v1/sessions/{session}/events").text
+    assert json.dumps(PLAN_HTML)[1:-1] in events  # JSON-escaped, never HTML-rewritten
+    page = client.get("/")
+    assert "alert(" not in page.text  # the page is static: log text never enters it
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+
+
+ALLOWED_TAGS = {
+    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "code", "blockquote", "ul",
+    "ol", "li", "span", "table", "thead", "tbody", "tr", "th", "td", "strong", "em", "del", "a",
+}
+
+
+class _Tags(HTMLParser):
+    """Every start tag with its attributes, as a browser's tokenizer would see them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def _safe_attributes(tag: str, attrs: dict[str, str | None]) -> bool:
+    if tag == "a":
+        href = attrs.get("href") or ""
+        return set(attrs) == {"href", "rel", "target"} and href.lower().startswith(
+            ("http://", "https://", "mailto:"))
+    if tag == "ol":
+        return set(attrs) <= {"start"} and (attrs.get("start") or "1").isdigit()
+    if tag == "span":
+        return attrs == {"class": "task"}
+    if tag == "code":
+        return set(attrs) <= {"class"} and (attrs.get("class") or "language-").startswith(
+            "language-")
+    return not attrs
+
+
+@pytest.fixture(scope="module")
+def markdown() -> Iterator[subprocess.Popen[str]]:
+    """The web client's renderer under node, one JSON line in, one HTML line out."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (the browser tests render plans instead)")
+    module = (STATIC_DIR / "markdown.js").as_uri()
+    program = (
+        f"import {{ renderMarkdown }} from {json.dumps(module)};"
+        "import readline from 'node:readline';"
+        "const lines = readline.createInterface({ input: process.stdin });"
+        "lines.on('line', (l) => process.stdout.write("
+        "JSON.stringify(renderMarkdown(JSON.parse(l))) + '\\n'));"
+    )
+    process = subprocess.Popen(
+        [node, "--input-type=module", "-e", program], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True, encoding="utf-8",
+    )
+    try:
+        yield process
+    finally:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.close()
+        process.wait(timeout=10)
+        process.stdout.close()
+
+
+def render(process: subprocess.Popen[str], source: str) -> str:
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps(source) + "\n")
+    process.stdin.flush()
+    return str(json.loads(process.stdout.readline()))
+
+
+MARKDOWNISH = st.lists(
+    st.one_of(
+        st.sampled_from([
+            "<script>", "</script>", "<img src=x onerror=alert(1)>", "<a href='x'>", "\"", "'",
+            "&", "&lt;", "`", "```", "~~~", "*", "**", "_", "~~", "[", "](", ")", "|", "---",
+            "# ", "> ", "- ", "1. ", "- [ ] ", "\n", "\n\n", "  \n", "javascript:",
+            "https://x.test/\"onmouseover=\"a", "mailto:a@b", "\x00", "\ufffd", "<!--", "-->",
+            "<![CDATA[", "<svg/onload=alert(1)>", "\\", "language-", "```<b>\n",
+        ]),
+        st.text(max_size=6),
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(source=MARKDOWNISH)
+def test_the_plan_renderer_emits_only_its_own_tags(
+    markdown: subprocess.Popen[str], source: str
+) -> None:
+    parser = _Tags()
+    parser.feed(render(markdown, source))
+    parser.close()
+    for tag, attrs in parser.tags:
+        assert tag in ALLOWED_TAGS, (tag, source)
+        assert _safe_attributes(tag, attrs), (tag, attrs, source)
+
+
+def test_the_plan_renderer_shows_a_script_as_text(markdown: subprocess.Popen[str]) -> None:
+    html = render(markdown, PLAN_HTML)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script" not in html and "<img" not in html and "javascript:y" in html
+
+
+# -- ReadSessionContext across workspaces ---------------------------------------------------
+
+SECRET = "zanzibar-7731"
+
+
+def _read(client: TestClient, caller: str, target: str) -> dict[str, Any]:
+    response = client.post(f"/v1/sessions/{caller}/tool-calls", json={
+        "tool": "ReadSessionContext", "input": {"sessionId": target, "query": SECRET}})
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("caller_ws", "target_ws"),
+    [(None, "child"), ("child", None), ("child", "sibling"), ("child", "child/grand")],
+    ids=["root-reads-child", "child-reads-root", "sibling", "child-reads-grandchild"],
+)
+def test_read_session_context_refuses_another_workspace_over_http(
+    client: TestClient, root: Path, caller_ws: str | None, target_ws: str | None
+) -> None:
+    for name in ("child", "sibling", "child/grand"):
+        (root / name).mkdir(parents=True, exist_ok=True)
+    caller = create(client, **({"workspace": caller_ws} if caller_ws else {}))
+    target = create(client, **({"workspace": target_ws} if target_ws else {}))
+    said = client.post(f"/v1/sessions/{target}/messages",
+                       json={"role": "user", "content": f"the key is {SECRET}"})
+    assert said.status_code == 201, said.text
+    answer = _read(client, caller, target)
+    assert answer["success"] is False
+    assert answer["result"]["error"]["code"] == "other_workspace"
+    assert SECRET not in json.dumps(answer)
+
+
+def test_read_session_context_takes_the_same_workspace_however_spelled(
+    client: TestClient, root: Path
+) -> None:
+    (root / "child").mkdir()
+    (root / "alias").symlink_to(root / "child", target_is_directory=True)
+    target = create(client, workspace="child")
+    client.post(f"/v1/sessions/{target}/messages",
+                json={"role": "user", "content": f"the key is {SECRET}"})
+    for spelling in ("child/../child", "./child", "alias", str(root / "child")):
+        caller = create(client, workspace=spelling)
+        assert _read(client, caller, target)["success"] is True, spelling
+
+
+@pytest.mark.parametrize("target", ["sess_../x", "../sess_x", "sess_x/../../y", "sess_\x00"])
+def test_read_session_context_refuses_a_path_as_session_id(
+    client: TestClient, target: str
+) -> None:
+    caller = create(client)
+    before = version(client, caller)
+    response = client.post(f"/v1/sessions/{caller}/tool-calls", json={
+        "tool": "ReadSessionContext", "input": {"sessionId": target, "query": "q"}})
+    names_a_field(error_of(response, 422, "invalid_input"), "sessionId")
+    assert version(client, caller) == before
