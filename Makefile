@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PACKAGES := eventlog statemachine projections sessionledger
-VERIFY_BUDGET_S ?= 3000
+VERIFY_BUDGET_S ?= 3600
 VERIFY_STATEFUL_BUDGET_S ?= 600
 
 .PHONY: run test lint unit verify bench docs clean
@@ -37,7 +37,8 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/mypy $(PACKAGES)
 
 # The long hypothesis profile (the whole-service machine runs for VERIFY_STATEFUL_BUDGET_S
-# seconds of it, D92) and the many-kill crash tests, under a wall-clock budget; then
+# seconds of it, D92), the many-kill crash tests and the 16-writer PostgreSQL run (D114),
+# under a wall-clock budget; then
 # the benchmark scripts end to end with the bench extra (tiny sizes, no timing asserted).
 verify: $(VENV)/.bench
 	HYPOTHESIS_PROFILE=long VERIFY_STATEFUL_BUDGET_S=$(VERIFY_STATEFUL_BUDGET_S) \
