@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pg_support import PG_BACKEND, schema_url
 from timer_support import ASK, TEXTS, Ledger, iso, question, timer
 
 from eventlog import ConcurrencyConflict, NewEvent
@@ -21,9 +22,18 @@ from sessionledger import SessionService
 from sessionledger.scheduler import TimerScheduler
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+def _url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str | None:
+    """A PostgreSQL schema of the module's database for ``postgresql``; else the default."""
+    if backend != "postgresql":
+        return None
+    return schema_url(str(request.getfixturevalue("pg_database")), tmp_path,
+                      tmp_path / "ledger.db")
+
+
+@pytest.fixture(params=["memory", "sqlite", PG_BACKEND])
 def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ledger]:
-    subject = Ledger(str(request.param), tmp_path)
+    backend = str(request.param)
+    subject = Ledger(backend, tmp_path, _url(backend, request, tmp_path))
     try:
         yield subject
     finally:
@@ -103,8 +113,11 @@ def _transitions(ledger: Ledger, sid: str) -> list[tuple[str, str]]:
                                    "InteractionResolved")]
 
 
-def test_ho4_two_processes_never_record_a_transition_twice(tmp_path: Path) -> None:
-    ledger = Ledger("sqlite", tmp_path)
+@pytest.mark.parametrize("backend", ["sqlite", PG_BACKEND])
+def test_ho4_two_processes_never_record_a_transition_twice(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    ledger = Ledger(backend, tmp_path, _url(backend, request, tmp_path))
     second = ledger._open()  # another process: its own store, connections and writer
     try:
         sessions = [ledger.session() for _ in range(3)]
@@ -137,8 +150,11 @@ def test_ho4_two_processes_never_record_a_transition_twice(tmp_path: Path) -> No
         ledger.close()
 
 
-def test_ho4_a_decision_made_on_a_stale_read_is_made_again(tmp_path: Path) -> None:
-    ledger = Ledger("sqlite", tmp_path)
+@pytest.mark.parametrize("backend", ["sqlite", PG_BACKEND])
+def test_ho4_a_decision_made_on_a_stale_read_is_made_again(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    ledger = Ledger(backend, tmp_path, _url(backend, request, tmp_path))
     second = ledger._open()
     try:
         sid = ledger.session()

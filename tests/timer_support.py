@@ -44,10 +44,13 @@ def timer(state: str, started: float) -> dict[str, str]:
 class Ledger:
     """One service over one backend, its manual clock, and restarts."""
 
-    def __init__(self, backend: str, root: Path) -> None:
+    def __init__(self, backend: str, root: Path, url: str | None = None) -> None:
+        """``url`` overrides the backend's default (a PostgreSQL schema, say)."""
         self.clock = ManualClock(T0)
         self.root = root
-        self.url = "memory://" if backend == "memory" else f"sqlite:///{root / 'ledger.db'}"
+        self.url = url or (
+            "memory://" if backend == "memory" else f"sqlite:///{root / 'ledger.db'}"
+        )
         self.backend = backend
         self.service = self._open()
 
