@@ -292,6 +292,39 @@ def test_free_text_at_its_limit_is_taken(client: TestClient) -> None:
     assert events[-1]["data"]["content"] == content
 
 
+# -- what schemathesis found, kept as plain regression tests --------------------------------
+
+
+def test_a_body_that_is_not_utf8_is_422_like_any_non_json(client: TestClient) -> None:
+    session = create(client)
+    for body in (b"\xff\xfe{", b'{"role": "user", "content": "\xc3"}', b"{not json"):
+        response = client.post(f"/v1/sessions/{session}/messages", content=body,
+                               headers={"content-type": "application/json"})
+        names_a_field(error_of(response, 422, "invalid_input"), "body")
+
+
+@pytest.mark.parametrize("after", ["0.0", "+1", "1_0", " 1", "1e0"])
+def test_a_cursor_is_decimal_digits(client: TestClient, after: str) -> None:
+    session = create(client)
+    for path in (f"/v1/sessions/{session}/events", "/v1/events/stream",
+                 f"/v1/sessions/{session}/events/stream"):
+        names_a_field(error_of(client.get(path, params={"after": after}), 422,
+                               "invalid_input"), "after")
+    limited = client.get(f"/v1/sessions/{session}/events", params={"limit": "5.0"})
+    names_a_field(error_of(limited, 422, "invalid_input"), "limit")
+
+
+def test_a_405_names_every_method_of_the_path(client: TestClient) -> None:
+    session = create(client)
+    for path, allowed in [("/v1/sessions", "GET, POST"),
+                          (f"/v1/sessions/{session}", "DELETE, GET"),
+                          (f"/v1/sessions/{session}/goal", "DELETE, POST"),
+                          ("/v1/settings", "GET, PUT"), ("/static/app.js", "GET, HEAD")]:
+        response = client.request("PATCH", path)
+        error_of(response, 405, "method_not_allowed")
+        assert response.headers["allow"] == allowed, path
+
+
 # -- path traversal: session ids and workspaces ---------------------------------------------
 
 HOSTILE_IDS = [

@@ -20,7 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
+from starlette.routing import Match, Mount
 
 from eventlog import EventLogError
 
@@ -74,15 +74,23 @@ def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
     ]
 
 
-def _allowed_methods(request: Request) -> str:
-    """Every method some route serves at the request's path (one route per method here, so
-    the one route that answered 405 would name only its own)."""
-    methods: set[str] = set()
+_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def _allowed_methods(request: Request) -> str | None:
+    """Every method some route answers at the request's path, for the ``Allow`` of a 405 (the
+    route that refused knows only its own method). A mount is the static files: GET, HEAD."""
+    allowed: set[str] = set()
     for route in request.app.router.routes:
-        match, _child = route.matches(request.scope)
-        if match is not Match.NONE:
-            methods.update(getattr(route, "methods", None) or ())
-    return ", ".join(sorted(methods))
+        if isinstance(route, Mount):
+            if route.matches(request.scope)[0] is not Match.NONE:
+                allowed |= {"GET", "HEAD"}
+            continue
+        allowed.update(
+            method for method in _METHODS
+            if route.matches({**request.scope, "method": method})[0] is Match.FULL
+        )
+    return ", ".join(sorted(allowed)) or None
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -112,8 +120,9 @@ def _install_error_handlers(app: FastAPI) -> None:
             ])
         code = _HTTP_CODES.get(exc.status_code, "http_error")
         headers = exc.headers
-        if exc.status_code == 405:
-            headers = {**(headers or {}), "Allow": _allowed_methods(request)}
+        allowed = _allowed_methods(request) if exc.status_code == 405 else None
+        if allowed is not None:
+            headers = {**(headers or {}), "Allow": allowed}
         return error_response(exc.status_code, code, str(exc.detail), headers=headers)
 
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
