@@ -18,7 +18,9 @@ Runs are interleaved: ``for run in 1..R: for workload: for system (rotated order
 of the machine (page cache, thermal, neighbours) hits every system alike; the table shows the
 median of the R samples; each ratio also shows its range over same-run pairs.
 ``--profile single|batches|replay`` instead runs one sessionledger workload under cProfile
-(timed part only). See docs/performance.md for results and discussion.
+(timed part only). ``--db postgresql://…`` adds two columns: sessionledger's PostgreSQL store
+and the ``eventsourcing`` library's PostgreSQL recorder (``eventsourcing.postgres``), each
+measurement in a schema of its own, dropped after it. See docs/performance.md for results.
 """
 
 from __future__ import annotations
@@ -67,6 +69,11 @@ from eventlog.sqlite_schema import create_schema  # noqa: E402
 
 SYSTEMS = ("sessionledger", "raw sqlite3", "eventsourcing")
 SL, RAW, ES = SYSTEMS
+PG_SYSTEMS = ("sessionledger pg", "eventsourcing pg")
+SL_PG, ES_PG = PG_SYSTEMS
+PG_URL: str | None = None
+"""``--db``: the PostgreSQL database the pg columns use (one schema per measurement)."""
+_schemas: list[str] = []
 RECORDED_AT = "2026-11-29T19:10:56.123Z"
 BUSY_TIMEOUT_MS = 5000
 
@@ -175,7 +182,51 @@ class BenchSession(Aggregate):
         self.execution_state = execution_state
 
 
-def es_app(path: Path) -> Application[UUID]:
+def _pg_schema(path: Path) -> str:
+    """A schema for one measurement's "file", remembered so :func:`drop_schemas` drops it."""
+    name = f"bench_{os.getpid()}_{path.parent.name}_{path.stem}".lower()
+    _schemas.append(name)
+    return name
+
+
+def sl_url(system: str, path: Path, *, options: str = "") -> str:
+    """The store URL of sessionledger's column: a SQLite file, or a PostgreSQL schema."""
+    if system == SL_PG:
+        assert PG_URL is not None
+        return f"{PG_URL}?schema={_pg_schema(path)}"
+    return f"sqlite:///{path}{options}"
+
+
+def drop_schemas() -> None:
+    """Drop the schemas the last measurement made."""
+    if not _schemas:
+        return
+    import psycopg
+
+    assert PG_URL is not None
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        for name in dict.fromkeys(_schemas):
+            conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+    _schemas.clear()
+
+
+def es_app(path: Path, system: str = ES) -> Application[UUID]:
+    if system == ES_PG:
+        from urllib.parse import urlsplit
+
+        assert PG_URL is not None
+        parts = urlsplit(PG_URL)
+        schema = _pg_schema(path)
+        import psycopg
+
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        return Application(env={
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_DBNAME": parts.path.lstrip("/"), "POSTGRES_HOST": parts.hostname or "",
+            "POSTGRES_PORT": str(parts.port or 5432), "POSTGRES_USER": parts.username or "",
+            "POSTGRES_PASSWORD": parts.password or "", "POSTGRES_SCHEMA": schema,
+        })
     return Application(env={"PERSISTENCE_MODULE": "eventsourcing.sqlite",
                             "SQLITE_DBNAME": str(path)})
 
@@ -306,10 +357,10 @@ SESSIONS = 10  # sessions (aggregates) the single/batch workloads spread their a
 def single_append(system: str, workdir: Path, events: int, seed: int) -> float:
     fields = make_fields(events, seed)
     db = workdir / "single.db"
-    if system == SL:
+    if system in (SL, SL_PG):
         ids = session_ids("S", SESSIONS)
         versions = [0] * SESSIONS
-        store = open_store(f"sqlite:///{db}")
+        store = open_store(sl_url(system, db))
         try:
             start = _tic()
             for i, f in enumerate(fields):
@@ -332,7 +383,7 @@ def single_append(system: str, workdir: Path, events: int, seed: int) -> float:
         finally:
             conn.close()
     else:
-        app = es_app(db)
+        app = es_app(db, system)
         sessions = EsSessions(SESSIONS)
         try:
             start = _tic()
@@ -348,10 +399,10 @@ def batch_append(system: str, workdir: Path, batches: int, size: int, seed: int)
     fields = make_fields(batches * size, seed)
     chunks = [fields[b * size:(b + 1) * size] for b in range(batches)]
     db = workdir / "batches.db"
-    if system == SL:
+    if system in (SL, SL_PG):
         ids = session_ids("B", SESSIONS)
         versions = [0] * SESSIONS
-        store = open_store(f"sqlite:///{db}")
+        store = open_store(sl_url(system, db))
         try:
             start = _tic()
             for b, chunk in enumerate(chunks):
@@ -374,7 +425,7 @@ def batch_append(system: str, workdir: Path, batches: int, size: int, seed: int)
         finally:
             conn.close()
     else:
-        app = es_app(db)
+        app = es_app(db, system)
         sessions = EsSessions(SESSIONS)
         try:
             start = _tic()
@@ -395,14 +446,15 @@ def replay(system: str, workdir: Path, sessions: int, per_session: int, seed: in
     chunks = [fields[s * per_session:(s + 1) * per_session] for s in range(sessions)]
     total = sessions * per_session
     db = workdir / "replay.db"
-    if system == SL:
+    if system in (SL, SL_PG):
         ids = session_ids("R", sessions)
-        store = open_store(f"sqlite:///{db}?synchronous=normal")
+        url = sl_url(system, db)
+        store = open_store(sl_url(system, db, options="?synchronous=normal"))
         for start_at in range(0, sessions, 100):
             store.append_many([AppendBatch(ids[s], tuple(sl_event(f) for f in chunks[s]), 0)
                                for s in range(start_at, min(start_at + 100, sessions))])
         store.close()
-        store = open_store(f"sqlite:///{db}")  # fresh store: nothing cached in-process
+        store = open_store(url)  # fresh store: nothing cached in-process
         try:
             start = _tic()
             count = 0
@@ -429,7 +481,7 @@ def replay(system: str, workdir: Path, sessions: int, per_session: int, seed: in
         finally:
             conn.close()
     else:
-        app = es_app(db)
+        app = es_app(db, system)
         es_sessions = EsSessions(sessions)
         agg_ids = []
         for s, chunk in enumerate(chunks):
@@ -439,7 +491,7 @@ def replay(system: str, workdir: Path, sessions: int, per_session: int, seed: in
             agg_ids.append(agg.id)
             es_sessions.aggs[s] = None  # keep memory flat while building
         app.close()
-        app = es_app(db)
+        app = es_app(db, system)
         try:
             start = _tic()
             count = 0
@@ -463,8 +515,8 @@ def group_commit(system: str, workdir: Path, writers: int, per_writer: int, seed
     barrier = threading.Barrier(writers + 1)
     cleanup: Callable[[], None]
 
-    if system == SL:
-        store = open_store(f"sqlite:///{db}")
+    if system in (SL, SL_PG):
+        store = open_store(sl_url(system, db))
         cleanup = store.close
 
         def work(w: int) -> None:
@@ -534,17 +586,19 @@ class Workload:
 
 def workloads(args: argparse.Namespace) -> list[Workload]:
     w = args.writers
+    every = SYSTEMS + PG_SYSTEMS if args.db else SYSTEMS
+    grouped = (SL, RAW, SL_PG) if args.db else (SL, RAW)
     return [
-        Workload("single", "1. single append (1 event/commit)", SYSTEMS,
+        Workload("single", "1. single append (1 event/commit)", every,
                  lambda s, d, seed: single_append(s, d, args.single, seed)),
-        Workload("batches", f"2. batches ({args.batch_size} events/commit)", SYSTEMS,
+        Workload("batches", f"2. batches ({args.batch_size} events/commit)", every,
                  lambda s, d, seed: batch_append(s, d, args.batches, args.batch_size, seed)),
-        Workload("replay", "3. replay (read all, typed decode)", SYSTEMS,
+        Workload("replay", "3. replay (read all, typed decode)", every,
                  lambda s, d, seed: replay(s, d, args.replay_sessions,
                                            args.replay_per_session, seed)),
-        Workload("group1", "4a. group commit, 1 writer", (SL, RAW),
+        Workload("group1", "4a. group commit, 1 writer", grouped,
                  lambda s, d, seed: group_commit(s, d, 1, args.group_single, seed)),
-        Workload("groupN", f"4b. group commit, {w} writers", (SL, RAW),
+        Workload("groupN", f"4b. group commit, {w} writers", grouped,
                  lambda s, d, seed: group_commit(s, d, w, args.group_per_writer, seed)),
     ]
 
@@ -565,6 +619,7 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, dict[str, list[flo
                     rate = wl.run(system, workdir, args.seed + counter)
                 finally:
                     shutil.rmtree(workdir, ignore_errors=True)
+                    drop_schemas()
                 samples.setdefault(wl.key, {}).setdefault(system, []).append(rate)
                 if args.verbose:
                     print(f"  run {run + 1} {wl.key:8} {system:14} {rate:12,.0f}/s",
@@ -600,12 +655,13 @@ def render(
         f"  {sqlite_fs_note()}",
         f"  {load}",
         "",
-        f"{'workload':<40}{SL:>16}{RAW:>16}{ES:>16}",
-        "-" * 88,
     ]
+    columns = SYSTEMS + PG_SYSTEMS if args.db else SYSTEMS
+    lines += [f"{'workload':<40}" + "".join(f"{c:>17}" for c in columns),
+              "-" * (40 + 17 * len(columns))]
     for wl in workloads(args):
-        cells = [f"{med[wl.key][s]:>16,.0f}" if s in med[wl.key] else f"{'n/a':>16}"
-                 for s in SYSTEMS]
+        cells = [f"{med[wl.key][s]:>17,.0f}" if s in med[wl.key] else f"{'n/a':>17}"
+                 for s in columns]
         lines.append(f"{wl.label:<40}{''.join(cells)}")
     w = args.writers
     # (label, numerator (workload, system), denominator (workload, system), target)
@@ -621,6 +677,17 @@ def render(
         (f"(for comparison) {w} writers / 1 writer (raw sqlite3)", ("groupN", RAW),
          ("group1", RAW), None),
     ]
+    if args.db:
+        ratios += [
+            ("single: sessionledger pg / eventsourcing pg", ("single", SL_PG),
+             ("single", ES_PG), None),
+            ("batches: sessionledger pg / eventsourcing pg", ("batches", SL_PG),
+             ("batches", ES_PG), None),
+            ("replay: sessionledger pg / eventsourcing pg", ("replay", SL_PG),
+             ("replay", ES_PG), None),
+            (f"group commit: {w} writers / 1 writer (sessionledger pg)", ("groupN", SL_PG),
+             ("group1", SL_PG), None),
+        ]
     lines += ["", f"{'ratio (of the medians above)':<54}{'measured':>9}{'per-run range':>16}"
                   f"{'target':>9}{'result':>8}", "-" * 96]
     for label, (nw, ns), (dw, ds), target in ratios:
@@ -685,7 +752,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--profile-sort", default="tottime", help="pstats sort key")
     p.add_argument("--profile-top", type=int, default=25, help="rows of the profile to print")
     p.add_argument("-v", "--verbose", action="store_true", help="every sample to stderr")
+    p.add_argument("--db", default=None, metavar="postgresql://…",
+                   help="also measure sessionledger and eventsourcing on this PostgreSQL "
+                   "database (needs the postgres extra and psycopg_pool)")
     args = p.parse_args(argv)
+    if args.db is not None and not args.db.startswith("postgresql://"):
+        p.error("--db takes a postgresql:// URL (the SQLite columns always run)")
     if args.quick:
         args.runs, args.single, args.batches = 1, 50, 5
         args.replay_sessions, args.replay_per_session = 10, 50
@@ -694,7 +766,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global PG_URL
     args = parse_args(argv)
+    PG_URL = args.db
     if args.profile:
         return profile(args)
     started = time.perf_counter()
