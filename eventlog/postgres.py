@@ -21,7 +21,7 @@ from .appending import PreparedBatch, prepare, typed_outcomes
 from .chain import ChainReport, verify_chain
 from .clock import Clock, SystemClock, now_text
 from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent, decode_rows
-from .errors import EventLogError, InvalidStoreUrl, StoreClosed
+from .errors import EventLogError, InvalidStoreUrl, StorageFault, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
 from .postgres_group import copy_rows, write_group
@@ -96,7 +96,11 @@ class PostgresEventStore:
         return self._url
 
     def _connect(self, *, create_schema: bool = False) -> psycopg.Connection:
-        conn: psycopg.Connection = _psycopg().connect(self._conninfo, autocommit=True)
+        psycopg = _psycopg()
+        try:
+            conn: psycopg.Connection = psycopg.connect(self._conninfo, autocommit=True)
+        except psycopg.OperationalError as exc:
+            raise self._fault(exc) from exc
         if self._schema is not None:
             if create_schema:
                 conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self._schema}"')
@@ -104,11 +108,27 @@ class PostgresEventStore:
         return conn
 
     def _in_lock(self, action: Callable[[psycopg.Connection], T]) -> T:
-        """Run ``action`` in a write transaction holding the append lock (D109)."""
-        conn = self._writer
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
-            return action(conn)
+        """Run ``action`` in a write transaction holding the append lock (D109).
+
+        A lost server connection is a :class:`StorageFault` (the transaction is gone, nothing
+        was appended); the next write connects again.
+        """
+        psycopg = _psycopg()
+        try:
+            if self._writer.broken or self._writer.closed:
+                self._writer = self._connect()
+            conn = self._writer
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
+                return action(conn)
+        except psycopg.OperationalError as exc:
+            raise self._fault(exc) from exc
+
+    def _fault(self, exc: Exception) -> StorageFault:
+        reason = str(exc).strip() or exc.__class__.__name__
+        name = getattr(exc, "sqlstate", None)
+        where = self._url.split("@")[-1]  # no credentials in messages
+        return StorageFault(f"PostgreSQL at {where}: {reason}", reason=reason, error_name=name)
 
     def _create(self, conn: psycopg.Connection) -> None:
         for statement in SCHEMA:
@@ -268,7 +288,7 @@ class PostgresEventStore:
         if self._closed:
             raise StoreClosed("the store is closed")
         conn: psycopg.Connection | None = getattr(self._local, "conn", None)
-        if conn is None or conn.closed:
+        if conn is None or conn.closed or conn.broken:
             conn = self._connect()
             self._local.conn = conn
             with self._readers_lock:

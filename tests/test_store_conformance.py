@@ -40,6 +40,7 @@ from eventlog import (
     NewEvent,
     RecordedEvent,
     SessionCreated,
+    StorageFault,
     StoreClosed,
     SystemClock,
     canonical_json,
@@ -48,6 +49,7 @@ from eventlog import (
     open_store,
 )
 from eventlog.clock import now_text
+from eventlog.postgres import PostgresEventStore
 from eventlog.sqlite import SQLiteEventStore
 
 if TYPE_CHECKING:
@@ -860,3 +862,29 @@ def test_el8_postgresql_url_without_psycopg_names_the_extra(
 def test_el8_postgresql_schema_option_must_be_a_plain_name(url: str) -> None:
     with pytest.raises(InvalidStoreUrl):
         open_store(url)
+
+
+@pytest.mark.postgres
+def test_el8_postgresql_lost_connection_is_a_storage_fault_then_reconnects(
+    pg_database: str,
+) -> None:
+    """A server connection lost mid-way is a StorageFault, nothing half-written; the next
+    append connects again (several instances, restarts of the server)."""
+    import psycopg
+
+    with closing(open_store(f"{pg_database}?schema=lost", clock=ManualClock())) as store:
+        assert isinstance(store, PostgresEventStore)
+        store.append("sess_x", [new("a")])
+        with psycopg.connect(pg_database, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (store._writer.info.backend_pid,))
+        with pytest.raises(StorageFault):
+            store.append("sess_x", [new("b")])
+        assert store.append("sess_x", [new("c")], expected_version=1).version == 2
+        assert markers(list(store.read_all())) == ["a", "c"]
+        assert_verifies(store)
+
+
+def test_el8_postgresql_unreachable_server_is_a_storage_fault() -> None:
+    pytest.importorskip("psycopg")
+    with pytest.raises(StorageFault, match=r"127\.0\.0\.1:1/none"):
+        open_store("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
