@@ -268,8 +268,17 @@ async def follow_pages(
                 idle_since = time.monotonic()
                 yield None
             keepalive_due = idle_since + settings.stream_keepalive_s - time.monotonic()
-            with anyio.move_on_after(max(0.0, min(settings.stream_poll_s, keepalive_due))):
-                await wake.wait()
+            await _wait(wake, max(0.0, min(settings.stream_poll_s, keepalive_due)))
+
+
+async def _wait(wake: asyncio.Event, timeout: float) -> None:
+    """Until ``wake`` is set or ``timeout`` has passed, by a timer that sets it: every stream
+    waits after every commit, and a timer handle costs less than a cancel scope."""
+    timer = asyncio.get_running_loop().call_later(timeout, wake.set)
+    try:
+        await wake.wait()
+    finally:
+        timer.cancel()
 
 
 async def follow(
