@@ -36,9 +36,9 @@ from sessionledger import ServerSettings, SessionService
 from sessionledger.http import create_app
 
 BOUNDED_EXAMPLES = 25
-"""Examples per operation in ``make test`` (27 operations: about 20 s on two workers)."""
+"""Examples per operation in ``make test`` (27 operations: about 40 s on two workers)."""
 LONG_EXAMPLES = 300
-"""Examples per operation in ``make verify``."""
+"""Examples per operation in ``make verify`` (about 4 minutes on one worker)."""
 STREAM_TIMEOUT_S = 0.5
 """An event stream never ends by itself: schemathesis keeps what arrived by then."""
 REQUEST_TIMEOUT_S = 30.0
