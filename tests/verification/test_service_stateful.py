@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,20 @@ def _settings(**overrides: Any) -> settings:
 def test_the_service_agrees_with_its_model_fast() -> None:
     """``make test``: a few short sequences of every command, restart and reconnect."""
     run_state_machine_as_test(ServiceLedger, settings=_settings(**FAST))
+
+
+@pytest.mark.postgres
+def test_the_service_agrees_with_its_model_on_postgresql(pg_database: str) -> None:
+    """Issue #11: the same machine over the PostgreSQL store, each example in a schema of
+    its own (fewer examples: ``make test``'s budget)."""
+
+    class OnPostgres(ServiceLedger):
+        def store_url(self) -> str:
+            return f"{pg_database}?schema=stateful_{uuid.uuid4().hex[:16]}"
+
+    run_state_machine_as_test(
+        OnPostgres, settings=_settings(max_examples=8, stateful_step_count=50)
+    )
 
 
 def _report(

@@ -106,7 +106,7 @@ class ServiceLedger(RuleBasedStateMachine):
         type(self).runs += 1
         self._tmp = tempfile.TemporaryDirectory(prefix="sessionledger-verify-")
         self.root = Path(self._tmp.name).resolve()
-        self.url = f"sqlite:///{self.root / 'ledger.db'}?synchronous=normal"
+        self.url = self.store_url()
         self.clock = ManualClock(T0)
         self.model: dict[str, SessionModel] = {}
         self.auto_continue = True
@@ -122,6 +122,10 @@ class ServiceLedger(RuleBasedStateMachine):
         self.service: SessionService | None = None
         self.service = self._open()
         self._connect()
+
+    def store_url(self) -> str:
+        """The store the machine runs on (a subclass picks another backend)."""
+        return f"sqlite:///{self.root / 'ledger.db'}?synchronous=normal"
 
     def _open(self) -> SessionService:
         store, projections = open_projected_store(self.url, clock=self.clock)
