@@ -96,10 +96,10 @@ class PostgresEventStore:
         return self._url
 
     def _connect(self, *, create_schema: bool = False) -> psycopg.Connection:
-        psycopg = _psycopg()
+        driver = _psycopg()
         try:
-            conn: psycopg.Connection = psycopg.connect(self._conninfo, autocommit=True)
-        except psycopg.OperationalError as exc:
+            conn: psycopg.Connection = driver.connect(self._conninfo, autocommit=True)
+        except driver.OperationalError as exc:
             raise self._fault(exc) from exc
         if self._schema is not None:
             if create_schema:
@@ -113,7 +113,7 @@ class PostgresEventStore:
         A lost server connection is a :class:`StorageFault` (the transaction is gone, nothing
         was appended); the next write connects again.
         """
-        psycopg = _psycopg()
+        driver = _psycopg()
         try:
             if self._writer.broken or self._writer.closed:
                 self._writer = self._connect()
@@ -121,7 +121,7 @@ class PostgresEventStore:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
                 return action(conn)
-        except psycopg.OperationalError as exc:
+        except driver.OperationalError as exc:
             raise self._fault(exc) from exc
 
     def _fault(self, exc: Exception) -> StorageFault:
