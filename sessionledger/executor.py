@@ -374,6 +374,10 @@ class ToolExecutor:
             return None
         call_id = interaction.body["callId"]
         call = self._projections.call(self._store, session_id, call_id)
+        if call is not None and "input" not in call.body:
+            # Another process answered it between the two reads (each read sees the latest
+            # commit): the call completed and its input went with it (D71); nothing is due.
+            return None
         handler = self._registry.handler(call.body["tool"]) if call is not None else None
         assert call is not None and handler is not None
         raw, resolution = _resolution(
