@@ -26,7 +26,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from eventlog import BackupRefused, EventLogError, RecordedEvent, backup_store
+from eventlog import BackupRefused, EventLogError, RecordedEvent, backend_of, backup_store
+from eventlog.migrate import MigrationRefused
+from eventlog.migrate import migrate as copy_log
 from projections.execution_state import fold
 
 from . import __version__
@@ -41,7 +43,7 @@ from .config import (
     resolve_store_url,
 )
 from .documents import describe_event, state_document, state_note
-from .errors import CorruptLog, InvalidInput, SessionLedgerError, from_eventlog
+from .errors import Conflict, CorruptLog, InvalidInput, SessionLedgerError, from_eventlog
 from .plan_files import restore_plan_files
 from .sessions import MAX_CURSOR, AuditReport, SessionService
 from .workspace_config import load_workspace_config
@@ -423,6 +425,48 @@ def backup(db: str | None, dest: Path, overwrite: bool) -> None:
         f"position {report.head_position}, {report.size_bytes} bytes) to "
         f"{escape(str(report.destination))}"
     )
+
+
+@main.command()
+@db_option
+@click.option("--from", "source", metavar="URL", default=None,
+              help="The store to copy (default: the one --db names).")
+@click.option("--to", "target", metavar="URL", required=True,
+              help="An empty PostgreSQL store (postgresql://…[?schema=NAME]).")
+def migrate(db: str | None, source: str | None, target: str) -> None:
+    """Copy a log into an empty PostgreSQL store, verifying every chain on arrival.
+
+    The source's chains are verified first; the rows are copied as stored (ids, times,
+    hashes) in one transaction that checks every chain again before it commits, then the
+    destination's projections are built from the copy. Nothing is written to the destination
+    unless everything verified. Exit 1 when the source's chains break or the destination is
+    not empty, 2 when --to is not a PostgreSQL URL.
+    """
+    from_url = source or resolve_store_url(db)
+    if backend_of(target) != "postgresql":
+        raise InvalidInput(f"--to must name a postgresql:// store, not {target!r}")
+    try:
+        report = copy_log(from_url, target)
+    except MigrationRefused as exc:
+        raise Conflict(f"nothing was migrated: {exc}") from exc
+    with _service(target):
+        pass  # opening the service builds the destination's projections from the copy
+    noun = "session" if report.sessions == 1 else "sessions"
+    _out.print(
+        f"migrated {report.events} events of {report.sessions} {noun} to "
+        f"{escape(_without_password(target))}; every chain verified on arrival"
+    )
+
+
+def _without_password(url: str) -> str:
+    """The URL as it may be printed: a password in it is masked."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
 @main.command()

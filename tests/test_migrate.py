@@ -7,10 +7,12 @@ destination that is not empty, leaves the destination untouched.
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+from server_support import sessionledger_command
 from todo_support import item, write
 
 from eventlog import ManualClock, NewEvent, SessionCreated, open_store
@@ -84,3 +86,35 @@ def test_migrate_refuses_a_broken_source_and_a_non_empty_destination(
         conn.execute(f"UPDATE events SET actor = ? {where}", (actor, ids[1]))
     with pytest.raises(MigrationRefused, match="not empty"):
         migrate(source_url, target_url)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*sessionledger_command(), *args], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_migrate_command_copies_then_audits_clean_and_refuses_bad_targets(
+    tmp_path: Path, pg_database: str
+) -> None:
+    """`sessionledger migrate --from … --to …`: exit 0 with the counts, the copy audits clean
+    (chains and projections), a second run into the same store is refused with exit 1 and
+    a non-PostgreSQL target is bad usage, exit 2 — neither writes anything."""
+    source_url, ids = _sqlite_log(tmp_path)
+    target_url = f"{pg_database}?schema=by_cli"
+    with closing(open_store(source_url)) as source:
+        events = len(list(raw_log(source)))
+    done = _cli("migrate", "--from", source_url, "--to", target_url)
+    assert done.returncode == 0, done.stderr
+    assert f"migrated {events} events of 3 sessions" in done.stdout
+    audit = _cli("audit", "--db", target_url)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    listed = _cli("sessions", "--db", target_url)
+    assert all(sid in listed.stdout for sid in ids)
+    again = _cli("migrate", "--from", source_url, "--to", target_url)
+    assert again.returncode == 1 and "not empty" in again.stderr
+    other = tmp_path / "other.db"
+    wrong = _cli("migrate", "--from", source_url, "--to", f"sqlite:///{other}")
+    assert wrong.returncode == 2 and "postgresql://" in wrong.stderr
+    assert not other.exists()
+    with closing(open_store(target_url)) as target:
+        assert target.head_position() == events
