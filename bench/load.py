@@ -3,7 +3,8 @@
 Run ``.venv/bin/python bench/load.py`` (``--quick`` for a smoke run of a few seconds). It
 starts the installed ``sessionledger serve`` on a free loopback port over a fresh SQLite file
 (the default ``synchronous=FULL``) and a temporary workspace, then runs two phases, each step
-with fresh sessions and freshly connected subscribers:
+with fresh sessions and freshly connected subscribers (the target run first, on a fresh log;
+the table shows it second):
 
 (a) throughput sweep: for N in ``--clients`` (1, 8, 32, 64), N closed-loop clients, each with
     its own session, alternate a ``TodoWrite`` of 10 items (four events) and a mode cycle (one
@@ -14,8 +15,9 @@ with fresh sessions and freshly connected subscribers:
     target of p99 delivery under 100 ms.
 
 Three kinds of process share the machine with the server: one writer process (asyncio and
-httpx), ``--subscriber-procs`` subscriber processes (asyncio and httpx, a lean SSE parser that
-only reads each frame's ``id:``), and this orchestrator, idle while a step runs.
+httpx), ``--subscriber-procs`` (2) subscriber processes (asyncio protocols on raw connections
+that only read each frame's ``id:``), and this orchestrator, idle while a step runs. Their
+CPU is printed beside the server's.
 
 Delivery latency is the time a subscriber received an event minus the time the client sent the
 request that appended it (the same host's wall clock in two processes). After a step the
@@ -26,7 +28,7 @@ Sending, not acknowledging, is the reference, so the figure includes the request
 the server and is an upper bound on the delivery itself; the table also shows the part after
 the commit (receive minus the event's ``recordedAt``, which is in milliseconds, truncated).
 Every subscriber must receive every event of the step; one it did not is ``undelivered``.
-See docs/performance.md and docs/decisions.md D97.
+See docs/performance.md and docs/decisions.md D97 to D99.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import json
 import multiprocessing
 import os
 import platform
+import re
 import signal
 import socket
 import subprocess
@@ -112,44 +115,73 @@ def _wait_healthy(base_url: str, process: subprocess.Popen[bytes], log: Path) ->
 # Subscribers (their own processes): every frame's id and the wall-clock time it arrived.
 
 
-async def _follow(http: httpx.AsyncClient, after: int, got: dict[int, float],
-                  ready: list[int]) -> None:
-    async with http.stream("GET", "/v1/events/stream", params={"after": after}) as response:
-        response.raise_for_status()
-        ready.append(1)
-        buffer = b""
-        clock = time.time
-        async for chunk in response.aiter_raw():
-            now = clock()
-            buffer += chunk
-            *frames, buffer = buffer.split(b"\n\n")
-            for frame in frames:
-                last = frame[frame.rfind(b"\n") + 1:]  # FastAPI writes ``id:`` last
-                if last.startswith(b"id: "):
-                    got[int(last[4:])] = now
+_FRAME_ID = re.compile(rb"\nid: (\d+)\n")
+
+
+class _Subscriber(asyncio.Protocol):
+    """One ``GET /v1/events/stream`` on a raw connection: notes when each ``id:`` arrived.
+
+    Lean, as a browser's native EventSource is (a third of the CPU that reading the same
+    streams with httpx took, which then delayed the receipts it measured): the chunked
+    framing between pages stays in the buffer, since no line of an event but its ``id:``
+    line starts with ``id:``, and JSON data has no bare newline.
+    """
+
+    def __init__(self, got: dict[int, float]) -> None:
+        self.got = got
+        self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.buffer = b""
+        self.headers_done = False
+
+    def data_received(self, data: bytes) -> None:
+        now = time.time()
+        buffer = self.buffer + data
+        if not self.headers_done:
+            if self.ready.done():  # refused: the error is reported already
+                return
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                self.buffer = buffer
+                return
+            if not buffer.startswith(b"HTTP/1.1 200 "):
+                self.ready.set_exception(RuntimeError(buffer[:200].decode(errors="replace")))
+                return
+            self.headers_done = True
+            self.ready.set_result(None)
+            buffer = buffer[end + 4:]
+        cut = buffer.rfind(b"\n\n") + 2  # after the last whole frame (0: none yet)
+        for match in _FRAME_ID.finditer(buffer, 0, max(cut - 1, 0)):
+            self.got[int(match[1])] = now
+        self.buffer = buffer[cut:] if cut > 1 else buffer
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.ready.done():
+            self.ready.set_exception(ConnectionError(f"stream closed: {exc}"))
 
 
 async def _subscribe(base_url: str, count: int, after: int, conn: Connection) -> None:
-    limits = httpx.Limits(max_connections=count + 1, max_keepalive_connections=0)
-    timeout = httpx.Timeout(10.0, read=None)
-    received: list[dict[int, float]] = [{} for _ in range(count)]
-    ready: list[int] = []
     loop = asyncio.get_running_loop()
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout) as http:
-        tasks = [asyncio.create_task(_follow(http, after, got, ready)) for got in received]
-        while len(ready) < count:
-            if any(t.done() for t in tasks):  # a stream failed to open: report it
-                await asyncio.gather(*tasks)
-            await asyncio.sleep(0.01)
+    host, port = base_url.removeprefix("http://").split(":")
+    request = (f"GET /v1/events/stream?after={after} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+               "Accept: text/event-stream\r\n\r\n").encode()
+    received: list[dict[int, float]] = [{} for _ in range(count)]
+    streams = []
+    for got in received:
+        transport, stream = await loop.create_connection(
+            lambda got=got: _Subscriber(got), host, int(port))
+        transport.write(request)
+        streams.append((transport, stream))
+    try:
+        await asyncio.gather(*(stream.ready for _t, stream in streams))
         conn.send("ready")
         cpu = time.process_time()
         last, wait_s = await loop.run_in_executor(None, conn.recv)
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline and not all(last in got for got in received):
             await asyncio.sleep(0.02)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        for transport, _stream in streams:
+            transport.close()
     conn.send((time.process_time() - cpu, received))
 
 
@@ -315,7 +347,8 @@ def match(records: list[tuple[Any, ...]], events: list[dict[str, Any]]
           ) -> tuple[dict[int, tuple[float, float]], list[str]]:
     """Position → (request sent, recordedAt) for one session; and what did not match."""
     sent: dict[int, tuple[float, float]] = {}
-    problems: list[str] = [note for *_, ok, _key, note in records if not ok]
+    problems = [f"{kind} after {elapsed * 1e3:.1f} ms: {note}"
+                for kind, _at, elapsed, ok, _key, note in records if not ok]
     rest = events[1:]  # after SessionCreated
     for kind, at, _elapsed, ok, key, _note in records:
         if not ok:
@@ -478,6 +511,19 @@ def target_passed(step: Step) -> bool:
             and step.deliveries > 0)
 
 
+def server_complaints(log: Path) -> list[str]:
+    """The server's log lines above ``info`` (and any that are not JSON), at most 20."""
+    found = []
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            quiet = json.loads(line).get("level") in ("debug", "info")
+        except ValueError:
+            quiet = False
+        if not quiet:
+            found.append(line[:300])
+    return found[:20]
+
+
 def _loadavg() -> str:
     try:
         return f"{os.getloadavg()[0]:.2f}"
@@ -487,8 +533,9 @@ def _loadavg() -> str:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--clients", type=lambda s: [int(n) for n in s.split(",")],
-                   default=[1, 8, 32, 64], help="comma-separated writer counts of the sweep")
+    p.add_argument("--clients", type=lambda s: [int(n) for n in s.split(",") if n],
+                   default=[1, 8, 32, 64],
+                   help="comma-separated writer counts of the sweep ('' for none)")
     p.add_argument("--duration", type=float, default=15.0, help="seconds of writing per step")
     p.add_argument("--subscribers", type=int, default=100, help="SSE subscribers per step")
     p.add_argument("--subscriber-procs", type=int, default=2,
@@ -517,13 +564,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_before = _loadavg()
     with tempfile.TemporaryDirectory(prefix="sl-bench-load-", dir=args.tmp) as tmp, \
             running_server(Path(tmp)) as (base_url, server):
-        sweep, after = [], 0
+        log = Path(tmp) / "server.log"
+        # The target run first: it is the one with a target, and a fresh log.
+        target, after = run_step(base_url, server, args, args.rate_clients, 0, args.rate)
+        sweep = []
         for clients in args.clients:
             step, after = run_step(base_url, server, args, clients, after, None)
             sweep.append(step)
-        target, after = run_step(base_url, server, args, args.rate_clients, after, args.rate)
+        complaints = server_complaints(log)
     note = f"1-min load average {load_before} before, {_loadavg()} after"
     print(render(args, sweep, target, note))
+    if complaints:
+        print("\nserver log, warnings and errors:\n" + "\n".join(complaints))
     print(f"\n(total wall time {time.perf_counter() - started:.0f} s)")
     if args.json is not None:
         args.json.write_text(json.dumps(
