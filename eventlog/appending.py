@@ -25,7 +25,14 @@ __all__ = [
 ]
 
 Listener = Callable[[Sequence[RecordedEvent]], None]
-"""Called after each commit with the committed events, in global order."""
+"""Called after each commit with the committed events, in global order.
+
+A store's own commits are told on the committing thread. On PostgreSQL a listener also hears
+the commits of other processes (and other store instances) on the same database and schema,
+from the store's listening thread, soon after they commit (D116): each event once, those of
+one process in global order, though another process's events may come after a later commit
+of this one. Listeners that only wake a reader of the log from its cursor need not care
+where an event came from."""
 
 
 

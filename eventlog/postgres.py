@@ -6,7 +6,9 @@ transaction first takes a transaction-scoped advisory lock (``pg_advisory_xact_l
 so appends from every process are serialised and global positions are handed out in commit
 order: a reader of the global stream never sees position *n + 1* before *n*, and never skips
 an event that commits late. Inline projections are updated in that transaction (their tables
-in :mod:`projections`). Readers use one autocommit connection per thread.
+in :mod:`projections`). Readers use one autocommit connection per thread. Each append
+transaction also sends a ``NOTIFY``, and while the store has listeners a thread ``LISTEN``s
+for it, so they hear other processes' commits too (:mod:`eventlog.postgres_listen`, D116).
 
 psycopg 3 (the ``postgres`` extra) is imported only when a store is opened.
 """
@@ -14,6 +16,7 @@ psycopg 3 (the ``postgres`` extra) is imported only when a store is opened.
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,6 +28,7 @@ from .errors import EventLogError, InvalidStoreUrl, StorageFault, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
 from .postgres_group import copy_rows, write_group
+from .postgres_listen import CommitFollower, channel_for, notify_payload
 from .postgres_schema import (
     APPEND_LOCK,
     COLUMNS,
@@ -81,9 +85,14 @@ class PostgresEventStore:
         self._readers: list[psycopg.Connection] = []
         self._local = threading.local()
         self._closed = False
+        self._token = uuid.uuid4().hex[:12]
+        self._follower: CommitFollower | None = None
+        self._follow_lock = threading.Lock()
         self._writer = self._connect(create_schema=True)
         try:
             self._in_lock(self._create)
+            schema = self._writer.execute("SELECT current_schema()").fetchone()
+            self._channel = channel_for(str(schema[0] if schema else "public"))
         except BaseException:
             self._writer.close()
             raise
@@ -164,21 +173,34 @@ class PostgresEventStore:
             raise StoreClosed("the store is closed")
         now = now_text(self._clock)
 
+        follower = self._follower
+        committed: list[RecordedEvent] = []
+
         def write(conn: psycopg.Connection) -> list[AppendResult | BaseException]:
             (position,) = conn.execute(HIGH_WATER).fetchone()  # type: ignore[misc]
-            return write_group(
+            done = write_group(
                 conn, group, position=int(position), now=now, upcasters=self._upcasters,
                 projections=self._projections,
-            ).outcomes
-
-        outcomes = self._in_lock(write)
-        if self._listeners:
-            committed = [
-                e for o in outcomes if isinstance(o, AppendResult) and not o.replayed
+            )
+            committed[:] = [
+                e for o in done.outcomes if isinstance(o, AppendResult) and not o.replayed
                 for e in o.events
             ]
-            if committed:
-                self._listeners.publish(committed)
+            if committed:  # delivered at commit, to every process listening (D116)
+                if follower is not None:
+                    follower.expect(committed)
+                conn.execute("SELECT pg_notify(%s, %s)",
+                             (self._channel, notify_payload(done.last_position, self._token)))
+            return done.outcomes
+
+        try:
+            outcomes = self._in_lock(write)
+        except BaseException:
+            if follower is not None:
+                follower.forget(committed)
+            raise
+        if committed and self._listeners:
+            self._listeners.publish(committed)
         return outcomes
 
     # -- projections -----------------------------------------------------------------------
@@ -369,10 +391,34 @@ class PostgresEventStore:
     # -- lifecycle -------------------------------------------------------------------------
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` after each commit: this store's, on the committing thread, and
+        other processes' on this database, from a listening thread (D116)."""
+        self._follow()
         return self._listeners.add(listener)
+
+    def _follow(self) -> None:
+        """Start listening for other processes' commits (once, at the first subscriber)."""
+        with self._follow_lock:
+            if self._follower is not None:
+                return
+            # With no group in flight, every commit after the cursor is either expected by
+            # the follower (ours) or read by it (another process's).
+            with self._committer.exclusive():
+                if self._closed:
+                    raise StoreClosed("the store is closed")
+                follower = CommitFollower(
+                    connect=self._connect, channel=self._channel, token=self._token,
+                    read_after=lambda after: self.read_all(after=after),
+                    publish=self._listeners.publish, cursor=self.head_position(),
+                )
+                self._follower = follower
+            follower.start()
 
     def close(self) -> None:
         """Wait for the group in flight, then refuse new work and close every connection."""
+        with self._follow_lock:
+            if self._follower is not None:
+                self._follower.stop()
         with self._committer.exclusive():
             if self._closed:
                 return

@@ -90,7 +90,11 @@ def _runs(events: Sequence[RecordedEvent]) -> list[list[RecordedEvent]]:
 
 
 def batch_logger(target: logging.Logger | None = None) -> Listener:
-    """A store listener that logs one line per appended batch."""
+    """A store listener that logs one line per appended batch.
+
+    On PostgreSQL the store also tells its listeners of other processes' appends (D116), so
+    each ``serve`` instance sharing a database logs every batch appended to it, once, not
+    only its own."""
     log = target or logger.getChild("log")
 
     def on_commit(events: Sequence[RecordedEvent]) -> None:
