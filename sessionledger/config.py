@@ -96,7 +96,8 @@ class ServerSettings:
     session workspace must resolve inside. ``question_grace_s`` and ``question_deadline_s`` are
     the AskUserQuestion auto-continue durations (SPEC HO-4; :attr:`timer_config`). ``token``
     is the bearer token; it is required when ``host`` is not loopback.
-    ``stream_poll_s`` bounds how late an append by another process reaches an open stream;
+    ``stream_poll_s`` bounds how late an append by another process reaches an open stream
+    (on PostgreSQL the store's ``LISTEN/NOTIFY`` usually wakes it at once, D116);
     ``stream_keepalive_s`` is the idle time after which a stream sends a comment.
     """
 

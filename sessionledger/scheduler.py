@@ -6,9 +6,10 @@ and its projection; this thread only asks :meth:`TimerService.run_due
 next due instant, then sleeps until that instant. It wakes early when this process commits
 an event that can move a timer (a question registered or resolved, a timer change, a setting
 change), and at least every ``poll_s`` seconds, which is how appends by another process on
-the same database reach it. Started with the app and stopped before the store closes, so a
-restart re-arms every timer from the log on its first pass, and deadlines missed while the
-service was down fire at once, in order (HO-7).
+the same database reach it (on PostgreSQL the store also tells it of those at once, D116).
+Started with the app and stopped before the store closes, so a restart re-arms every timer
+from the log on its first pass, and deadlines missed while the service was down fire at once,
+in order (HO-7).
 
 Nothing here decides anything: a thread that dies or lags only delays transitions; the times
 they carry are the log's.
