@@ -274,6 +274,8 @@ def tamper_for(store: EventStore) -> Tamper:
     """The tampering helper matching the store's backend."""
     if isinstance(store, SQLiteEventStore):
         return SQLiteTamper(store.path)
+    if isinstance(store, PostgresEventStore):
+        return pg_support.PostgresTamper(store.url)
     assert isinstance(store, MemoryEventStore)
     return MemoryTamper(store)
 

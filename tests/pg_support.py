@@ -28,6 +28,8 @@ import pytest
 __all__ = [
     "ENV_URL",
     "PG_BACKEND",
+    "PostgresTamper",
+    "Unrepresentable",
     "bindir",
     "create_database",
     "drop_database",
@@ -162,3 +164,72 @@ def server() -> Iterator[tuple[str | None, str]]:
         return
     with temporary_cluster(binaries) as started:
         yield started, ""
+
+
+class Unrepresentable(Exception):
+    """A tampering PostgreSQL's typed columns cannot hold (bytes, a non-integer ``seq``, NUL,
+    text that is not UTF-8): it cannot happen to a PostgreSQL log, so the case is skipped."""
+
+
+_INTEGER_COLUMNS = frozenset({"global_position", "seq", "schema_version"})
+
+
+class PostgresTamper:
+    """Tampers with a PostgreSQL store's ``events`` rows through a connection of its own.
+
+    Values are stored as SQLite's column affinity would store them where PostgreSQL's types
+    allow it (an integer written to a text column becomes its digits); anything else raises
+    :class:`Unrepresentable`.
+    """
+
+    def __init__(self, url: str) -> None:
+        from eventlog.postgres_schema import parse_url
+
+        self.conninfo, self.schema = parse_url(url)
+
+    def _run(self, *statements: tuple[str, tuple[object, ...]]) -> None:
+        import psycopg
+
+        with psycopg.connect(self.conninfo) as conn:
+            if self.schema:
+                conn.execute(f'SET search_path TO "{self.schema}"')
+            for sql, params in statements:
+                cursor = conn.execute(sql, params)  # type: ignore[arg-type]
+                assert cursor.rowcount == 1, f"{sql} {params} touched {cursor.rowcount} rows"
+
+    @staticmethod
+    def _value(column: str, value: object) -> object:
+        if value is None:
+            return None
+        if column in _INTEGER_COLUMNS:
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+            raise Unrepresentable(f"{column} is BIGINT/INTEGER on PostgreSQL: {value!r}")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        if isinstance(value, str) and "\x00" not in value:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise Unrepresentable(f"{column} must be UTF-8 on PostgreSQL") from None
+            return value
+        raise Unrepresentable(f"{column} is TEXT on PostgreSQL: {value!r}")
+
+    def update(self, session_id: str, seq: int, column: str, value: object) -> None:
+        self._run((f"UPDATE events SET {column} = %s WHERE session_id = %s AND seq = %s",
+                   (self._value(column, value), session_id, seq)))
+
+    def undecodable(self, session_id: str, seq: int, column: str) -> None:
+        raise Unrepresentable("PostgreSQL keeps text as valid UTF-8: no undecodable bytes")
+
+    def delete(self, session_id: str, seq: int) -> None:
+        self._run(("DELETE FROM events WHERE session_id = %s AND seq = %s", (session_id, seq)))
+
+    def swap(self, session_id: str, seq_a: int, seq_b: int) -> None:
+        where = "WHERE session_id = %s AND seq = %s"
+        parked = -(10**9)  # UNIQUE(session_id, seq) forbids a direct swap
+        self._run(
+            (f"UPDATE events SET seq = %s {where}", (parked, session_id, seq_a)),
+            (f"UPDATE events SET seq = %s {where}", (seq_a, session_id, seq_b)),
+            (f"UPDATE events SET seq = %s {where}", (seq_b, session_id, parked)),
+        )

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
+from pg_support import PG_BACKEND, Unrepresentable
 
 from eventlog import (
     EventStore,
@@ -28,6 +29,12 @@ from eventlog.envelope import encode_event
 
 if TYPE_CHECKING:
     from conftest import StoreFactory, Tamper
+
+@pytest.fixture(params=["memory", "sqlite", PG_BACKEND])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Every backend, PostgreSQL too (EL-8: the same guarantees as SQLite)."""
+    return str(request.param)
+
 
 per_example_stores = settings(
     suppress_health_check=[
@@ -172,7 +179,10 @@ def test_el4_each_kind_of_tampering_is_blamed_on_its_seq(
     """EL-4: each listed edit, deletion, swap or corruption names the first affected seq."""
     fixed_log(store, clock)
     assert all(r.ok for r in store.verify())
-    tampering.apply(tamper)
+    try:
+        tampering.apply(tamper)
+    except Unrepresentable as exc:
+        pytest.skip(f"cannot happen on this backend: {exc}")
     assert_blamed(store, tampering)
 
 
@@ -274,6 +284,9 @@ def test_el4_any_single_tampering_is_blamed_on_the_first_affected_seq(
         versions = build(store, clock, log)
         assert all(r.ok for r in store.verify())
         tampering = data.draw(tamperings(store, versions), label="tampering")
-        tampering.apply(tamper_factory(store))
+        try:
+            tampering.apply(tamper_factory(store))
+        except Unrepresentable:
+            reject()  # PostgreSQL's typed columns cannot hold this corruption
         assert_blamed(store, tampering)
 
