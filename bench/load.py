@@ -47,7 +47,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from multiprocessing.connection import Connection
@@ -208,7 +208,7 @@ class Client:
 
     index: int
     http: httpx.AsyncClient
-    session: str = ""
+    session: str
     calls: int = 0
     records: list[tuple[Any, ...]] = field(default_factory=list)
 
@@ -272,13 +272,17 @@ async def _paced(clients: list[Client], duration: float, rate: float) -> None:
 
 async def _write(base_url: str, count: int, duration: float, rate: float | None
                  ) -> dict[str, Any]:
-    limits = httpx.Limits(max_connections=count, max_keepalive_connections=count)
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=60.0) as http:
-        clients = [Client(i, http) for i in range(count)]
-        for client in clients:
+    # One connection per client, each its own httpx client: a shared pool of 64 connections
+    # made the writer process, not the server, the bottleneck (D99).
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with AsyncExitStack() as stack:
+        clients = []
+        for i in range(count):
+            http = await stack.enter_async_context(
+                httpx.AsyncClient(base_url=base_url, limits=limits, timeout=60.0))
             response = await http.post("/v1/sessions", json={})
             response.raise_for_status()
-            client.session = response.json()["sessionId"]
+            clients.append(Client(i, http, response.json()["sessionId"]))
         cpu, started = time.process_time(), time.perf_counter()
         if rate is None:
             await _closed_loop(clients, duration)
