@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 from rich.console import Console
@@ -26,7 +26,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from eventlog import BackupRefused, EventLogError, RecordedEvent, backend_of, backup_store
+from eventlog import (
+    BackupRefused,
+    EventLogError,
+    HostKind,
+    RecordedEvent,
+    backend_of,
+    backup_store,
+)
 from eventlog.migrate import MigrationRefused
 from eventlog.migrate import migrate as copy_log
 from projections.execution_state import fold
@@ -494,6 +501,49 @@ def call(db: str | None, session_id: str, tool: str, input_json: str, call_id: s
     _out.print(escape(str(document.get("modelContent", ""))), soft_wrap=True)
     ok = document["status"] == "completed" and document.get("success") is True
     raise SystemExit(0 if ok else 1)
+
+
+@main.command()
+@db_option
+@click.option(
+    "--workspace", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+    help="Workspace root: the new session's workspace. Default: the current directory.",
+)
+@click.option("--session", "session_id", metavar="SESSION", default=None,
+              help="Resume this session (todos, mode, pending questions) instead of a new one.")
+@click.option("--host-kind", type=click.Choice(["protocol", "tui", "headless"]),
+              default="protocol", show_default=True,
+              help="The host the calls are made as: decides the broker and the tool surface.")
+@click.option("--web-url", metavar="URL", default=f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/",
+              show_default=True,
+              help="Where `sessionledger serve` runs: named in pending results so a person "
+                   "can answer there.")
+def mcp(
+    db: str | None, workspace: Path | None, session_id: str | None, host_kind: str,
+    web_url: str,
+) -> None:
+    """Serve the session tools over the Model Context Protocol on stdin/stdout.
+
+    One MCP connection is one ledger session: --session resumes it, else a new session is
+    created (its id is printed on stderr). Every call is recorded exactly as one made over
+    HTTP. AskUserQuestion and ExitPlanMode ask through MCP elicitation when the client
+    supports it; otherwise they answer that they are pending, naming the web page where a
+    person can answer, and InteractionStatus reports the outcome. See docs/mcp.md.
+    """
+    from .mcp import LedgerMcp, McpOptions, run_stdio  # the mcp SDK only for this command
+    from .scheduler import TimerScheduler
+
+    root = workspace or Path.cwd()
+    load_workspace_config(root)  # TR-4: never start on invalid rules
+    options = McpOptions(session_id=session_id, host=cast(HostKind, host_kind), web_url=web_url)
+    with _service(db, root) as service:
+        ledger = LedgerMcp(service, options)
+        scheduler = TimerScheduler(service.timers, service.store)  # the protocol host's timers
+        scheduler.start()
+        try:
+            run_stdio(ledger)
+        finally:
+            scheduler.stop()
 
 
 @main.command()

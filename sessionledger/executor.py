@@ -134,6 +134,11 @@ class ToolExecutor:
             context=self._context,
         )
 
+    @property
+    def registry(self) -> ToolRegistry:
+        """The tools this executor runs (their contracts and descriptors)."""
+        return self._registry
+
     # -- calls -----------------------------------------------------------------------------
 
     def surface(self, session: SessionSummary) -> list[str]:

@@ -1,0 +1,15 @@
+"""The Model Context Protocol server (issue 12): the session tools for any MCP client.
+
+:mod:`.catalog` lists the tools with the schemas and descriptions of their pydantic contracts
+and annotations from their descriptors; :mod:`.forms` maps a questionnaire or a plan approval
+to one MCP elicitation and its answer back to a ``respond`` decision; :mod:`.results` turns a
+tool-call document into an MCP tool result; :mod:`.server` binds one MCP connection to one
+ledger session and runs every call through :meth:`ToolService.call
+<sessionledger.tool_service.ToolService.call>`, the path the HTTP routes take.
+"""
+
+from __future__ import annotations
+
+from .server import DEFAULT_WEB_URL, LedgerMcp, McpOptions, run_stdio
+
+__all__ = ["DEFAULT_WEB_URL", "LedgerMcp", "McpOptions", "run_stdio"]

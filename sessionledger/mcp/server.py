@@ -1,0 +1,213 @@
+"""The MCP server: one MCP connection is one ledger session (issue 12).
+
+:class:`LedgerMcp` builds a low-level ``mcp`` :class:`~mcp.server.Server` over a
+:class:`~sessionledger.sessions.SessionService`. Every tool call goes through
+:meth:`ToolService.call <sessionledger.tool_service.ToolService.call>` with the configured host
+kind (``protocol`` by default), the same path as ``POST /v1/sessions/{id}/tool-calls``, so it
+is recorded identically. A call that waits for the user (AskUserQuestion, ExitPlanMode in
+Plan) is asked through MCP elicitation when the client declared that capability (one form
+per questionnaire, :mod:`.forms`) and answered through :meth:`ToolService.respond`, the path of
+``POST …/interactions/{iid}/respond``; otherwise it answers at once that it is pending and
+``InteractionStatus`` reports the outcome later. The service is synchronous: calls run in
+worker threads.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+)
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from eventlog import HostKind
+
+from .. import __version__
+from ..errors import Conflict, InvalidInput, NotFound, SessionLedgerError
+from ..sessions import SessionService
+from .catalog import INTERACTION_STATUS, MCP_TOOLS, InteractionStatusInput, offered_tools
+from .forms import Form, ask_form, plan_form
+from .results import call_result, error_result, session_page
+
+__all__ = ["DEFAULT_WEB_URL", "LedgerMcp", "McpOptions", "run_stdio"]
+
+DEFAULT_WEB_URL = "http://127.0.0.1:8765/"
+"""Where ``sessionledger serve`` answers by default: the web page named in pending results."""
+_FORMS: dict[str, Callable[[dict[str, Any]], Form]] = {
+    "AskUserQuestion": ask_form, "ExitPlanMode": plan_form,
+}
+T = TypeVar("T")
+Ctx = ServerRequestContext[Any, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpOptions:
+    """How MCP connections map to ledger sessions."""
+
+    session_id: str | None = None
+    """Resume this session; else each connection gets a new one."""
+    host: HostKind = "protocol"
+    web_url: str = DEFAULT_WEB_URL
+
+
+class LedgerMcp:
+    """The session tools over MCP for one service; bound to one session per connection."""
+
+    def __init__(self, service: SessionService, options: McpOptions | None = None) -> None:
+        self._service = service
+        self._options = options or McpOptions()
+        self._session_id = self._options.session_id
+
+    @property
+    def session_id(self) -> str | None:
+        return self._session_id
+
+    def bind(self) -> str:
+        """The connection's session: the resumed one (it must be live), else a new one."""
+        if self._session_id is None:
+            created = self._service.create_session(host=self._options.host)
+            self._session_id = str(created["sessionId"])
+        else:
+            self._service.require_live(self._session_id)
+        return self._session_id
+
+    def server(self) -> Server[Any]:
+        """The low-level MCP server with the tool handlers."""
+        return Server(
+            "sessionledger", version=__version__,
+            instructions=f"Session tools recorded in the sessionledger event log "
+                         f"(session {self._session_id or 'created per connection'}).",
+            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+        )
+
+    # -- handlers --------------------------------------------------------------------------
+
+    async def _list_tools(
+        self, ctx: Ctx, params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        session_id = await self._bound()
+        surface = await _run(lambda: self._service.tools.surface(session_id))
+        registry = self._service.tools.executor.registry
+        return ListToolsResult(tools=offered_tools(registry, surface))
+
+    async def _call_tool(self, ctx: Ctx, params: CallToolRequestParams) -> CallToolResult:
+        arguments = dict(params.arguments or {})
+        try:
+            session_id = await self._bound()
+            if params.name == INTERACTION_STATUS:
+                return await self._status(session_id, arguments)
+            if params.name not in MCP_TOOLS:
+                raise InvalidInput(f"unknown tool {params.name!r} for this session")
+            document = await self._call(session_id, params.name, arguments)
+            form = _FORMS.get(params.name)
+            if document["status"] == "pending" and form is not None and _can_elicit(ctx):
+                document = await self._elicit(ctx, session_id, form(arguments), document)
+        except SessionLedgerError as exc:
+            return error_result(exc)
+        return call_result(document, page=self._page(session_id))
+
+    # -- steps -----------------------------------------------------------------------------
+
+    async def _bound(self) -> str:
+        if self._session_id is not None:
+            return self._session_id
+        return await _run(self.bind)
+
+    async def _call(self, session_id: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        def call() -> dict[str, Any]:
+            answer = self._service.tools.call(
+                session_id, tool, arguments, host=self._options.host
+            )
+            return answer.document
+
+        return await _run(call)
+
+    async def _elicit(
+        self, ctx: Ctx, session_id: str, form: Form, pending: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Ask through the client; record the answer as the respond endpoint does. A
+        dismissed form, or a client that fails to ask, leaves the call pending."""
+        try:
+            result = await ctx.session.elicit_form(
+                form.message, form.schema, related_request_id=ctx.request_id
+            )
+        except (MCPError, ValidationError):
+            return pending
+        answer = form.answer(result.action, result.content)
+        if answer is None:
+            return pending
+        interaction_id = str(pending["interactionId"])
+
+        def respond() -> dict[str, Any]:
+            try:
+                return self._service.tools.respond(
+                    session_id, interaction_id, answer.decision, input=answer.input,
+                    feedback=answer.feedback,
+                )
+            except (Conflict, InvalidInput):  # resolved meanwhile, or an answer it refuses
+                return self._service.tools.get(session_id, str(pending["callId"])).document
+
+        return await _run(respond)
+
+    async def _status(self, session_id: str, arguments: dict[str, Any]) -> CallToolResult:
+        try:
+            parsed = InteractionStatusInput.model_validate(arguments)
+        except ValidationError as exc:
+            raise InvalidInput(f"InteractionStatus input is invalid: {exc.errors()[0]['msg']}") \
+                from exc
+
+        def status() -> dict[str, Any]:
+            service = self._service
+            found = service.projections.interaction(service.store, parsed.interaction_id)
+            if found is None or found.session_id != session_id:
+                raise NotFound(
+                    f"no interaction {parsed.interaction_id!r} in session {session_id!r}"
+                )
+            return service.tools.get(session_id, str(found.body["callId"])).document
+
+        document = await _run(status)
+        return call_result(document, page=self._page(session_id))
+
+    def _page(self, session_id: str) -> str:
+        return session_page(self._options.web_url, session_id)
+
+
+def _can_elicit(ctx: Ctx) -> bool:
+    """Whether this request may ask the user through a form elicitation: the client declared
+    the capability (an empty one means form) on a handshake-era connection that can carry a
+    server-to-client request."""
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+        return False
+    return ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS and ctx.session.can_send_request
+
+
+async def _run(function: Callable[[], T]) -> T:
+    return await anyio.to_thread.run_sync(function)
+
+
+async def _serve_stdio(server: Server[Any]) -> None:
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def run_stdio(ledger: LedgerMcp) -> None:
+    """Serve one MCP connection over standard input and output until the client leaves."""
+    session_id = ledger.bind()
+    print(f"sessionledger mcp: session {session_id} (resume with --session {session_id})",
+          file=sys.stderr, flush=True)
+    anyio.run(_serve_stdio, ledger.server())
