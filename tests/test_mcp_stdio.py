@@ -1,0 +1,306 @@
+"""``sessionledger mcp`` over stdio, driven by the ``mcp`` SDK's own client (issue 12).
+
+The installed command is spawned per connection with a temporary SQLite log and workspace.
+The tests list the tools (valid JSON Schema, the contracts' descriptions, the descriptors'
+annotations), write and read todos, answer a question and plan approvals through an
+elicitation callback, leave them pending for a client without elicitation and answer them over
+HTTP, resume a session after the server is killed, and compare the log an MCP session leaves
+with the log of the same calls made over HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from jsonschema import Draft202012Validator
+from mcp_support import Answers, mcp_client, normalized, text_of
+from server_support import in_process_client
+
+from sessionledger import SessionService
+from sessionledger.tool_service import default_registry
+from sessionledger.tools.ask_texts import ALL_ANSWERED_PREFIX
+from sessionledger.tools.descriptors import SERVICE_TOOLS
+from sessionledger.tools.plan_contract import APPROVED_PREFIX, NOT_APPROVED, REVIEW_QUESTION
+
+QUESTION = {"questions": [{
+    "question": "Which database?", "header": "Database", "multiSelect": False,
+    "options": [{"label": "SQLite (Recommended)", "description": "one file"},
+                {"label": "Postgres", "description": "a server"}],
+}]}
+TODOS = {"todos": [
+    {"content": "Write the tests", "status": "in_progress", "priority": "high"},
+    {"content": "Ship it", "status": "pending", "priority": "low"},
+]}
+PLAN = {"plan": "1. Add the MCP server\n2. Test it"}
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> tuple[str, Path]:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    return f"sqlite:///{tmp_path / 'ledger.db'}", workspace
+
+
+def run(scenario: Callable[[], Awaitable[None]]) -> None:
+    anyio.run(scenario)
+
+
+def only_session(db_url: str, workspace: Path) -> str:
+    service = SessionService.open(db_url, workspace_root=workspace)
+    try:
+        (summary,) = service.summaries()
+        return summary.session_id
+    finally:
+        service.close()
+
+
+def test_lists_the_tools_with_contract_schemas_and_descriptor_annotations(
+    ledger: tuple[str, Path],
+) -> None:
+    registry = default_registry()
+
+    async def scenario() -> None:
+        async with mcp_client(*ledger) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {
+            "TodoRead", "TodoWrite", "AskUserQuestion", "EnterPlanMode", "ExitPlanMode",
+            "ReadSessionContext", "InteractionStatus",
+        }  # ListModels only with the dynamic-workflow flag
+        for name, tool in tools.items():
+            Draft202012Validator.check_schema(tool.input_schema)
+            assert tool.annotations is not None
+            if name == "InteractionStatus":
+                assert tool.annotations.read_only_hint is True
+                assert tool.input_schema["required"] == ["interactionId"]
+                continue
+            descriptor = SERVICE_TOOLS[name]
+            assert tool.annotations.read_only_hint is descriptor.read_only
+            assert tool.annotations.destructive_hint is descriptor.destructive
+            handler = registry.handler(name)
+            if handler is not None:  # the store-free registry holds todos and questions
+                assert tool.input_schema == handler.model_schema()
+                assert tool.description == handler.description
+
+    run(scenario)
+
+
+def test_todo_write_then_todo_read(ledger: tuple[str, Path]) -> None:
+    async def scenario() -> None:
+        async with mcp_client(*ledger) as client:
+            written = await client.call_tool("TodoWrite", TODOS)
+            assert not written.is_error
+            assert written.structured_content["status"] == "completed"
+            read = await client.call_tool("TodoRead", {})
+        assert not read.is_error
+        assert "Write the tests" in text_of(read)
+        assert read.structured_content["result"]["todos"] == TODOS["todos"]
+
+    run(scenario)
+
+
+def test_bad_input_is_an_error_result_and_appends_nothing(ledger: tuple[str, Path]) -> None:
+    async def scenario() -> None:
+        async with mcp_client(*ledger) as client:
+            bad = await client.call_tool("TodoWrite", {"todos": "no"})
+            unknown = await client.call_tool("CronList", {})
+        assert bad.is_error and bad.structured_content["error"]["code"] == "invalid_input"
+        assert unknown.is_error
+
+    run(scenario)
+    service = SessionService.open(ledger[0], workspace_root=ledger[1])
+    try:
+        (summary,) = service.summaries()
+        assert summary.version == 1  # SessionCreated only
+    finally:
+        service.close()
+
+
+def test_question_answered_through_elicitation(ledger: tuple[str, Path]) -> None:
+    answers = Answers(("accept", {"q1": "Postgres"}))
+
+    async def scenario() -> None:
+        async with mcp_client(*ledger, elicitation=answers) as client:
+            result = await client.call_tool("AskUserQuestion", QUESTION)
+        assert not result.is_error
+        assert text_of(result).startswith(f'{ALL_ANSWERED_PREFIX}"Which database?"="Postgres"')
+
+    run(scenario)
+    (asked,) = answers.asked
+    assert asked.requested_schema["properties"]["q1"]["enum"] == [
+        "SQLite (Recommended)", "Postgres"
+    ]
+    service = SessionService.open(ledger[0], workspace_root=ledger[1])
+    try:
+        (summary,) = service.summaries()
+        resolved = [e for e in service.iter_events(summary.session_id)
+                    if e.type == "InteractionResolved"]
+        assert [e.to_wire()["data"]["decision"] for e in resolved] == ["modify"]
+        assert [e.actor for e in resolved] == ["user"]
+    finally:
+        service.close()
+
+
+def test_question_declined_through_elicitation_completes_as_declined(
+    ledger: tuple[str, Path],
+) -> None:
+    async def scenario() -> None:
+        async with mcp_client(*ledger, elicitation=Answers(("decline", None))) as client:
+            result = await client.call_tool("AskUserQuestion", QUESTION)
+        assert result.is_error
+        assert result.structured_content["status"] == "completed"
+        assert result.structured_content["success"] is False
+
+    run(scenario)
+
+
+def test_question_without_elicitation_is_pending_until_answered_over_http(
+    ledger: tuple[str, Path],
+) -> None:
+    db_url, workspace = ledger
+    pending: dict[str, Any] = {}
+
+    async def ask() -> None:
+        async with mcp_client(db_url, workspace, "--web-url", "http://localhost:9999") as client:
+            result = await client.call_tool("AskUserQuestion", QUESTION)
+            pending.update(result.structured_content)
+            assert not result.is_error and pending["status"] == "pending"
+            iid = pending["interactionId"]
+            assert iid in text_of(result)
+            assert "http://localhost:9999/#/sessions/sess_" in text_of(result)
+            waiting = await client.call_tool("InteractionStatus", {"interactionId": iid})
+            assert waiting.structured_content["status"] == "pending"
+            await anyio.to_thread.run_sync(answer_over_http)
+            done = await client.call_tool("InteractionStatus", {"interactionId": iid})
+        assert done.structured_content["status"] == "completed"
+        assert text_of(done).startswith(f'{ALL_ANSWERED_PREFIX}"Which database?"="SQLite')
+
+    def answer_over_http() -> None:
+        session_id = only_session(db_url, workspace)
+        with in_process_client(workspace, store_url=db_url) as (http, _service):
+            response = http.post(
+                f"/v1/sessions/{session_id}/interactions/{pending['interactionId']}/respond",
+                json={"decision": "modify", "input": {
+                    **QUESTION, "answers": {"Which database?": "SQLite (Recommended)"}}},
+            )
+            assert response.status_code == 200, response.text
+
+    run(ask)
+
+
+@pytest.mark.parametrize(
+    ("reply", "decision", "text", "plan_after"),
+    [
+        (("accept", {"decision": "Approve"}), "approve", APPROVED_PREFIX, False),
+        (("accept", {"feedback": "Split step 2"}), "feedback", NOT_APPROVED, True),
+        (("decline", None), "deny", None, True),
+    ],
+    ids=["approved", "feedback", "declined"],
+)
+def test_plan_approval_through_elicitation(
+    ledger: tuple[str, Path], reply: tuple[str, dict[str, Any] | None], decision: str,
+    text: str | None, plan_after: bool,
+) -> None:
+    answers = Answers(reply)
+
+    async def scenario() -> None:
+        async with mcp_client(*ledger, elicitation=answers) as client:
+            entered = await client.call_tool("EnterPlanMode", {})
+            assert text_of(entered).endswith("DO NOT write or edit any files yet")
+            result = await client.call_tool("ExitPlanMode", PLAN)
+        if text is not None:
+            assert text_of(result).startswith(text)
+        assert result.is_error is (decision != "approve")
+
+    run(scenario)
+    (asked,) = answers.asked
+    assert asked.message.startswith(REVIEW_QUESTION) and PLAN["plan"] in asked.message
+    service = SessionService.open(ledger[0], workspace_root=ledger[1])
+    try:
+        (summary,) = service.summaries()
+        assert summary.execution.plan_enabled is plan_after
+        resolved = [e.to_wire()["data"]["decision"] for e in service.iter_events(
+            summary.session_id) if e.type == "InteractionResolved"]
+        assert resolved == [decision]
+    finally:
+        service.close()
+    plan_file = ledger[1] / ".zcode" / "plans" / f"plan-{summary.session_id}.md"
+    assert plan_file.exists() is (decision == "approve")
+
+
+def test_a_resumed_session_keeps_todos_mode_and_pending_interactions(
+    ledger: tuple[str, Path],
+) -> None:
+    db_url, workspace = ledger
+    first: dict[str, Any] = {}
+
+    async def before() -> None:
+        async with mcp_client(db_url, workspace) as client:
+            await client.call_tool("TodoWrite", TODOS)
+            await client.call_tool("EnterPlanMode", {})
+            asked = await client.call_tool("AskUserQuestion", QUESTION)
+            first.update(asked.structured_content)
+
+    async def after(session_id: str) -> None:
+        async with mcp_client(db_url, workspace, "--session", session_id) as client:
+            read = await client.call_tool("TodoRead", {})
+            assert read.structured_content["result"]["todos"] == TODOS["todos"]
+            status = await client.call_tool(
+                "InteractionStatus", {"interactionId": first["interactionId"]}
+            )
+            assert status.structured_content["status"] == "pending"
+
+    run(before)  # leaving the client closes stdin and ends the server process
+    session_id = only_session(db_url, workspace)
+    service = SessionService.open(db_url, workspace_root=workspace)
+    try:
+        before_doc = service.document(session_id)
+    finally:
+        service.close()
+    run(lambda: after(session_id))
+    service = SessionService.open(db_url, workspace_root=workspace)
+    try:
+        after_doc = service.document(session_id)
+        assert service.summaries()[0].session_id == session_id  # no new session
+    finally:
+        service.close()
+    assert after_doc["executionState"] == before_doc["executionState"]
+    assert after_doc["executionState"]["planEnabled"] is True
+    assert after_doc["todos"] == before_doc["todos"]
+    assert [i["interactionId"] for i in after_doc["interactions"]] == [first["interactionId"]]
+
+
+def test_mcp_calls_are_logged_exactly_as_http_calls(ledger: tuple[str, Path]) -> None:
+    db_url, workspace = ledger
+    answered = {**QUESTION, "answers": {"Which database?": "Postgres"}}
+
+    async def over_mcp() -> None:
+        elicit = Answers(("accept", {"q1": "Postgres"}), ("accept", {"decision": "Approve"}))
+        async with mcp_client(db_url, workspace, elicitation=elicit) as client:
+            await client.call_tool("TodoWrite", TODOS)
+            await client.call_tool("EnterPlanMode", {})
+            await client.call_tool("AskUserQuestion", QUESTION)
+            await client.call_tool("ExitPlanMode", PLAN)
+
+    run(over_mcp)
+    mcp_session = only_session(db_url, workspace)
+    with in_process_client(workspace, store_url=db_url) as (http, service):
+        created = http.post("/v1/sessions", json={})
+        sid = created.json()["sessionId"]
+        calls = f"/v1/sessions/{sid}/tool-calls"
+        http.post(calls, json={"tool": "TodoWrite", "input": TODOS})
+        http.post(calls, json={"tool": "EnterPlanMode", "input": {}})
+        for tool, body, answer in (
+            ("AskUserQuestion", QUESTION, {"decision": "modify", "input": answered}),
+            ("ExitPlanMode", PLAN, {"decision": "approve"}),
+        ):
+            iid = http.post(calls, json={"tool": tool, "input": body}).json()["interactionId"]
+            respond = http.post(f"/v1/sessions/{sid}/interactions/{iid}/respond", json=answer)
+            assert respond.status_code == 200, respond.text
+        assert service.audit(mcp_session)["ok"] is True
+        assert normalized(service.iter_events(mcp_session)) == normalized(
+            service.iter_events(sid)
+        )
