@@ -22,8 +22,21 @@ from server_support import sessionledger_command
 
 from eventlog import RecordedEvent
 
-__all__ = ["Answers", "mcp_client", "normalized", "server_params", "text_of"]
+__all__ = [
+    "PLAN", "QUESTION", "TODOS", "Answers", "mcp_client", "normalized", "server_params",
+    "text_of",
+]
 
+QUESTION = {"questions": [{
+    "question": "Which database?", "header": "Database", "multiSelect": False,
+    "options": [{"label": "SQLite (Recommended)", "description": "one file"},
+                {"label": "Postgres", "description": "a server"}],
+}]}
+TODOS = {"todos": [
+    {"content": "Write the tests", "status": "in_progress", "priority": "high"},
+    {"content": "Ship it", "status": "pending", "priority": "low"},
+]}
+PLAN = {"plan": "1. Add the MCP server\n2. Test it"}
 _ID = re.compile(r"\b(?:sess|call|int|chk)_[0-9A-Z]{26}\b")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 

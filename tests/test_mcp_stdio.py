@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 from jsonschema import Draft202012Validator
-from mcp_support import Answers, mcp_client, normalized, text_of
+from mcp_support import PLAN, QUESTION, TODOS, Answers, mcp_client, normalized, text_of
 from server_support import in_process_client
 
 from sessionledger import SessionService
@@ -25,17 +25,6 @@ from sessionledger.tool_service import default_registry
 from sessionledger.tools.ask_texts import ALL_ANSWERED_PREFIX
 from sessionledger.tools.descriptors import SERVICE_TOOLS
 from sessionledger.tools.plan_contract import APPROVED_PREFIX, NOT_APPROVED, REVIEW_QUESTION
-
-QUESTION = {"questions": [{
-    "question": "Which database?", "header": "Database", "multiSelect": False,
-    "options": [{"label": "SQLite (Recommended)", "description": "one file"},
-                {"label": "Postgres", "description": "a server"}],
-}]}
-TODOS = {"todos": [
-    {"content": "Write the tests", "status": "in_progress", "priority": "high"},
-    {"content": "Ship it", "status": "pending", "priority": "low"},
-]}
-PLAN = {"plan": "1. Add the MCP server\n2. Test it"}
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match, Mount
+from starlette.routing import Match, Mount, Route
 
 from eventlog import EventLogError
 
@@ -28,6 +28,7 @@ from .. import __version__
 from ..config import ServerSettings
 from ..errors import SessionLedgerError, from_eventlog
 from ..logs import batch_logger, log_event, logger
+from ..mcp.http import MCP_PATH, McpHttpTransport
 from ..scheduler import TimerScheduler
 from ..sessions import SessionService
 from .execution_routes import execution_routes
@@ -155,6 +156,7 @@ def create_app(
     notifier = CommitNotifier()
 
     scheduler = TimerScheduler(service.timers, service.store, poll_s=settings.stream_poll_s)
+    mcp = McpHttpTransport(service, host=settings.host)  # the MCP server at /mcp (#12)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -162,7 +164,8 @@ def create_app(
         unsubscribe = service.store.subscribe(batch_logger())
         scheduler.start()  # its first pass re-arms every timer from the log (HO-7)
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             stop.set()
             scheduler.stop()
@@ -185,6 +188,7 @@ def create_app(
     app.include_router(
         stream_routes(service, notifier=notifier, settings=settings, stopping=stop)
     )
+    app.router.routes.append(Route(MCP_PATH, endpoint=mcp, include_in_schema=False))
     install_web_client(app)
     app.add_middleware(BodyLimitMiddleware)  # inside the token check: strangers read nothing
     app.add_middleware(BearerAuthMiddleware, token=settings.token)

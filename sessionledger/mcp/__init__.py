@@ -10,6 +10,6 @@ ledger session and runs every call through :meth:`ToolService.call
 
 from __future__ import annotations
 
-from .server import DEFAULT_WEB_URL, LedgerMcp, McpOptions, run_stdio
+from .server import DEFAULT_WEB_URL, SESSION_META, LedgerMcp, McpOptions, run_stdio
 
-__all__ = ["DEFAULT_WEB_URL", "LedgerMcp", "McpOptions", "run_stdio"]
+__all__ = ["DEFAULT_WEB_URL", "SESSION_META", "LedgerMcp", "McpOptions", "run_stdio"]

@@ -15,6 +15,7 @@ worker threads.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -42,13 +43,17 @@ from .catalog import INTERACTION_STATUS, MCP_TOOLS, InteractionStatusInput, offe
 from .forms import Form, ask_form, plan_form
 from .results import call_result, error_result, session_page
 
-__all__ = ["DEFAULT_WEB_URL", "LedgerMcp", "McpOptions", "run_stdio"]
+__all__ = ["DEFAULT_WEB_URL", "SESSION_META", "LedgerMcp", "McpOptions", "run_stdio"]
 
 DEFAULT_WEB_URL = "http://127.0.0.1:8765/"
 """Where ``sessionledger serve`` answers by default: the web page named in pending results."""
 _FORMS: dict[str, Callable[[dict[str, Any]], Form]] = {
     "AskUserQuestion": ask_form, "ExitPlanMode": plan_form,
 }
+SESSION_META = "sessionledger/sessionId"
+"""The ``_meta`` key of every tool result that names the connection's ledger session."""
+_SESSION_HEADER = "mcp-session-id"
+_BINDINGS_HELD = 4096
 T = TypeVar("T")
 Ctx = ServerRequestContext[Any, Any]
 
@@ -60,16 +65,25 @@ class McpOptions:
     session_id: str | None = None
     """Resume this session; else each connection gets a new one."""
     host: HostKind = "protocol"
-    web_url: str = DEFAULT_WEB_URL
+    web_url: str | None = None
+    """Where the web page is served; ``None``: the HTTP request's own base URL (the HTTP
+    transport is mounted on ``serve``), else :data:`DEFAULT_WEB_URL`."""
 
 
 class LedgerMcp:
-    """The session tools over MCP for one service; bound to one session per connection."""
+    """The session tools over MCP for one service; bound to one session per connection.
+
+    On stdio the process is the connection: :meth:`bind` fixes its session. Over streamable
+    HTTP each MCP session (its ``mcp-session-id``) gets its own ledger session at its first
+    tool request, or resumes the one its URL names (``/mcp?session=sess_…``).
+    """
 
     def __init__(self, service: SessionService, options: McpOptions | None = None) -> None:
         self._service = service
         self._options = options or McpOptions()
         self._session_id = self._options.session_id
+        self._bindings: dict[str, str] = {}
+        self._lock = threading.Lock()
 
     @property
     def session_id(self) -> str | None:
@@ -98,17 +112,18 @@ class LedgerMcp:
     async def _list_tools(
         self, ctx: Ctx, params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        session_id = await self._bound()
+        session_id = await self._bound(ctx)
         surface = await _run(lambda: self._service.tools.surface(session_id))
         registry = self._service.tools.executor.registry
         return ListToolsResult(tools=offered_tools(registry, surface))
 
     async def _call_tool(self, ctx: Ctx, params: CallToolRequestParams) -> CallToolResult:
         arguments = dict(params.arguments or {})
+        session_id = ""
         try:
-            session_id = await self._bound()
+            session_id = await self._bound(ctx)
             if params.name == INTERACTION_STATUS:
-                return await self._status(session_id, arguments)
+                return await self._status(ctx, session_id, arguments)
             if params.name not in MCP_TOOLS:
                 raise InvalidInput(f"unknown tool {params.name!r} for this session")
             document = await self._call(session_id, params.name, arguments)
@@ -116,15 +131,35 @@ class LedgerMcp:
             if document["status"] == "pending" and form is not None and _can_elicit(ctx):
                 document = await self._elicit(ctx, session_id, form(arguments), document)
         except SessionLedgerError as exc:
-            return error_result(exc)
-        return call_result(document, page=self._page(session_id))
+            return _tagged(error_result(exc), session_id)
+        return _tagged(call_result(document, page=self._page(ctx, session_id)), session_id)
 
     # -- steps -----------------------------------------------------------------------------
 
-    async def _bound(self) -> str:
+    async def _bound(self, ctx: Ctx) -> str:
         if self._session_id is not None:
             return self._session_id
-        return await _run(self.bind)
+        headers = getattr(ctx.request, "headers", None)
+        query = getattr(ctx.request, "query_params", None)
+        key = headers.get(_SESSION_HEADER) if headers is not None else None
+        wanted = query.get("session") if query is not None else None
+        return await _run(lambda: self._connection_session(key, wanted))
+
+    def _connection_session(self, key: str | None, wanted: str | None) -> str:
+        """The ledger session of the HTTP transport's MCP session ``key``: the one the URL
+        names (checked live), the one bound before, or a new one."""
+        with self._lock:
+            found = self._bindings.get(key) if key is not None else None
+            if wanted is not None and found != wanted:
+                self._service.require_live(wanted)
+                found = wanted
+            elif found is None:
+                found = str(self._service.create_session(host=self._options.host)["sessionId"])
+            if key is not None:
+                if len(self._bindings) >= _BINDINGS_HELD:
+                    self._bindings.pop(next(iter(self._bindings)))
+                self._bindings[key] = found
+            return found
 
     async def _call(self, session_id: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         def call() -> dict[str, Any]:
@@ -162,7 +197,9 @@ class LedgerMcp:
 
         return await _run(respond)
 
-    async def _status(self, session_id: str, arguments: dict[str, Any]) -> CallToolResult:
+    async def _status(
+        self, ctx: Ctx, session_id: str, arguments: dict[str, Any]
+    ) -> CallToolResult:
         try:
             parsed = InteractionStatusInput.model_validate(arguments)
         except ValidationError as exc:
@@ -179,10 +216,18 @@ class LedgerMcp:
             return service.tools.get(session_id, str(found.body["callId"])).document
 
         document = await _run(status)
-        return call_result(document, page=self._page(session_id))
+        return call_result(document, page=self._page(ctx, session_id))
 
-    def _page(self, session_id: str) -> str:
-        return session_page(self._options.web_url, session_id)
+    def _page(self, ctx: Ctx, session_id: str) -> str:
+        base = self._options.web_url or getattr(ctx.request, "base_url", None)
+        return session_page(str(base or DEFAULT_WEB_URL), session_id)
+
+
+def _tagged(result: CallToolResult, session_id: str) -> CallToolResult:
+    """The result with the ledger session named in its ``_meta`` (to resume it later)."""
+    if not session_id:
+        return result
+    return result.model_copy(update={"meta": {SESSION_META: session_id}})
 
 
 def _can_elicit(ctx: Ctx) -> bool:

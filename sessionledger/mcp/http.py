@@ -1,0 +1,70 @@
+"""The streamable-HTTP transport of the MCP server, mounted on ``serve`` at ``/mcp``.
+
+The same :class:`~sessionledger.mcp.server.LedgerMcp` tools as stdio, behind the SDK's
+:class:`~mcp.server.streamable_http_manager.StreamableHTTPSessionManager`. A manager runs
+once, so :meth:`McpHttpTransport.running` (entered by the app's lifespan) starts a fresh one
+each time the app starts, and the ASGI endpoint hands requests to the running one (503 while
+none runs). Each MCP session gets its own ledger session at its first tool request;
+``/mcp?session=sess_…`` resumes one. Pending results name the web page of the server that
+answered. On loopback the SDK's DNS-rebinding protection admits only loopback ``Host`` and
+``Origin`` headers; off loopback the bearer token ``serve`` then requires guards the route.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from ..config import is_loopback
+from ..sessions import SessionService
+from .server import LedgerMcp, McpOptions
+
+__all__ = ["MCP_PATH", "McpHttpTransport"]
+
+MCP_PATH = "/mcp"
+
+
+def _security(host: str) -> TransportSecuritySettings:
+    if not is_loopback(host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+
+
+class McpHttpTransport:
+    """The ``/mcp`` endpoint (an ASGI app) and the lifetime of its session manager."""
+
+    def __init__(self, service: SessionService, *, host: str) -> None:
+        self.ledger = LedgerMcp(service, McpOptions())
+        self._security = _security(host)
+        self._manager: StreamableHTTPSessionManager | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Run a session manager until the app stops; open MCP sessions end then."""
+        manager = StreamableHTTPSessionManager(
+            app=self.ledger.server(), security_settings=self._security
+        )
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        manager = self._manager
+        if manager is None:
+            body = {"error": {"code": "unavailable", "message": "the MCP endpoint is not running",
+                              "details": None}}
+            await JSONResponse(body, status_code=503)(scope, receive, send)
+            return
+        await manager.asgi_app(scope, receive, send)

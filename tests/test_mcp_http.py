@@ -1,0 +1,91 @@
+"""The MCP server's streamable-HTTP transport on ``serve`` at ``/mcp`` (issue 12).
+
+A real ``sessionledger serve`` process, driven by the ``mcp`` SDK's own HTTP client: the
+tools are listed, todos written and read, a question asked through elicitation, a plan
+approval left pending (a client without elicitation) and answered through the respond
+endpoint of the same server; a second connection resumes the session by ``?session=``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+from mcp import ClientSession
+from mcp.client.session import ElicitationFnT
+from mcp.client.streamable_http import streamable_http_client
+from mcp_support import PLAN, QUESTION, TODOS, Answers, text_of
+from server_support import running_server
+
+from sessionledger.mcp import SESSION_META
+from sessionledger.tools.ask_texts import ALL_ANSWERED_PREFIX
+from sessionledger.tools.plan_contract import APPROVED_PREFIX
+
+
+@asynccontextmanager
+async def http_client(
+    url: str, elicitation: ElicitationFnT | None = None
+) -> AsyncIterator[ClientSession]:
+    async with (
+        streamable_http_client(url) as (read, write),
+        ClientSession(read, write, elicitation_callback=elicitation) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def test_the_tools_over_streamable_http_on_serve(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        url = f"{server.base_url}/mcp"
+        seen: dict[str, Any] = {}
+
+        async def first() -> None:
+            answers = Answers(("accept", {"q1": "Postgres"}))
+            async with http_client(url, answers) as client:
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert {"TodoWrite", "AskUserQuestion", "InteractionStatus"} <= names
+                written = await client.call_tool("TodoWrite", TODOS)
+                assert written.meta is not None
+                seen["session"] = written.meta[SESSION_META]
+                asked = await client.call_tool("AskUserQuestion", QUESTION)
+                assert text_of(asked).startswith(f'{ALL_ANSWERED_PREFIX}"Which database?"=')
+                await client.call_tool("EnterPlanMode", {})
+
+        async def second() -> None:
+            async with http_client(f"{url}?session={seen['session']}") as client:
+                read = await client.call_tool("TodoRead", {})
+                assert read.structured_content["result"]["todos"] == TODOS["todos"]
+                pending = await client.call_tool("ExitPlanMode", PLAN)
+                iid = pending.structured_content["interactionId"]
+                assert f"{server.base_url}/#/sessions/{seen['session']}" in text_of(pending)
+                await anyio.to_thread.run_sync(lambda: respond(iid))
+                done = await client.call_tool("InteractionStatus", {"interactionId": iid})
+                assert text_of(done).startswith(APPROVED_PREFIX)
+
+        def respond(iid: str) -> None:
+            with server.client() as http:
+                response = http.post(
+                    f"/v1/sessions/{seen['session']}/interactions/{iid}/respond",
+                    json={"decision": "approve"},
+                )
+                assert response.status_code == 200, response.text
+
+        anyio.run(first)
+        anyio.run(second)
+        with server.client() as http:
+            document = http.get(f"/v1/sessions/{seen['session']}").json()
+            assert document["executionState"]["planEnabled"] is False
+            assert len(http.get("/v1/sessions").json()["sessions"]) == 1
+
+
+def test_the_mcp_endpoint_refuses_a_foreign_host(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        response = httpx.post(
+            f"{server.base_url}/mcp", headers={"Host": "evil.example"},
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        )
+    assert response.status_code in (403, 421)
