@@ -10,12 +10,14 @@ events into comparable ``(type, data)`` pairs with ids replaced by their order o
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+import psutil
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext, ElicitationFnT
 from server_support import sessionledger_command
@@ -23,8 +25,8 @@ from server_support import sessionledger_command
 from eventlog import RecordedEvent
 
 __all__ = [
-    "PLAN", "QUESTION", "TODOS", "Answers", "mcp_client", "normalized", "server_params",
-    "text_of",
+    "PLAN", "QUESTION", "TODOS", "Answers", "kill_servers", "masked", "mcp_client",
+    "normalized", "server_params", "text_of",
 ]
 
 QUESTION = {"questions": [{
@@ -37,7 +39,7 @@ TODOS = {"todos": [
     {"content": "Ship it", "status": "pending", "priority": "low"},
 ]}
 PLAN = {"plan": "1. Add the MCP server\n2. Test it"}
-_ID = re.compile(r"\b(?:sess|call|int|chk)_[0-9A-Z]{26}\b")
+_ID = re.compile(r"\b(?:sess|call|int|chk)_[0-9A-Z]{1,26}(?:\b|…)")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
 
@@ -62,6 +64,21 @@ async def mcp_client(
     ):
         await session.initialize()
         yield session
+
+
+def kill_servers(db_url: str) -> int:
+    """SIGKILL this test's ``sessionledger mcp`` processes on ``db_url``; how many."""
+    killed = 0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            command = child.cmdline()
+        except psutil.NoSuchProcess:
+            continue
+        if "mcp" in command and db_url in command:
+            child.send_signal(signal.SIGKILL)
+            child.wait(timeout=10)
+            killed += 1
+    return killed
 
 
 class Answers:
@@ -105,3 +122,9 @@ def normalized(events: Iterable[RecordedEvent], *, skip: Sequence[str] = ()) -> 
         _renamed([e.type, e.actor, e.to_wire()["data"]], names)
         for e in events if e.type not in skip
     ]
+
+
+def masked(lines: Iterable[str]) -> list[str]:
+    """Text lines (``replay``'s) with ids numbered by first appearance and times masked."""
+    names: dict[str, str] = {}
+    return [str(_renamed(line, names)) for line in lines]

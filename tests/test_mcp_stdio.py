@@ -10,6 +10,7 @@ with the log of the same calls made over HTTP.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,22 @@ from typing import Any
 import anyio
 import pytest
 from jsonschema import Draft202012Validator
-from mcp_support import PLAN, QUESTION, TODOS, Answers, mcp_client, normalized, text_of
-from server_support import in_process_client
+from mcp_support import (
+    PLAN,
+    QUESTION,
+    TODOS,
+    Answers,
+    kill_servers,
+    masked,
+    mcp_client,
+    normalized,
+    text_of,
+)
+from server_support import in_process_client, sessionledger_command
+from tool_support import CATALOG_TOML
 
 from sessionledger import SessionService
+from sessionledger.mcp import SESSION_META
 from sessionledger.tool_service import default_registry
 from sessionledger.tools.ask_texts import ALL_ANSWERED_PREFIX
 from sessionledger.tools.descriptors import SERVICE_TOOLS
@@ -232,6 +245,7 @@ def test_a_resumed_session_keeps_todos_mode_and_pending_interactions(
             await client.call_tool("EnterPlanMode", {})
             asked = await client.call_tool("AskUserQuestion", QUESTION)
             first.update(asked.structured_content)
+            assert await anyio.to_thread.run_sync(kill_servers, db_url) == 1
 
     async def after(session_id: str) -> None:
         async with mcp_client(db_url, workspace, "--session", session_id) as client:
@@ -242,7 +256,7 @@ def test_a_resumed_session_keeps_todos_mode_and_pending_interactions(
             )
             assert status.structured_content["status"] == "pending"
 
-    run(before)  # leaving the client closes stdin and ends the server process
+    run(before)  # the server was killed with SIGKILL mid-connection
     session_id = only_session(db_url, workspace)
     service = SessionService.open(db_url, workspace_root=workspace)
     try:
@@ -293,3 +307,67 @@ def test_mcp_calls_are_logged_exactly_as_http_calls(ledger: tuple[str, Path]) ->
         assert normalized(service.iter_events(mcp_session)) == normalized(
             service.iter_events(sid)
         )
+
+
+def test_list_models_is_offered_when_the_workspace_enables_it(ledger: tuple[str, Path]) -> None:
+    db_url, workspace = ledger
+    (workspace / ".sessionledger").mkdir()
+    (workspace / ".sessionledger" / "config.toml").write_text(CATALOG_TOML, encoding="utf-8")
+
+    async def scenario() -> None:
+        async with mcp_client(db_url, workspace) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            listed = await client.call_tool("ListModels", {})
+        annotations = tools["ListModels"].annotations
+        assert annotations is not None and annotations.read_only_hint is True
+        assert not listed.is_error and "/" in text_of(listed)
+
+    run(scenario)
+
+
+def test_a_dismissed_form_leaves_the_question_pending(ledger: tuple[str, Path]) -> None:
+    async def scenario() -> None:
+        async with mcp_client(*ledger, elicitation=Answers(("cancel", None))) as client:
+            result = await client.call_tool("AskUserQuestion", QUESTION)
+            assert result.structured_content["status"] == "pending"
+            assert "InteractionStatus" in text_of(result)
+            assert result.meta is not None
+            session_id = result.meta[SESSION_META]
+        assert session_id == only_session(*ledger)
+
+    run(scenario)
+
+
+def test_replay_and_audit_tell_an_mcp_session_as_an_http_one(ledger: tuple[str, Path]) -> None:
+    db_url, workspace = ledger
+
+    async def over_mcp() -> None:
+        async with mcp_client(db_url, workspace, elicitation=Answers(
+            ("accept", {"feedback": "Smaller steps"}),
+        )) as client:
+            await client.call_tool("TodoWrite", TODOS)
+            await client.call_tool("EnterPlanMode", {})
+            await client.call_tool("ExitPlanMode", PLAN)
+
+    run(over_mcp)
+    mcp_session = only_session(db_url, workspace)
+    with in_process_client(workspace, store_url=db_url) as (http, _service):
+        sid = http.post("/v1/sessions", json={}).json()["sessionId"]
+        calls = f"/v1/sessions/{sid}/tool-calls"
+        http.post(calls, json={"tool": "TodoWrite", "input": TODOS})
+        http.post(calls, json={"tool": "EnterPlanMode", "input": {}})
+        iid = http.post(calls, json={"tool": "ExitPlanMode", "input": PLAN}).json()[
+            "interactionId"]
+        http.post(f"/v1/sessions/{sid}/interactions/{iid}/respond",
+                  json={"decision": "feedback", "feedback": "Smaller steps"})
+
+    def cli(*args: str) -> list[str]:
+        done = subprocess.run(
+            [*sessionledger_command(), *args, "--db", db_url], capture_output=True, text=True,
+            check=True, cwd=workspace,
+        )
+        return [line for line in done.stdout.splitlines() if line.strip()]
+
+    assert masked(cli("replay", mcp_session)) == masked(cli("replay", sid))
+    assert cli("audit")[-1].startswith("OK: 2 sessions")
+
