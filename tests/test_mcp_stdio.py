@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 from jsonschema import Draft202012Validator
+from mcp import Client
 from mcp_support import (
     PLAN,
     QUESTION,
@@ -27,6 +28,7 @@ from mcp_support import (
     masked,
     mcp_client,
     normalized,
+    server_params,
     text_of,
 )
 from server_support import in_process_client, sessionledger_command
@@ -371,3 +373,27 @@ def test_replay_and_audit_tell_an_mcp_session_as_an_http_one(ledger: tuple[str, 
     assert masked(cli("replay", mcp_session)) == masked(cli("replay", sid))
     assert cli("audit")[-1].startswith("OK: 2 sessions")
 
+
+
+def test_a_2026_client_is_asked_in_input_required_rounds(ledger: tuple[str, Path]) -> None:
+    answers = Answers(("accept", {"q1": "Postgres"}), ("accept", {"decision": "Approve"}))
+
+    async def scenario() -> None:
+        async with Client(server_params(*ledger), elicitation_callback=answers) as client:
+            asked = await client.call_tool("AskUserQuestion", QUESTION)
+            await client.call_tool("EnterPlanMode", {})
+            approved = await client.call_tool("ExitPlanMode", PLAN)
+        assert text_of(asked).startswith(f'{ALL_ANSWERED_PREFIX}"Which database?"="Postgres"')
+        assert text_of(approved).startswith(APPROVED_PREFIX)
+
+    run(scenario)
+    assert len(answers.asked) == 2
+    service = SessionService.open(ledger[0], workspace_root=ledger[1])
+    try:
+        (summary,) = service.summaries()
+        decisions = [e.to_wire()["data"]["decision"] for e in service.iter_events(
+            summary.session_id) if e.type == "InteractionResolved"]
+        assert decisions == ["modify", "approve"]
+        assert summary.execution.plan_enabled is False
+    finally:
+        service.close()

@@ -2,10 +2,12 @@
 
 :mod:`.catalog` lists the tools with the schemas and descriptions of their pydantic contracts
 and annotations from their descriptors; :mod:`.forms` maps a questionnaire or a plan approval
-to one MCP elicitation and its answer back to a ``respond`` decision; :mod:`.results` turns a
-tool-call document into an MCP tool result; :mod:`.server` binds one MCP connection to one
-ledger session and runs every call through :meth:`ToolService.call
-<sessionledger.tool_service.ToolService.call>`, the path the HTTP routes take.
+to one MCP elicitation and its answer back to a ``respond`` decision, and :mod:`.rounds` carries
+that form in a 2026-07-28 ``input_required`` round; :mod:`.results` turns a tool-call document
+into an MCP tool result; :mod:`.server` binds one MCP connection to one ledger session and runs
+every call through :meth:`ToolService.call <sessionledger.tool_service.ToolService.call>`, the
+path the HTTP routes take; :mod:`.http` is the streamable-HTTP endpoint ``serve`` mounts at
+``/mcp``.
 """
 
 from __future__ import annotations

@@ -28,10 +28,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CallToolRequestParams,
     CallToolResult,
+    ElicitResult,
+    InputRequiredResult,
     ListToolsResult,
     PaginatedRequestParams,
 )
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from eventlog import HostKind
@@ -42,6 +44,7 @@ from ..sessions import SessionService
 from .catalog import INTERACTION_STATUS, MCP_TOOLS, InteractionStatusInput, offered_tools
 from .forms import Form, ask_form, plan_form
 from .results import call_result, error_result, session_page
+from .rounds import Round, asking_round, returned_round
 
 __all__ = ["DEFAULT_WEB_URL", "SESSION_META", "LedgerMcp", "McpOptions", "run_stdio"]
 
@@ -117,7 +120,9 @@ class LedgerMcp:
         registry = self._service.tools.executor.registry
         return ListToolsResult(tools=offered_tools(registry, surface))
 
-    async def _call_tool(self, ctx: Ctx, params: CallToolRequestParams) -> CallToolResult:
+    async def _call_tool(
+        self, ctx: Ctx, params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
         arguments = dict(params.arguments or {})
         session_id = ""
         try:
@@ -126,10 +131,17 @@ class LedgerMcp:
                 return await self._status(ctx, session_id, arguments)
             if params.name not in MCP_TOOLS:
                 raise InvalidInput(f"unknown tool {params.name!r} for this session")
-            document = await self._call(session_id, params.name, arguments)
-            form = _FORMS.get(params.name)
-            if document["status"] == "pending" and form is not None and _can_elicit(ctx):
-                document = await self._elicit(ctx, session_id, form(arguments), document)
+            form = _FORMS[params.name](arguments) if params.name in _FORMS else None
+            returned = returned_round(params)
+            if returned is not None and form is not None:
+                document = await self._answer_round(session_id, form, returned)
+            else:
+                document = await self._call(session_id, params.name, arguments)
+            if document["status"] == "pending" and form is not None and returned is None:
+                if _can_elicit(ctx):
+                    document = await self._elicit(ctx, session_id, form, document)
+                elif _can_ask_in_rounds(ctx):
+                    return asking_round(form, document)
         except SessionLedgerError as exc:
             return _tagged(error_result(exc), session_id)
         return _tagged(call_result(document, page=self._page(ctx, session_id)), session_id)
@@ -181,6 +193,22 @@ class LedgerMcp:
             )
         except (MCPError, ValidationError):
             return pending
+        return await self._record(session_id, form, result, pending)
+
+    async def _answer_round(self, session_id: str, form: Form, returned: Round) -> dict[str, Any]:
+        """A modern client's retry: the waiting call, answered with the form's response."""
+        current = await _run(lambda: self._service.tools.get(session_id, returned.call_id))
+        document = current.document
+        if document["status"] != "pending" or returned.response is None:
+            return document
+        if document.get("interactionId") != returned.interaction_id:
+            raise InvalidInput("requestState does not name the interaction the call waits on")
+        return await self._record(session_id, form, returned.response, document)
+
+    async def _record(
+        self, session_id: str, form: Form, result: ElicitResult, pending: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The user's response recorded as the respond endpoint records an answer."""
         answer = form.answer(result.action, result.content)
         if answer is None:
             return pending
@@ -230,15 +258,23 @@ def _tagged(result: CallToolResult, session_id: str) -> CallToolResult:
     return result.model_copy(update={"meta": {SESSION_META: session_id}})
 
 
-def _can_elicit(ctx: Ctx) -> bool:
-    """Whether this request may ask the user through a form elicitation: the client declared
-    the capability (an empty one means form) on a handshake-era connection that can carry a
-    server-to-client request."""
+def _form_capable(ctx: Ctx) -> bool:
+    """The client declared form elicitation (an empty capability means form)."""
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
-    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
-        return False
-    return ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS and ctx.session.can_send_request
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+def _can_elicit(ctx: Ctx) -> bool:
+    """Whether the server may send the elicitation request mid-call: a handshake-era
+    connection that can carry a server-to-client request."""
+    return (_form_capable(ctx) and ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+            and ctx.session.can_send_request)
+
+
+def _can_ask_in_rounds(ctx: Ctx) -> bool:
+    """Whether the call may answer ``input_required`` (a 2026-07-28 connection)."""
+    return _form_capable(ctx) and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
 async def _run(function: Callable[[], T]) -> T:
