@@ -397,3 +397,23 @@ def test_a_2026_client_is_asked_in_input_required_rounds(ledger: tuple[str, Path
         assert summary.execution.plan_enabled is False
     finally:
         service.close()
+
+
+def test_as_the_headless_host_a_question_is_denied_at_once(ledger: tuple[str, Path]) -> None:
+    async def scenario() -> None:
+        async with mcp_client(*ledger, "--host-kind", "headless") as client:
+            result = await client.call_tool("AskUserQuestion", QUESTION)
+        assert result.is_error and result.structured_content["status"] == "denied"
+        assert text_of(result) == "No permission client configured for AskUserQuestion"
+
+    run(scenario)
+
+
+def test_resuming_an_unknown_session_fails_before_serving(ledger: tuple[str, Path]) -> None:
+    db_url, workspace = ledger
+    done = subprocess.run(
+        [*sessionledger_command(), "mcp", "--db", db_url, "--session", "sess_nope"],
+        capture_output=True, text=True, cwd=workspace, stdin=subprocess.DEVNULL, timeout=60,
+    )
+    assert done.returncode == 2
+    assert "sess_nope" in done.stderr and done.stdout == ""
