@@ -518,9 +518,13 @@ def call(db: str | None, session_id: str, tool: str, input_json: str, call_id: s
               show_default=True,
               help="Where `sessionledger serve` runs: named in pending results so a person "
                    "can answer there.")
+@click.option("--question-grace-s", type=float, default=DEFAULT_QUESTION_GRACE_S,
+              show_default=True, help="Seconds a question waits before its countdown shows.")
+@click.option("--question-deadline-s", type=float, default=DEFAULT_QUESTION_DEADLINE_S,
+              show_default=True, help="Seconds after which a question auto-continues.")
 def mcp(
     db: str | None, workspace: Path | None, session_id: str | None, host_kind: str,
-    web_url: str,
+    web_url: str, question_grace_s: float, question_deadline_s: float,
 ) -> None:
     """Serve the session tools over the Model Context Protocol on stdin/stdout.
 
@@ -533,17 +537,24 @@ def mcp(
     from .mcp import LedgerMcp, McpOptions, run_stdio  # the mcp SDK only for this command
     from .scheduler import TimerScheduler
 
-    root = workspace or Path.cwd()
-    load_workspace_config(root)  # TR-4: never start on invalid rules
+    settings = ServerSettings(  # the checks serve makes of the root and the durations
+        workspace_root=workspace or Path.cwd(), question_grace_s=question_grace_s,
+        question_deadline_s=question_deadline_s,
+    )
+    load_workspace_config(settings.workspace_root)  # TR-4: never start on invalid rules
     options = McpOptions(session_id=session_id, host=cast(HostKind, host_kind), web_url=web_url)
-    with _service(db, root) as service:
+    service = SessionService.open(
+        resolve_store_url(db), workspace_root=settings.workspace_root,
+        timer_config=settings.timer_config,
+    )
+    scheduler = TimerScheduler(service.timers, service.store)  # the protocol host's timers
+    try:
         ledger = LedgerMcp(service, options)
-        scheduler = TimerScheduler(service.timers, service.store)  # the protocol host's timers
         scheduler.start()
-        try:
-            run_stdio(ledger)
-        finally:
-            scheduler.stop()
+        run_stdio(ledger)
+    finally:
+        scheduler.stop()
+        service.close()
 
 
 @main.command()

@@ -417,3 +417,33 @@ def test_resuming_an_unknown_session_fails_before_serving(ledger: tuple[str, Pat
     )
     assert done.returncode == 2
     assert "sess_nope" in done.stderr and done.stdout == ""
+
+
+def test_the_protocol_hosts_timer_auto_continues_a_pending_question(
+    ledger: tuple[str, Path],
+) -> None:
+    async def scenario() -> None:
+        async with mcp_client(
+            *ledger, "--question-grace-s", "0.2", "--question-deadline-s", "0.5"
+        ) as client:
+            asked = await client.call_tool("AskUserQuestion", QUESTION)
+            iid = asked.structured_content["interactionId"]
+            status = asked
+            with anyio.fail_after(15):
+                while status.structured_content["status"] == "pending":
+                    await anyio.sleep(0.1)
+                    status = await client.call_tool("InteractionStatus", {"interactionId": iid})
+        assert status.structured_content["success"] is True
+        assert "rejection" in text_of(status)  # AQ-4's "none answered" text
+
+    run(scenario)
+    service = SessionService.open(ledger[0], workspace_root=ledger[1])
+    try:
+        (summary,) = service.summaries()
+        resolved = [e for e in service.iter_events(summary.session_id)
+                    if e.type == "InteractionResolved"]
+        assert [(e.actor, e.to_wire()["data"]["decision"]) for e in resolved] == [
+            ("timer", "autoContinued")
+        ]
+    finally:
+        service.close()
