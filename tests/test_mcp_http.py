@@ -1,9 +1,10 @@
 """The MCP server's streamable-HTTP transport on ``serve`` at ``/mcp`` (issue 12).
 
 A real ``sessionledger serve`` process, driven by the ``mcp`` SDK's own HTTP client: the
-tools are listed, todos written and read, a question asked through elicitation, a plan
-approval left pending (a client without elicitation) and answered through the respond
-endpoint of the same server; a second connection resumes the session by ``?session=``.
+tools are listed, todos written and read, a question asked and plan approvals answered with
+feedback and declined through elicitation, a plan approval left pending (a client without
+elicitation) and approved through the respond endpoint of the same server; a second
+connection resumes the session by ``?session=``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from server_support import running_server
 
 from sessionledger.mcp import SESSION_META
 from sessionledger.tools.ask_texts import ALL_ANSWERED_PREFIX
-from sessionledger.tools.plan_contract import APPROVED_PREFIX
+from sessionledger.tools.plan_contract import APPROVED_PREFIX, NOT_APPROVED
 
 
 @asynccontextmanager
@@ -44,7 +45,10 @@ def test_the_tools_over_streamable_http_on_serve(tmp_path: Path) -> None:
         seen: dict[str, Any] = {}
 
         async def first() -> None:
-            answers = Answers(("accept", {"q1": "Postgres"}))
+            answers = Answers(
+                ("accept", {"q1": "Postgres"}), ("accept", {"feedback": "Smaller steps"}),
+                ("decline", None),
+            )
             async with http_client(url, answers) as client:
                 names = {t.name for t in (await client.list_tools()).tools}
                 assert {"TodoWrite", "AskUserQuestion", "InteractionStatus"} <= names
@@ -54,6 +58,11 @@ def test_the_tools_over_streamable_http_on_serve(tmp_path: Path) -> None:
                 asked = await client.call_tool("AskUserQuestion", QUESTION)
                 assert text_of(asked).startswith(f'{ALL_ANSWERED_PREFIX}"Which database?"=')
                 await client.call_tool("EnterPlanMode", {})
+                feedback = await client.call_tool("ExitPlanMode", PLAN)
+                assert feedback.is_error and text_of(feedback) == NOT_APPROVED
+                declined = await client.call_tool("ExitPlanMode", PLAN)
+                assert declined.structured_content["turnControl"] == {
+                    "reason": "plan_exit_denied", "stopTurnAfterResult": True}
 
         async def second() -> None:
             async with http_client(f"{url}?session={seen['session']}") as client:
