@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 import httpx
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp_support import PLAN, QUESTION, TODOS, Answers, text_of
@@ -98,3 +98,26 @@ def test_the_mcp_endpoint_refuses_a_foreign_host(tmp_path: Path) -> None:
             json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
         )
     assert response.status_code in (403, 421)
+
+
+def test_a_2026_client_names_its_session_in_the_url(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        with server.client() as http:
+            session_id = http.post("/v1/sessions", json={}).json()["sessionId"]
+
+        async def scenario() -> None:
+            async with Client(f"{server.base_url}/mcp") as sessionless:
+                names = {t.name for t in (await sessionless.list_tools()).tools}
+                assert "TodoRead" in names
+                refused = await sessionless.call_tool("TodoRead", {})
+                assert refused.is_error and "?session=" in text_of(refused)
+            answers = Answers(("accept", {"q1": "Postgres"}))
+            url = f"{server.base_url}/mcp?session={session_id}"
+            async with Client(url, elicitation_callback=answers) as client:
+                asked = await client.call_tool("AskUserQuestion", QUESTION)
+                assert text_of(asked).startswith(f'{ALL_ANSWERED_PREFIX}"Which database?"=')
+                assert asked.meta is not None and asked.meta[SESSION_META] == session_id
+
+        anyio.run(scenario)
+        with server.client() as http:
+            assert len(http.get("/v1/sessions").json()["sessions"]) == 1

@@ -41,6 +41,7 @@ from eventlog import HostKind
 from .. import __version__
 from ..errors import Conflict, InvalidInput, NotFound, SessionLedgerError
 from ..sessions import SessionService
+from ..tools.registry import PLAN_TOOLS
 from .catalog import INTERACTION_STATUS, MCP_TOOLS, InteractionStatusInput, offered_tools
 from .forms import Form, ask_form, plan_form
 from .results import call_result, error_result, session_page
@@ -115,9 +116,14 @@ class LedgerMcp:
     async def _list_tools(
         self, ctx: Ctx, params: PaginatedRequestParams | None
     ) -> ListToolsResult:
+        registry = self._service.tools.executor.registry
+        if self._session_id is None and _binding_of(ctx) == (None, None):
+            # a sessionless request (2026-07-28 HTTP) names no session: the tools every
+            # protocol session has; its calls are refused until the URL names one
+            surface = [n for n in MCP_TOOLS if registry.always_offered(n) or n in PLAN_TOOLS]
+            return ListToolsResult(tools=offered_tools(registry, surface))
         session_id = await self._bound(ctx)
         surface = await _run(lambda: self._service.tools.surface(session_id))
-        registry = self._service.tools.executor.registry
         return ListToolsResult(tools=offered_tools(registry, surface))
 
     async def _call_tool(
@@ -151,10 +157,13 @@ class LedgerMcp:
     async def _bound(self, ctx: Ctx) -> str:
         if self._session_id is not None:
             return self._session_id
-        headers = getattr(ctx.request, "headers", None)
-        query = getattr(ctx.request, "query_params", None)
-        key = headers.get(_SESSION_HEADER) if headers is not None else None
-        wanted = query.get("session") if query is not None else None
+        key, wanted = _binding_of(ctx)
+        if key is None and wanted is None:
+            raise InvalidInput(
+                "this request names no session: a 2026-07-28 client has no MCP session to "
+                "bind one to; connect to /mcp?session=SESSION (create one with POST "
+                "/v1/sessions), or negotiate a 2025 protocol version"
+            )
         return await _run(lambda: self._connection_session(key, wanted))
 
     def _connection_session(self, key: str | None, wanted: str | None) -> str:
@@ -249,6 +258,15 @@ class LedgerMcp:
     def _page(self, ctx: Ctx, session_id: str) -> str:
         base = self._options.web_url or getattr(ctx.request, "base_url", None)
         return session_page(str(base or DEFAULT_WEB_URL), session_id)
+
+
+def _binding_of(ctx: Ctx) -> tuple[str | None, str | None]:
+    """The HTTP request's MCP session id and the ledger session its URL names, if any."""
+    headers = getattr(ctx.request, "headers", None)
+    query = getattr(ctx.request, "query_params", None)
+    key = headers.get(_SESSION_HEADER) if headers is not None else None
+    wanted = query.get("session") if query is not None else None
+    return key, wanted
 
 
 def _tagged(result: CallToolResult, session_id: str) -> CallToolResult:
