@@ -11,10 +11,12 @@ from dataclasses import dataclass
 
 from .canonical import session_hasher
 from .catalog import CATALOG
-from .envelope import AppendBatch, AppendResult, RawRow, RecordedEvent, encode_event
+from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent, encode_event
 from .errors import ConcurrencyConflict, EventLogError, UnknownEventType
+from .group_commit import GroupCommitter
 
 __all__ = [
+    "GroupAppends",
     "Listener",
     "PreparedBatch",
     "check_expected",
@@ -128,3 +130,24 @@ def typed_outcomes(
             raise outcome
         typed.append(outcome)
     return typed
+
+
+class GroupAppends:
+    """``append`` and ``append_many`` of every backend: encode the payloads on the caller's
+    thread, then hand the batches to the store's group committer (DESIGN "Writing")."""
+
+    _committer: GroupCommitter[PreparedBatch, AppendResult]
+
+    def append(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        batch = AppendBatch(session_id, tuple(events), expected_version, idempotency_key)
+        return self._committer.submit(prepare(batch))
+
+    def append_many(self, batches: Sequence[AppendBatch]) -> list[AppendResult | EventLogError]:
+        return typed_outcomes(self._committer.submit_many([prepare(b) for b in batches]))

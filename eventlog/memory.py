@@ -12,17 +12,16 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from .appending import (
+    GroupAppends,
     PreparedBatch,
     check_expected,
     plan_rows,
-    prepare,
     result_from_rows,
-    typed_outcomes,
 )
 from .canonical import GENESIS_HASH
 from .chain import ChainReport, verify_chain
 from .clock import Clock, SystemClock, now_text
-from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent, decode_row
+from .envelope import AppendResult, RawRow, RecordedEvent, decode_row
 from .errors import EventLogError, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import InlineProjection, Progress, chunked
@@ -35,7 +34,7 @@ __all__ = ["MemoryEventStore"]
 T = TypeVar("T")
 
 
-class MemoryEventStore:
+class MemoryEventStore(GroupAppends):
     """Event store held in process memory; lost on exit."""
 
     def __init__(
@@ -64,20 +63,6 @@ class MemoryEventStore:
     @property
     def url(self) -> str:
         return "memory://"
-
-    def append(
-        self,
-        session_id: str,
-        events: Sequence[NewEvent],
-        *,
-        expected_version: int | None = None,
-        idempotency_key: str | None = None,
-    ) -> AppendResult:
-        batch = AppendBatch(session_id, tuple(events), expected_version, idempotency_key)
-        return self._committer.submit(prepare(batch))
-
-    def append_many(self, batches: Sequence[AppendBatch]) -> list[AppendResult | EventLogError]:
-        return typed_outcomes(self._committer.submit_many([prepare(b) for b in batches]))
 
     def _commit(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
         with self._lock:

@@ -20,11 +20,11 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .appending import PreparedBatch, prepare, typed_outcomes
+from .appending import GroupAppends, PreparedBatch
 from .chain import ChainReport, verify_chain
 from .clock import Clock, SystemClock, now_text
-from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent, decode_rows
-from .errors import EventLogError, InvalidStoreUrl, StorageFault, StoreClosed
+from .envelope import AppendResult, RawRow, RecordedEvent, decode_rows
+from .errors import InvalidStoreUrl, StorageFault, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
 from .postgres_group import copy_rows, write_group
@@ -64,7 +64,7 @@ def _psycopg() -> Any:
     return psycopg
 
 
-class PostgresEventStore:
+class PostgresEventStore(GroupAppends):
     """Event store in a PostgreSQL database (``postgresql://…[?schema=name]``)."""
 
     def __init__(
@@ -153,20 +153,6 @@ class PostgresEventStore:
             self._refold(conn, stale, progress=None)
 
     # -- writing ---------------------------------------------------------------------------
-
-    def append(
-        self,
-        session_id: str,
-        events: Sequence[NewEvent],
-        *,
-        expected_version: int | None = None,
-        idempotency_key: str | None = None,
-    ) -> AppendResult:
-        batch = AppendBatch(session_id, tuple(events), expected_version, idempotency_key)
-        return self._committer.submit(prepare(batch))
-
-    def append_many(self, batches: Sequence[AppendBatch]) -> list[AppendResult | EventLogError]:
-        return typed_outcomes(self._committer.submit_many([prepare(b) for b in batches]))
 
     def _commit(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
         if self._closed:

@@ -25,21 +25,18 @@ from typing import Any, TypeVar
 import sqlite_utils
 
 from .appending import (
+    GroupAppends,
     PreparedBatch,
-    prepare,
-    typed_outcomes,
 )
 from .chain import ChainReport, verify_chain
 from .clock import Clock, SystemClock, now_text
 from .envelope import (
-    AppendBatch,
     AppendResult,
-    NewEvent,
     RawRow,
     RecordedEvent,
     decode_rows,
 )
-from .errors import EventLogError, StoreBusy, StoreClosed
+from .errors import StoreBusy, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
 from .sqlite_group import write_group
@@ -65,7 +62,7 @@ _MAX_ATTEMPTS = 12
 _HEADS_CACHED = 50_000
 
 
-class SQLiteEventStore:
+class SQLiteEventStore(GroupAppends):
     """Event store in one SQLite file (the embedded default)."""
 
     def __init__(
@@ -136,20 +133,6 @@ class SQLiteEventStore:
             raise fault from exc
 
     # -- writing ---------------------------------------------------------------------------
-
-    def append(
-        self,
-        session_id: str,
-        events: Sequence[NewEvent],
-        *,
-        expected_version: int | None = None,
-        idempotency_key: str | None = None,
-    ) -> AppendResult:
-        batch = AppendBatch(session_id, tuple(events), expected_version, idempotency_key)
-        return self._committer.submit(prepare(batch))
-
-    def append_many(self, batches: Sequence[AppendBatch]) -> list[AppendResult | EventLogError]:
-        return typed_outcomes(self._committer.submit_many([prepare(b) for b in batches]))
 
     def _commit(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
         if self._closed:
