@@ -7,7 +7,9 @@ has no gap and no duplicate, whoever wrote the events.
 
 The wait ends early when this process commits (:class:`CommitNotifier` bridges the store's
 listener, called on the committing thread, into the event loop) and otherwise after
-``stream_poll_s``, which is how appends by other processes on the same database arrive.
+``stream_poll_s``, which is how appends by other processes on the same SQLite file arrive (on
+PostgreSQL the store's listener also hears other processes' commits by LISTEN/NOTIFY, D116,
+and the poll is only the backstop).
 Idle streams send a comment every ``stream_keepalive_s``; all streams end when the server
 starts stopping, so a graceful shutdown is not held up by open connections. A session
 stream also ends after sending the session's ``SessionDeleted`` event, and a deleted session's
