@@ -8,18 +8,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .canonical import session_hasher
 from .catalog import CATALOG
-from .envelope import AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent, encode_event
+from .envelope import (
+    AppendBatch,
+    AppendResult,
+    NewEvent,
+    RawRow,
+    RecordedEvent,
+    decode_row,
+    encode_event,
+)
 from .errors import ConcurrencyConflict, EventLogError, UnknownEventType
 from .group_commit import GroupCommitter
+from .upcasting import UpcasterRegistry
 
 __all__ = [
     "GroupAppends",
     "Listener",
     "PreparedBatch",
     "check_expected",
+    "earlier_batch",
     "plan_rows",
     "prepare",
     "result_from_rows",
@@ -58,6 +69,31 @@ def prepare(batch: AppendBatch) -> PreparedBatch:
             raise UnknownEventType(event.type, session_id=batch.session_id)
         encoded.append(encode_event(event))
     return PreparedBatch(batch, tuple(encoded))
+
+
+def earlier_batch(
+    conn: Any,
+    sql: str,
+    prepared: PreparedBatch,
+    keyed: dict[tuple[str, str], AppendResult],
+    upcasters: UpcasterRegistry,
+) -> AppendResult | None:
+    """The earlier batch with the same idempotency key (in this group or the log), if any.
+
+    ``sql`` selects a session's rows with one idempotency key in ``seq`` order, in the
+    backend's placeholder style; ``conn`` is the backend's DB-API connection.
+    """
+    batch = prepared.batch
+    if batch.idempotency_key is None:
+        return None
+    earlier_here = keyed.get((batch.session_id, batch.idempotency_key))
+    if earlier_here is not None:
+        return AppendResult(batch.session_id, earlier_here.events, replayed=True)
+    rows = conn.execute(sql, (batch.session_id, batch.idempotency_key)).fetchall()
+    if not rows:
+        return None
+    events = tuple(decode_row(r, upcasters=upcasters) for r in rows)
+    return AppendResult(batch.session_id, events, replayed=True)
 
 
 def check_expected(batch: AppendBatch, version: int) -> None:

@@ -20,6 +20,7 @@ from .fast_json import fast_encoder, tree_encoder
 from .upcasting import UpcasterRegistry, decode_payload, default_upcasters
 
 __all__ = [
+    "paged_rows",
     "Actor",
     "AppendBatch",
     "AppendResult",
@@ -209,3 +210,26 @@ def decode_rows(
             row[0], row[1], row[2], row[3], row[4], data, row[6], row[7], row[8], row[9],
             row[11], row[12],
         )
+
+
+def paged_rows(
+    fetch: Callable[[tuple[Any, ...]], list[RawRow]],
+    key: tuple[Any, ...],
+    after: int,
+    limit: int | None,
+    *,
+    page: int,
+) -> Iterator[RawRow]:
+    """Rows read ``page`` at a time by keyset: ``fetch((*key, after, size))`` runs the
+    backend's query; the cursor is a session's ``seq`` when ``key`` names one, else the
+    global position. At most ``limit`` rows (all when ``None``)."""
+    remaining = limit
+    while remaining is None or remaining > 0:
+        size = page if remaining is None else min(page, remaining)
+        rows = fetch((*key, after, size))
+        yield from rows
+        if len(rows) < size:
+            return
+        after = rows[-1][2] if key else rows[-1][0]
+        if remaining is not None:
+            remaining -= len(rows)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .appending import GroupAppends, PreparedBatch
 from .chain import ChainReport, verify_chain
 from .clock import Clock, SystemClock, now_text
-from .envelope import AppendResult, RawRow, RecordedEvent, decode_rows
+from .envelope import AppendResult, RawRow, RecordedEvent, decode_rows, paged_rows
 from .errors import InvalidStoreUrl, StorageFault, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
@@ -306,16 +306,10 @@ class PostgresEventStore(GroupAppends):
     def _pages(
         self, sql: str, key: tuple[Any, ...], after: int, limit: int | None
     ) -> Iterator[RawRow]:
-        remaining = limit
-        while remaining is None or remaining > 0:
-            size = _PAGE if remaining is None else min(_PAGE, remaining)
-            rows: list[RawRow] = self._reader().execute(sql, (*key, after, size)).fetchall()
-            yield from rows
-            if len(rows) < size:
-                return
-            after = rows[-1][2] if key else rows[-1][0]
-            if remaining is not None:
-                remaining -= len(rows)
+        def fetch(params: tuple[Any, ...]) -> list[RawRow]:
+            return self._reader().execute(sql, params).fetchall()
+
+        return paged_rows(fetch, key, after, limit, page=_PAGE)
 
     def read_session(
         self, session_id: str, *, after: int = 0, limit: int | None = None

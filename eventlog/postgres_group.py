@@ -12,9 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from .appending import PreparedBatch, check_expected, plan_rows, result_from_rows
+from .appending import (
+    PreparedBatch,
+    check_expected,
+    earlier_batch,
+    plan_rows,
+    result_from_rows,
+)
 from .canonical import GENESIS_HASH
-from .envelope import AppendResult, RawRow, RecordedEvent, decode_row
+from .envelope import AppendResult, RawRow, RecordedEvent
 from .errors import EventLogError
 from .inline import InlineProjection
 from .postgres_schema import COLUMNS, INSERT, UPSERT_HEAD, check_text, storable
@@ -42,27 +48,11 @@ def _heads(conn: psycopg.Connection, group: Sequence[PreparedBatch]) -> dict[str
     return heads
 
 
-def _replay(
-    conn: psycopg.Connection,
-    prepared: PreparedBatch,
-    keyed: dict[tuple[str, str], AppendResult],
-    upcasters: UpcasterRegistry,
-) -> AppendResult | None:
-    """The earlier batch with the same idempotency key (in this group or the log), if any."""
-    batch = prepared.batch
-    if batch.idempotency_key is None:
-        return None
-    earlier_here = keyed.get((batch.session_id, batch.idempotency_key))
-    if earlier_here is not None:
-        return AppendResult(batch.session_id, earlier_here.events, replayed=True)
-    rows = conn.execute(
-        f"SELECT {COLUMNS} FROM events WHERE session_id = %s AND idempotency_key = %s "
-        "ORDER BY seq", (batch.session_id, batch.idempotency_key),
-    ).fetchall()
-    if not rows:
-        return None
-    events = tuple(decode_row(r, upcasters=upcasters) for r in rows)
-    return AppendResult(batch.session_id, events, replayed=True)
+_REPLAY = (
+    f"SELECT {COLUMNS} FROM events WHERE session_id = %s AND idempotency_key = %s "
+    "ORDER BY seq"
+)
+"""The rows of an earlier batch with the same idempotency key."""
 
 
 def write_group(
@@ -85,7 +75,7 @@ def write_group(
         batch = prepared.batch
         try:
             check_text(prepared)
-            replayed = _replay(conn, prepared, keyed, upcasters)
+            replayed = earlier_batch(conn, _REPLAY, prepared, keyed, upcasters)
             if replayed is not None:
                 outcomes.append(replayed)
                 continue

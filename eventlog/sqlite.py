@@ -35,6 +35,7 @@ from .envelope import (
     RawRow,
     RecordedEvent,
     decode_rows,
+    paged_rows,
 )
 from .errors import StoreBusy, StoreClosed
 from .group_commit import GroupCommitter
@@ -311,19 +312,13 @@ class SQLiteEventStore(GroupAppends):
     def _pages(
         self, sql: str, key: tuple[Any, ...], after: int, limit: int | None
     ) -> Iterator[RawRow]:
-        remaining = limit
-        while remaining is None or remaining > 0:
-            size = _PAGE if remaining is None else min(_PAGE, remaining)
-            params = (*key, after, size)
+        def fetch(params: tuple[Any, ...]) -> list[RawRow]:
             rows: list[RawRow] = self._retry(
-                lambda: self._reader().execute(sql, params).fetchall()  # noqa: B023
+                lambda: self._reader().execute(sql, params).fetchall()
             )
-            yield from rows
-            if len(rows) < size:
-                return
-            after = rows[-1][2] if key else rows[-1][0]
-            if remaining is not None:
-                remaining -= len(rows)
+            return rows
+
+        return paged_rows(fetch, key, after, limit, page=_PAGE)
 
     def read_session(
         self, session_id: str, *, after: int = 0, limit: int | None = None

@@ -17,9 +17,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
 
-from .appending import PreparedBatch, check_expected, plan_rows, result_from_rows
+from .appending import (
+    PreparedBatch,
+    check_expected,
+    earlier_batch,
+    plan_rows,
+    result_from_rows,
+)
 from .canonical import GENESIS_HASH
-from .envelope import AppendResult, RawRow, RecordedEvent, decode_row
+from .envelope import AppendResult, RawRow, RecordedEvent
 from .errors import EventLogError
 from .inline import InlineProjection
 from .sqlite_schema import COLUMNS, insert_events_sql, upsert_heads_sql
@@ -60,27 +66,11 @@ def _load_heads(
             heads.setdefault(session_id, (0, GENESIS_HASH))
 
 
-def _replay(
-    conn: sqlite3.Connection,
-    prepared: PreparedBatch,
-    keyed: dict[tuple[str, str], AppendResult],
-    upcasters: UpcasterRegistry,
-) -> AppendResult | None:
-    """The earlier batch with the same idempotency key (in this group or the log), if any."""
-    batch = prepared.batch
-    if batch.idempotency_key is None:
-        return None
-    earlier_here = keyed.get((batch.session_id, batch.idempotency_key))
-    if earlier_here is not None:
-        return AppendResult(batch.session_id, earlier_here.events, replayed=True)
-    rows = conn.execute(
-        f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND idempotency_key = ? "
-        "ORDER BY seq", (batch.session_id, batch.idempotency_key),
-    ).fetchall()
-    if not rows:
-        return None
-    events = tuple(decode_row(r, upcasters=upcasters) for r in rows)
-    return AppendResult(batch.session_id, events, replayed=True)
+_REPLAY = (
+    f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND idempotency_key = ? "
+    "ORDER BY seq"
+)
+"""The rows of an earlier batch with the same idempotency key."""
 
 
 def _insert(conn: sqlite3.Connection, rows: list[RawRow]) -> None:
@@ -128,7 +118,7 @@ def write_group(
         batch = prepared.batch
         try:
             if batch.idempotency_key is not None:
-                replayed = _replay(conn, prepared, keyed, upcasters)
+                replayed = earlier_batch(conn, _REPLAY, prepared, keyed, upcasters)
                 if replayed is not None:
                     outcomes.append(replayed)
                     continue
