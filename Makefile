@@ -50,6 +50,7 @@ bench: $(VENV)/.bench
 	$(PY) bench/replay_memory.py
 	$(PY) bench/rebuild.py
 	$(PY) bench/todos.py
+	$(PY) bench/group_floor.py
 	$(PY) bench/load.py
 
 docs: $(VENV)/.dev

@@ -62,6 +62,19 @@ def test_rebuild_bench_small_run(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir()), "scratch files left behind"
 
 
+def test_group_floor_bench_quick_prints_every_row_and_the_ceiling(tmp_path: Path) -> None:
+    # Issue 2's acceptance 7 (group commit): what the GIL leaves for 32 writers; shape only.
+    done = _run("group_floor.py", "--quick", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    for text in ("lock hand-off between two threads", "committer alone, 0 us Python per item",
+                 "committer alone, 20 us Python per item", "the store (bench/eventlog.py 4a/4b)",
+                 "one-event batches per append_many from one thread",
+                 "best 32/1 ratio this store's work allows here"):
+        assert text in out
+    assert not list(tmp_path.iterdir()), "scratch files left behind"
+
+
 def test_todos_bench_quick_prints_the_table_and_the_ratio(tmp_path: Path) -> None:
     # Issue 5's acceptance 5: TodoWrite end to end beside the single durable append.
     done = _run("todos.py", "--quick", tmp_path=tmp_path)
