@@ -169,7 +169,8 @@ Streams (`…/events/stream`) are Server-Sent Events: each event is sent as `id:
 `seq`, or the global position on `/v1/events/stream`), `event:` (the type) and `data:` (the
 envelope JSON). Without a cursor a stream starts at the beginning; with `Last-Event-ID: N` (or
 `?after=N`; the header wins when both are sent) it sends exactly the events after N, then live
-ones. A server bound beyond loopback requires `Authorization: Bearer <token>`.
+ones. A server bound beyond loopback requires `Authorization: Bearer <token>` (the scheme
+name in any case, RFC 7235).
 """
 
 

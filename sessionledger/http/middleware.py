@@ -91,12 +91,14 @@ class RequestLogMiddleware:
 class BearerAuthMiddleware:
     """Require ``Authorization: Bearer <token>`` on every path but :data:`OPEN_PATHS`.
 
-    With no token configured (loopback binding) every request passes.
+    The scheme is matched without regard to case and may be followed by several spaces
+    (RFC 7235 section 2.1); the token itself must match exactly. With no token configured
+    (loopback binding) every request passes.
     """
 
     def __init__(self, app: ASGIApp, *, token: str | None) -> None:
         self.app = app
-        self._expected = None if token is None else f"Bearer {token}".encode()
+        self._expected = None if token is None else token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -111,9 +113,11 @@ class BearerAuthMiddleware:
 
     def _authorized(self, scope: Scope) -> bool:
         # Header values arrive decoded as latin-1: re-encoding gives the bytes sent.
-        given = Headers(scope=scope).get("authorization", "")
+        scheme, _, credentials = Headers(scope=scope).get("authorization", "").partition(" ")
         assert self._expected is not None
-        return hmac.compare_digest(given.encode("latin-1"), self._expected)
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            credentials.lstrip(" ").encode("latin-1"), self._expected
+        )
 
     @staticmethod
     async def _refuse(send: Send) -> None:
