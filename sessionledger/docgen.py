@@ -162,15 +162,19 @@ _HTTP_INTRO = """\
 All bodies are JSON. Errors are `{"error": {"code", "message", "details"}}` with a 4xx status
 for bad input (422 `invalid_input` for a body or parameter that fails validation, 404
 `session_not_found`, 409 for a refused change, 410 `session_deleted`); no input produces a
-500. The full machine-readable description is served at `/openapi.json`; the wire shapes the
-tests compare are those of SPEC §11.
+500. Any route that reads the store may answer 503 `service_unavailable` (busy or stopping) or
+`storage_unavailable` (the disk failed); nothing was changed and the request may be retried.
+The full machine-readable description is served at `/openapi.json`, these 503s included, and
+with a token configured its 401s and the bearer scheme; the wire shapes the tests compare are
+those of SPEC §11.
 
 Streams (`…/events/stream`) are Server-Sent Events: each event is sent as `id:` (the session
 `seq`, or the global position on `/v1/events/stream`), `event:` (the type) and `data:` (the
 envelope JSON). Without a cursor a stream starts at the beginning; with `Last-Event-ID: N` (or
 `?after=N`; the header wins when both are sent) it sends exactly the events after N, then live
 ones. A server bound beyond loopback requires `Authorization: Bearer <token>` (the scheme
-name in any case, RFC 7235).
+name in any case, RFC 7235) on every path but `/healthz`, and answers 401 `unauthorized`
+without it.
 """
 
 

@@ -191,6 +191,38 @@ def test_off_loopback_every_request_needs_the_bearer_token(guarded: ServerProces
         assert _accepts(outward, port)
 
 
+def test_the_served_document_names_the_bearer_scheme_and_401_wherever_it_applies(
+    guarded: ServerProcess,
+) -> None:
+    with guarded.client() as http:
+        document = http.get("/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"}).json()
+    assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    checked = 0
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            guarded_here = path != "/healthz"
+            assert ("401" in operation["responses"]) == guarded_here, (method, path)
+            assert ("security" in operation) == guarded_here, (method, path)
+            checked += 1
+    assert checked > 20
+
+
+def test_without_a_token_the_document_names_no_401_and_every_store_route_a_503(
+    tmp_path: Path,
+) -> None:
+    with in_process_client(tmp_path) as (client, _service):
+        document = client.get("/openapi.json").json()
+    assert "securitySchemes" not in document.get("components", {})
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            answers = operation["responses"]
+            assert "401" not in answers and "security" not in operation, (method, path)
+            assert ("503" in answers) == (path != "/"), (method, path)
+            if "503" in answers:
+                schema = answers["503"]["content"]["application/json"]["schema"]
+                assert schema == {"$ref": "#/components/schemas/ErrorResponse"}
+
+
 def test_refused_requests_are_logged_with_their_id_and_the_token_never(
     guarded: ServerProcess,
 ) -> None:

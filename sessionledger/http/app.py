@@ -36,6 +36,7 @@ from .interaction_routes import interaction_routes
 from .middleware import BearerAuthMiddleware, BodyLimitMiddleware, RequestLogMiddleware
 from .model_routes import model_routes
 from .routes import session_routes
+from .schemas import document_guards
 from .streaming import CommitNotifier, stream_routes
 from .tool_routes import tool_routes
 from .turn_routes import turn_routes
@@ -55,6 +56,19 @@ _HTTP_CODES = {
     413: "payload_too_large",
     415: "unsupported_media_type",
 }
+
+
+def _document_guards(app: FastAPI, *, token_required: bool) -> None:
+    """``/openapi.json`` also lists the answers of the middleware and a failing store."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = document_guards(
+                FastAPI.openapi(app), token_required=token_required
+            )
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def error_response(
@@ -190,6 +204,7 @@ def create_app(
     )
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, include_in_schema=False))
     install_web_client(app)
+    _document_guards(app, token_required=settings.token is not None)
     app.add_middleware(BodyLimitMiddleware)  # inside the token check: strangers read nothing
     app.add_middleware(BearerAuthMiddleware, token=settings.token)
     app.add_middleware(RequestLogMiddleware)  # outermost: refused requests are logged too

@@ -37,6 +37,7 @@ __all__ = [
     "DeniedCall",
     "DeletedSession",
     "ErrorResponse",
+    "document_guards",
     "EventTypes",
     "EventsPage",
     "Health",
@@ -125,6 +126,42 @@ def error_responses(
         status: {"model": ErrorResponse, "description": text}
         for status, text in described.items()
     }
+
+
+UNAVAILABLE_TEXT = (
+    "the store is busy or stopping (`service_unavailable`) or its disk failed "
+    "(`storage_unavailable`); nothing was changed, the same request may be retried"
+)
+UNAUTHORIZED_TEXT = "no valid `Authorization: Bearer <token>` header (`unauthorized`)"
+OPEN_OPERATIONS = frozenset({"/healthz"})
+"""Paths answered without a token (the middleware's open paths)."""
+STORE_FREE_OPERATIONS = frozenset({"/"})
+"""Paths that never read the store (the web page)."""
+
+
+def document_guards(document: dict[str, Any], *, token_required: bool) -> dict[str, Any]:
+    """Add what the middleware and the store may answer on any route to ``document``.
+
+    Every operation but the page may answer 503 (a busy, closing or failing store); with a token
+    configured every operation but :data:`OPEN_OPERATIONS` may answer 401 and names the
+    bearer scheme. Routes do not list these themselves: they come from outside the handler.
+    """
+    error = {"application/json": {"schema": _ERROR_REF}}
+    for path, operations in document.get("paths", {}).items():
+        for operation in operations.values():
+            answers = operation.setdefault("responses", {})
+            if path not in STORE_FREE_OPERATIONS:
+                answers.setdefault("503", {"description": UNAVAILABLE_TEXT, "content": error})
+            if token_required and path not in OPEN_OPERATIONS:
+                answers.setdefault("401", {"description": UNAUTHORIZED_TEXT, "content": error})
+                operation["security"] = [{"bearer": []}]
+    if token_required:
+        components = document.setdefault("components", {})
+        components.setdefault("securitySchemes", {})["bearer"] = {
+            "type": "http", "scheme": "bearer",
+            "description": "the token given to `serve` by --token or SESSIONLEDGER_TOKEN",
+        }
+    return document
 
 
 TOO_LARGE = error_responses(
