@@ -232,7 +232,16 @@ class PostgresEventStore(GroupAppends):
 
     def read_view(self, query: Callable[[Any], T]) -> T:
         """Run ``query`` with a read connection (projections read their tables with it)."""
-        return query(self._reader())
+        return self._read(query)
+
+    def _read(self, query: Callable[[psycopg.Connection], T]) -> T:
+        """Run ``query`` on this thread's read connection; a lost server or a failing disk
+        is a :class:`StorageFault`, and the next read connects again."""
+        driver = _psycopg()
+        try:
+            return query(self._reader())
+        except driver.OperationalError as exc:
+            raise self._fault(exc) from exc
 
     def purge(self, session_id: str) -> int:
         """Remove every event and the head record of one session; positions never reused."""
@@ -307,7 +316,7 @@ class PostgresEventStore(GroupAppends):
         self, sql: str, key: tuple[Any, ...], after: int, limit: int | None
     ) -> Iterator[RawRow]:
         def fetch(params: tuple[Any, ...]) -> list[RawRow]:
-            return self._reader().execute(sql, params).fetchall()
+            return self._read(lambda conn: conn.execute(sql, params).fetchall())
 
         return paged_rows(fetch, key, after, limit, page=_PAGE)
 
@@ -325,48 +334,50 @@ class PostgresEventStore(GroupAppends):
         yield from decode_rows(self._pages(sql, (), after, limit), upcasters=self._upcasters)
 
     def raw_session(self, session_id: str) -> Iterator[tuple[Any, ...]]:
-        yield from self._reader().execute(_RAW_SESSION, (session_id,)).fetchall()
+        yield from self._read(lambda conn: conn.execute(_RAW_SESSION, (session_id,)).fetchall())
 
     def version(self, session_id: str) -> int:
-        row = self._reader().execute(
+        row = self._read(lambda conn: conn.execute(
             "SELECT version FROM streams WHERE session_id = %s", (session_id,)
-        ).fetchone()
+        ).fetchone())
         return int(row[0]) if row else 0
 
     def head_position(self) -> int:
-        (position,) = self._reader().execute(HIGH_WATER).fetchone()  # type: ignore[misc]
+        (position,) = self._read(lambda conn: conn.execute(HIGH_WATER).fetchone())  # type: ignore[misc]
         return int(position)
 
     def session_heads(self) -> list[SessionHead]:
-        rows = self._reader().execute(
+        rows = self._read(lambda conn: conn.execute(
             f"SELECT {_HEAD_COLUMNS} FROM streams "
             'ORDER BY updated_at DESC, session_id COLLATE "C" DESC'
-        ).fetchall()
+        ).fetchall())
         return [SessionHead(r[0], int(r[1]), r[2], r[3], r[4]) for r in rows]
 
     def session_head(self, session_id: str) -> SessionHead | None:
-        row = self._reader().execute(
+        row = self._read(lambda conn: conn.execute(
             f"SELECT {_HEAD_COLUMNS} FROM streams WHERE session_id = %s", (session_id,)
-        ).fetchone()
+        ).fetchone())
         return SessionHead(row[0], int(row[1]), row[2], row[3], row[4]) if row else None
 
     def verify(self, session_id: str | None = None) -> list[ChainReport]:
-        conn = self._reader()
         if session_id is None:
-            ids = [r[0] for r in conn.execute(
+            ids = [r[0] for r in self._read(lambda conn: conn.execute(
                 "SELECT session_id FROM (SELECT session_id FROM streams UNION "
                 "SELECT session_id FROM events) AS ids ORDER BY session_id COLLATE \"C\""
-            ).fetchall()]
+            ).fetchall())]
         else:
             ids = [session_id]
         reports = []
         for sid in ids:
-            head = conn.execute(
-                "SELECT version, head_hash FROM streams WHERE session_id = %s", (sid,)
-            ).fetchone()
+            head = self._head_row(sid)
             recorded = (int(head[0]), head[1]) if head else None
             reports.append(verify_chain(sid, self.raw_session(sid), head=recorded))
         return reports
+
+    def _head_row(self, session_id: str) -> Any:
+        return self._read(lambda conn: conn.execute(
+            "SELECT version, head_hash FROM streams WHERE session_id = %s", (session_id,)
+        ).fetchone())
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -338,12 +338,15 @@ class SQLiteEventStore(GroupAppends):
         # and text that is not valid UTF-8 (it comes back as bytes, a wrong-type break).
         sql = (f"SELECT {COLUMNS} FROM events WHERE session_id = ? "
                "ORDER BY typeof(seq) != 'integer' OR seq < 1, seq, global_position")
-        conn = self._reader()
-        cursor = conn.execute(sql, (session_id,))
+        conn: sqlite3.Connection = self._retry(self._reader)
+        cursor = self._retry(lambda: conn.execute(sql, (session_id,)))
         while True:
             conn.text_factory = text_or_bytes
             try:
                 batch = cursor.fetchmany(_PAGE)
+            except sqlite3.OperationalError as exc:
+                self._raise_storage_fault(exc)
+                raise
             finally:
                 conn.text_factory = str
             if not batch:
@@ -377,21 +380,22 @@ class SQLiteEventStore(GroupAppends):
         return SessionHead(*row) if row else None
 
     def verify(self, session_id: str | None = None) -> list[ChainReport]:
-        conn = self._reader()
         if session_id is None:
-            ids = [r[0] for r in conn.execute(
+            ids = [r[0] for r in self._retry(lambda: self._reader().execute(
                 "SELECT session_id FROM streams UNION SELECT DISTINCT session_id FROM events "
                 "ORDER BY 1"
-            )]
+            ).fetchall())]
         else:
             ids = [session_id]
         reports = []
         for sid in ids:
-            head = conn.execute(
-                "SELECT version, head_hash FROM streams WHERE session_id = ?", (sid,)
-            ).fetchone()
-            reports.append(verify_chain(sid, self.raw_session(sid), head=head))
+            reports.append(verify_chain(sid, self.raw_session(sid), head=self._head_row(sid)))
         return reports
+
+    def _head_row(self, session_id: str) -> Any:
+        return self._retry(lambda: self._reader().execute(
+            "SELECT version, head_hash FROM streams WHERE session_id = ?", (session_id,)
+        ).fetchone())
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -202,7 +202,8 @@ def test_a_disk_failing_reads_answers_503_on_every_route_and_recovers(
     with monkeypatch.context() as patch:
         patch.setattr(service.store, "_reader", failing_reader)
         for path in ("/healthz", "/v1/sessions", f"/v1/sessions/{sid}",
-                     f"/v1/sessions/{sid}/events", f"/v1/sessions/{sid}/tool-calls/call_1"):
+                     f"/v1/sessions/{sid}/events", f"/v1/sessions/{sid}/tool-calls/call_1",
+                     f"/v1/sessions/{sid}/audit"):
             response = client.get(path)
             assert response.status_code == 503, (path, response.text)
             error = response.json()["error"]

@@ -884,6 +884,37 @@ def test_el8_postgresql_lost_connection_is_a_storage_fault_then_reconnects(
         assert_verifies(store)
 
 
+@pytest.mark.postgres
+def test_el8_postgresql_lost_read_connection_is_a_storage_fault_then_reconnects(
+    pg_database: str,
+) -> None:
+    """Every read whose connection the server dropped raises StorageFault (503 over HTTP, not
+    a driver error); the next read on that thread connects again and answers."""
+    import psycopg
+
+    reads: dict[str, Any] = {
+        "read_all": lambda s: markers(list(s.read_all())),
+        "read_session": lambda s: markers(list(s.read_session("sess_x"))),
+        "version": lambda s: s.version("sess_x"),
+        "head_position": lambda s: s.head_position(),
+        "session_heads": lambda s: [h.session_id for h in s.session_heads()],
+        "session_head": lambda s: s.session_head("sess_x").version,
+        "raw_session": lambda s: len(list(s.raw_session("sess_x"))),
+        "verify": lambda s: [r.ok for r in s.verify()],
+    }
+    with closing(open_store(f"{pg_database}?schema=lostread", clock=ManualClock())) as store:
+        assert isinstance(store, PostgresEventStore)
+        store.append("sess_x", [new("a"), new("b")])
+        with psycopg.connect(pg_database, autocommit=True) as admin:
+            for name, read in reads.items():
+                expected = read(store)
+                admin.execute("SELECT pg_terminate_backend(%s)",
+                              (store._reader().info.backend_pid,))
+                with pytest.raises(StorageFault):
+                    read(store)
+                assert read(store) == expected, name
+
+
 def test_el8_postgresql_unreachable_server_is_a_storage_fault() -> None:
     pytest.importorskip("psycopg")
     with pytest.raises(StorageFault, match=r"127\.0\.0\.1:1/none"):
