@@ -383,12 +383,30 @@ class PostgresEventStore(GroupAppends):
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener`` after each commit: this store's, on the committing thread, and
-        other processes' on this database, from a listening thread (D116)."""
-        self._follow()
-        return self._listeners.add(listener)
+        other processes' on this database, from a listening thread (D116). The thread and
+        its connection run while anyone listens and stop with the last unsubscribe."""
+        remove = self._listeners.add(listener)
+        try:
+            self._follow()
+        except BaseException:
+            remove()
+            raise
+
+        def unsubscribe() -> None:
+            remove()
+            self._unfollow_if_unheard()
+
+        return unsubscribe
+
+    def _unfollow_if_unheard(self) -> None:
+        with self._follow_lock:
+            if self._listeners or self._follower is None:
+                return
+            follower, self._follower = self._follower, None
+        follower.stop()
 
     def _follow(self) -> None:
-        """Start listening for other processes' commits (once, at the first subscriber)."""
+        """Start listening for other processes' commits (at the first subscriber)."""
         with self._follow_lock:
             if self._follower is not None:
                 return

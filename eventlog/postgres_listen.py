@@ -16,7 +16,7 @@ skipping those this store committed (matched by position *and* hash, so a positi
 transaction had registered and another process then used is not mistaken for ours). Reading
 from the cursor rather than trusting the payload means coalesced or missed notifications lose
 nothing; after a lost connection the thread connects again, listens, and catches up the same
-way. The thread stops when the store closes.
+way. The thread stops with the last unsubscribe or when the store closes.
 """
 
 from __future__ import annotations

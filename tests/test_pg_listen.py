@@ -146,6 +146,36 @@ def test_own_appends_are_published_once_among_foreign_ones(
     assert foreign_heard  # A wrote while B did
 
 
+def _listening_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("eventlog-listen-")]
+
+
+def test_the_listening_thread_stops_with_the_last_unsubscribe_and_comes_back(
+    two_stores: tuple[PostgresEventStore, PostgresEventStore],
+) -> None:
+    a, b = two_stores
+    first, second = Heard(), Heard()
+    drop_first, drop_second = b.subscribe(first), b.subscribe(second)
+    assert len(_listening_threads()) == 1
+    a.append("sess_a", [new("a1")])
+    assert markers(second.wait_for(1)) == ["a1"]
+    drop_first()
+    assert len(_listening_threads()) == 1  # someone still listens
+    drop_second()
+    deadline = time.monotonic() + WAIT_S
+    while _listening_threads() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _listening_threads() == []  # no thread or connection left for nobody
+    a.append("sess_a", [new("a2")])  # heard by no one
+    again = Heard()
+    b.subscribe(again)
+    a.append("sess_a", [new("a3")])
+    assert markers(again.wait_for(1)) == ["a3"]
+    time.sleep(0.3)
+    assert markers(again.events) == ["a3"]
+    assert markers(first.events) == ["a1"] and markers(second.events) == ["a1"]
+
+
 def test_stores_in_other_schemas_are_not_heard(pg_database: str, url: str) -> None:
     with closing(PostgresEventStore(url)) as b, \
             closing(PostgresEventStore(f"{pg_database}?schema=listen_elsewhere")) as other:
