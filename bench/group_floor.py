@@ -35,9 +35,9 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 if str(_HERE.parent) not in sys.path:
     sys.path.append(str(_HERE.parent))
+sys.path.append(str(_HERE))  # last: ``eventlog`` is still the package, ``foundation`` is ours
 
 import argparse  # noqa: E402
-import importlib.util  # noqa: E402
 import os  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
@@ -46,6 +46,8 @@ import time  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from types import ModuleType  # noqa: E402
+
+from foundation import load_eventlog_bench  # noqa: E402
 
 from eventlog import AppendBatch, open_store  # noqa: E402
 from eventlog.group_commit import GroupCommitter  # noqa: E402
@@ -58,16 +60,6 @@ class Sample:
     wall_us: float
     cpu_us: float
     per_commit: float
-
-
-def _foundation() -> ModuleType:
-    """``bench/eventlog.py`` loaded by path (its name would shadow the package)."""
-    spec = importlib.util.spec_from_file_location("bench_eventlog", _HERE / "eventlog.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
-    spec.loader.exec_module(module)
-    return module
 
 
 def hand_off(rounds: int) -> Sample:
@@ -247,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ARGS_TMP = args.tmp
     works = [float(w) for w in args.work.split(",")]
     n, per = args.writers, max(args.items // args.writers, 1)
-    bench = _foundation()
+    bench = load_eventlog_bench()
     load = f"1-min load average {os.getloadavg()[0]:.2f} before"
     handoffs: list[Sample] = []
     by_one: list[Sample] = []

@@ -32,33 +32,23 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 if str(_HERE.parent) not in sys.path:
     sys.path.append(str(_HERE.parent))
+sys.path.append(str(_HERE))  # last: ``eventlog`` is still the package, ``foundation`` is ours
 
 import argparse  # noqa: E402
-import importlib.util  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
-from types import ModuleType  # noqa: E402
 from typing import Any  # noqa: E402
+
+from foundation import load_eventlog_bench  # noqa: E402
 
 from eventlog import open_store  # noqa: E402
 from sessionledger import SessionService  # noqa: E402
 
-
-def _foundation() -> ModuleType:
-    """``bench/eventlog.py`` loaded by path (its name would shadow the package)."""
-    spec = importlib.util.spec_from_file_location("bench_eventlog", _HERE / "eventlog.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
-    spec.loader.exec_module(module)
-    return module
-
-
-EL = _foundation()
+EL = load_eventlog_bench()
 SESSIONS = EL.SESSIONS
 ITEMS = 20
 TARGET = 0.5
