@@ -83,7 +83,8 @@ def test_todos_bench_quick_prints_the_table_and_the_ratio(tmp_path: Path) -> Non
     for text in ("single-event durable append", "TodoWrite, 20 items", "p50 ms", "p99 ms",
                  "ops/s", "TodoWrite writes/s / single appends/s", ">= 0.50",
                  "inside the store transaction, per operation", "txns/op",
-                 "best ratio with nothing outside the transaction"):
+                 "best ratio with nothing outside the transaction", "SQL ms",
+                 "best ratio with nothing but the SQL statements"):
         assert text in out
     assert out.count("PASS") + out.count("MISS") == 1
     assert not list(tmp_path.iterdir()), "scratch files left behind"
