@@ -166,7 +166,8 @@ for bad input (422 `invalid_input` for a body or parameter that fails validation
 `storage_unavailable` (the disk failed); nothing was changed and the request may be retried.
 The full machine-readable description is served at `/openapi.json`, these 503s included, and
 with a token configured its 401s and the bearer scheme; the wire shapes the tests compare are
-those of SPEC §11.
+those of SPEC §11. `HEAD` is answered wherever `GET` is, with its status and headers and no
+body, except on the event streams.
 
 Streams (`…/events/stream`) are Server-Sent Events: each event is sent as `id:` (the session
 `seq`, or the global position on `/v1/events/stream`), `event:` (the type) and `data:` (the

@@ -316,10 +316,11 @@ def test_a_cursor_is_decimal_digits(client: TestClient, after: str) -> None:
 
 def test_a_405_names_every_method_of_the_path(client: TestClient) -> None:
     session = create(client)
-    for path, allowed in [("/v1/sessions", "GET, POST"),
-                          (f"/v1/sessions/{session}", "DELETE, GET"),
+    for path, allowed in [("/v1/sessions", "GET, HEAD, POST"),
+                          (f"/v1/sessions/{session}", "DELETE, GET, HEAD"),
                           (f"/v1/sessions/{session}/goal", "DELETE, POST"),
-                          ("/v1/settings", "GET, PUT"), ("/static/app.js", "GET, HEAD")]:
+                          ("/v1/settings", "GET, HEAD, PUT"), ("/static/app.js", "GET, HEAD"),
+                          (f"/v1/sessions/{session}/events/stream", "GET")]:
         response = client.request("PATCH", path)
         error_of(response, 405, "method_not_allowed")
         assert response.headers["allow"] == allowed, path

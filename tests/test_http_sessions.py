@@ -316,6 +316,27 @@ def test_healthz(client: TestClient) -> None:
     assert response.status_code == 200 and response.json()["status"] == "ok"
 
 
+def test_head_answers_like_get_without_a_body(client: TestClient) -> None:
+    # RFC 9110 9.3.2: GET's status and headers, no content; monitors probe /healthz so.
+    session = create(client)["sessionId"]
+    for path in ("/healthz", "/v1/sessions", f"/v1/sessions/{session}",
+                 f"/v1/sessions/{session}/events", f"/v1/sessions/{session}/audit",
+                 "/v1/sessions/sess_none", "/", "/openapi.json", "/v1/settings"):
+        got, head = client.get(path), client.head(path)
+        assert head.status_code == got.status_code, path
+        assert head.content == b"", path
+        for name in ("content-type", "content-length"):
+            assert head.headers.get(name) == got.headers.get(name), (path, name)
+    events_before = client.get(f"/v1/sessions/{session}/events").json()
+    assert client.head(f"/v1/sessions/{session}/events").status_code == 200
+    assert client.get(f"/v1/sessions/{session}/events").json() == events_before
+    # Event streams never end: HEAD stays refused there, and GET's Allow names HEAD.
+    for stream in ("/v1/events/stream", f"/v1/sessions/{session}/events/stream"):
+        refused = client.head(stream)
+        assert refused.status_code == 405 and refused.headers["allow"] == "GET"
+    assert client.post("/healthz").headers["allow"] == "GET, HEAD"
+
+
 def test_openapi_is_served(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/v1/sessions", "/v1/sessions/{session_id}/events/stream"} <= set(paths)

@@ -174,6 +174,11 @@ def test_off_loopback_every_request_needs_the_bearer_token(guarded: ServerProces
                 _refused(http.get(path, headers=headers))
             _refused(http.post("/v1/sessions", json={}, headers=headers))
         assert http.get("/healthz").status_code == 200  # probes need no secret
+        probe = http.head("/healthz")  # uvicorn itself: status and headers, no body
+        assert probe.status_code == 200 and probe.content == b""
+        assert probe.headers["content-length"] == http.get("/healthz").headers["content-length"]
+        _refused_head = http.head("/v1/sessions")
+        assert _refused_head.status_code == 401 and _refused_head.content == b""
         for authorization in GOOD_AUTHORIZATION:
             answer = http.get("/v1/sessions", headers={"Authorization": authorization})
             assert answer.status_code == 200, (authorization, answer.text)

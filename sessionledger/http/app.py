@@ -33,11 +33,16 @@ from ..scheduler import TimerScheduler
 from ..sessions import SessionService
 from .execution_routes import execution_routes
 from .interaction_routes import interaction_routes
-from .middleware import BearerAuthMiddleware, BodyLimitMiddleware, RequestLogMiddleware
+from .middleware import (
+    BearerAuthMiddleware,
+    BodyLimitMiddleware,
+    HeadAsGetMiddleware,
+    RequestLogMiddleware,
+)
 from .model_routes import model_routes
 from .routes import session_routes
 from .schemas import document_guards
-from .streaming import CommitNotifier, stream_routes
+from .streaming import STREAM_SUFFIX, CommitNotifier, stream_routes
 from .tool_routes import tool_routes
 from .turn_routes import turn_routes
 from .web_routes import install_web_client
@@ -105,7 +110,19 @@ def _allowed_methods(request: Request) -> str | None:
             method for method in _METHODS
             if route.matches({**request.scope, "method": method})[0] is Match.FULL
         )
+    if _answers_head(request.app, request.scope):
+        allowed.add("HEAD")
     return ", ".join(sorted(allowed)) or None
+
+
+def _answers_head(app: FastAPI, scope: Mapping[str, Any]) -> bool:
+    """Whether a GET at this path is answered and ends: every route's but the event streams'
+    (``…/stream``) and the MCP endpoint's (its GET is a stream too)."""
+    path: str = scope["path"]
+    if path.endswith(STREAM_SUFFIX) or path == MCP_PATH:
+        return False
+    get = {**scope, "method": "GET"}
+    return any(route.matches(get)[0] is Match.FULL for route in app.router.routes)
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -205,6 +222,7 @@ def create_app(
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, include_in_schema=False))
     install_web_client(app)
     _document_guards(app, token_required=settings.token is not None)
+    app.add_middleware(HeadAsGetMiddleware, answers_head=lambda scope: _answers_head(app, scope))
     app.add_middleware(BodyLimitMiddleware)  # inside the token check: strangers read nothing
     app.add_middleware(BearerAuthMiddleware, token=settings.token)
     app.add_middleware(RequestLogMiddleware)  # outermost: refused requests are logged too

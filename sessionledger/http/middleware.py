@@ -1,4 +1,5 @@
-"""ASGI middleware: a structured log line per request, the bearer token check, the body cap.
+"""ASGI middleware: a structured log line per request, the bearer token check, the body cap,
+HEAD answered like GET without the body.
 
 All are plain ASGI callables rather than ``BaseHTTPMiddleware`` so they never buffer or
 break the streaming (SSE) responses: they only watch and decorate the messages going out.
@@ -10,6 +11,7 @@ import hmac
 import json
 import re
 import time
+from collections.abc import Callable
 
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
@@ -27,6 +29,7 @@ __all__ = [
     "BearerAuthMiddleware",
     "BodyLimitMiddleware",
     "BodyTooLarge",
+    "HeadAsGetMiddleware",
     "RequestLogMiddleware",
 ]
 
@@ -195,3 +198,31 @@ class BodyLimitMiddleware:
             ],
         })
         await send({"type": "http.response.body", "body": body})
+
+
+class HeadAsGetMiddleware:
+    """Answer ``HEAD`` wherever ``GET`` is answered, with GET's status and headers and no body
+    (RFC 9110 section 9.3.2: monitors and ``curl -I`` probe with it).
+
+    FastAPI's routes list only the methods they declare, so a HEAD would be 405. The request
+    goes to the app as a GET when ``answers_head`` says its route may (event streams never end,
+    so they are left out and stay 405); whatever body the app sends is dropped.
+    """
+
+    def __init__(self, app: ASGIApp, *, answers_head: Callable[[Scope], bool]) -> None:
+        self.app = app
+        self._answers_head = answers_head
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD" or not self._answers_head(scope):
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)

@@ -48,12 +48,14 @@ from ..sessions import SessionService, check_cursor
 from .schemas import PlainInt, SessionIdPath, error_responses
 
 __all__ = [
-    "DELETED_EVENT", "PAGE_SIZE", "CommitNotifier", "EventStreamResponse", "Frame", "Page",
-    "SharedPages", "follow", "follow_pages", "stream_routes", "to_sse",
+    "DELETED_EVENT", "PAGE_SIZE", "STREAM_SUFFIX", "CommitNotifier", "EventStreamResponse",
+    "Frame", "Page", "SharedPages", "follow", "follow_pages", "stream_routes", "to_sse",
 ]
 
 DELETED_EVENT = "SessionDeleted"
 """The last event a session stream sends: a deleted session's routes answer 410 after it."""
+STREAM_SUFFIX = "/stream"
+"""Every event stream's path ends so, and no other route's (HEAD skips them)."""
 PAGE_SIZE = 500
 """Events read per step; a full page is followed by another read without waiting."""
 KEEPALIVE = b": keep-alive\n\n"
@@ -379,7 +381,7 @@ def stream_routes(
         return session_id
 
     @router.get(
-        "/v1/sessions/{session_id}/events/stream", response_class=EventStreamResponse,
+        "/v1/sessions/{session_id}/events" + STREAM_SUFFIX, response_class=EventStreamResponse,
         responses=error_responses({
             404: "no such session (`session_not_found`)",
             410: "the session was deleted (`session_deleted`)",
@@ -398,7 +400,7 @@ def stream_routes(
         return stream(session_id, read, lambda e: e.seq, cursor, until_deleted=True)
 
     @router.get(
-        "/v1/events/stream", response_class=EventStreamResponse,
+        "/v1/events" + STREAM_SUFFIX, response_class=EventStreamResponse,
         responses=error_responses({422: _BAD_CURSOR}, streaming=True),
     )
     async def global_stream(
