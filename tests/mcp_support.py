@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import psutil
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -25,7 +26,7 @@ from server_support import sessionledger_command
 from eventlog import RecordedEvent
 
 __all__ = [
-    "PLAN", "QUESTION", "TODOS", "Answers", "kill_servers", "masked", "mcp_client",
+    "PLAN", "QUESTION", "TODOS", "Answers", "NeverAnswers", "kill_servers", "masked", "mcp_client",
     "normalized", "server_params", "text_of",
 ]
 
@@ -95,6 +96,26 @@ class Answers:
         self.asked.append(params)
         action, content = self._replies.pop(0)
         return types.ElicitResult.model_validate({"action": action, "content": content})
+
+
+class NeverAnswers:
+    """An elicitation callback that keeps its form open until the server withdraws it
+    (``notifications/cancelled`` cancels the callback); counts both."""
+
+    def __init__(self) -> None:
+        self.opened = 0
+        self.withdrawn = 0
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        self.opened += 1
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            self.withdrawn += 1
+            raise
+        raise AssertionError("sleep_forever returned")
 
 
 def text_of(result: types.CallToolResult) -> str:

@@ -9,6 +9,7 @@ connection resumes the session by ``?session=``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,7 +20,7 @@ import httpx
 from mcp import Client, ClientSession
 from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
-from mcp_support import PLAN, QUESTION, TODOS, Answers, text_of
+from mcp_support import PLAN, QUESTION, TODOS, Answers, NeverAnswers, text_of
 from server_support import running_server
 
 from sessionledger.mcp import SESSION_META
@@ -121,3 +122,41 @@ def test_a_2026_client_names_its_session_in_the_url(tmp_path: Path) -> None:
         anyio.run(scenario)
         with server.client() as http:
             assert len(http.get("/v1/sessions").json()["sessions"]) == 1
+
+
+def test_a_form_answered_on_the_web_is_withdrawn_and_the_call_answers_so(
+    tmp_path: Path,
+) -> None:
+    with running_server(tmp_path) as server:
+        with server.client() as http:
+            session_id = http.post("/v1/sessions", json={}).json()["sessionId"]
+        form = NeverAnswers()
+
+        def answer_on_the_web() -> None:
+            with server.client() as http:
+                deadline = time.monotonic() + 30
+                while True:
+                    document = http.get(f"/v1/sessions/{session_id}").json()
+                    if document["interactions"] or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.05)
+                (waiting,) = document["interactions"]
+                answered = {**QUESTION, "answers": {"Which database?": "Postgres"}}
+                response = http.post(
+                    f"/v1/sessions/{session_id}/interactions/{waiting['interactionId']}/respond",
+                    json={"decision": "modify", "input": answered},
+                )
+                assert response.status_code == 200, response.text
+
+        async def scenario() -> None:
+            url = f"{server.base_url}/mcp?session={session_id}"
+            async with http_client(url, form) as client, anyio.create_task_group() as group:
+                group.start_soon(anyio.to_thread.run_sync, answer_on_the_web)
+                with anyio.fail_after(30):
+                    asked = await client.call_tool("AskUserQuestion", QUESTION)
+                assert text_of(asked).startswith(
+                    f'{ALL_ANSWERED_PREFIX}"Which database?"="Postgres"')
+                assert asked.structured_content["status"] == "completed"
+
+        anyio.run(scenario)
+        assert (form.opened, form.withdrawn) == (1, 1)

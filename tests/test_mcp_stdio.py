@@ -24,6 +24,7 @@ from mcp_support import (
     QUESTION,
     TODOS,
     Answers,
+    NeverAnswers,
     kill_servers,
     masked,
     mcp_client,
@@ -447,3 +448,24 @@ def test_the_protocol_hosts_timer_auto_continues_a_pending_question(
         ]
     finally:
         service.close()
+
+
+def test_a_form_left_open_past_the_deadline_is_withdrawn_and_the_call_continues(
+    ledger: tuple[str, Path],
+) -> None:
+    # HO-4 on the protocol host: the countdown runs while the form is open; when the timer
+    # continues the call the form is withdrawn and the call answers as the log says.
+    form = NeverAnswers()
+
+    async def scenario() -> None:
+        async with mcp_client(
+            *ledger, "--question-grace-s", "0.2", "--question-deadline-s", "0.5",
+            elicitation=form,
+        ) as client:
+            with anyio.fail_after(30):
+                asked = await client.call_tool("AskUserQuestion", QUESTION)
+        assert asked.structured_content["status"] == "completed"
+        assert "rejection" in text_of(asked)  # AQ-4's "none answered" text
+
+    run(scenario)
+    assert (form.opened, form.withdrawn) == (1, 1)

@@ -58,6 +58,8 @@ SESSION_META = "sessionledger/sessionId"
 """The ``_meta`` key of every tool result that names the connection's ledger session."""
 _SESSION_HEADER = "mcp-session-id"
 _BINDINGS_HELD = 4096
+WITHDRAW_POLL_S = 0.5
+"""How often a call with a form open is checked for an answer given elsewhere."""
 T = TypeVar("T")
 Ctx = ServerRequestContext[Any, Any]
 
@@ -195,14 +197,43 @@ class LedgerMcp:
         self, ctx: Ctx, session_id: str, form: Form, pending: dict[str, Any]
     ) -> dict[str, Any]:
         """Ask through the client; record the answer as the respond endpoint does. A
-        dismissed form, or a client that fails to ask, leaves the call pending."""
-        try:
-            result = await ctx.session.elicit_form(
-                form.message, form.schema, related_request_id=ctx.request_id
-            )
-        except (MCPError, ValidationError):
+        dismissed form, or a client that fails to ask, leaves the call pending.
+
+        While the form is open the call is watched: answered elsewhere (the web page, the
+        HTTP respond endpoint, another process) or continued by its timer, the form is
+        withdrawn — the SDK sends the client ``notifications/cancelled`` for its request —
+        and the call answers as it now stands.
+        """
+        asked: list[ElicitResult] = []
+        settled: list[dict[str, Any]] = []
+        call_id = str(pending["callId"])
+
+        async def ask(done: anyio.CancelScope) -> None:
+            try:
+                asked.append(await ctx.session.elicit_form(
+                    form.message, form.schema, related_request_id=ctx.request_id
+                ))
+            except (MCPError, ValidationError):
+                pass
+            done.cancel()
+
+        async def watch(done: anyio.CancelScope) -> None:
+            while True:
+                await anyio.sleep(WITHDRAW_POLL_S)
+                now = await _run(lambda: self._service.tools.get(session_id, call_id).document)
+                if now["status"] != "pending":
+                    settled.append(now)
+                    done.cancel()
+                    return
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(ask, group.cancel_scope)
+            group.start_soon(watch, group.cancel_scope)
+        if settled:
+            return settled[0]
+        if not asked:
             return pending
-        return await self._record(session_id, form, result, pending)
+        return await self._record(session_id, form, asked[0], pending)
 
     async def _answer_round(self, session_id: str, form: Form, returned: Round) -> dict[str, Any]:
         """A modern client's retry: the waiting call, answered with the form's response."""
