@@ -136,19 +136,18 @@ class _TimedStatements:
         self._conn = conn
         self._spent = spent
 
-    def execute(self, *args: Any) -> sqlite3.Cursor:
+    def _timed(self, run: Callable[..., sqlite3.Cursor], *args: Any) -> sqlite3.Cursor:
         t0 = time.perf_counter()
         try:
-            return self._conn.execute(*args)
+            return run(*args)
         finally:
             self._spent[2] += time.perf_counter() - t0
 
+    def execute(self, *args: Any) -> sqlite3.Cursor:
+        return self._timed(self._conn.execute, *args)
+
     def executemany(self, *args: Any) -> sqlite3.Cursor:
-        t0 = time.perf_counter()
-        try:
-            return self._conn.executemany(*args)
-        finally:
-            self._spent[2] += time.perf_counter() - t0
+        return self._timed(self._conn.executemany, *args)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
