@@ -9,9 +9,11 @@ connection resumes the session by ``?session=``.
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_support import PLAN, QUESTION, TODOS, Answers, NeverAnswers, text_of
 from server_support import running_server
 
+from sessionledger.http.server import GRACEFUL_SHUTDOWN_S
 from sessionledger.mcp import SESSION_META
 from sessionledger.tools.ask_texts import ALL_ANSWERED_PREFIX
 from sessionledger.tools.plan_contract import APPROVED_PREFIX, NOT_APPROVED
@@ -160,3 +163,26 @@ def test_a_form_answered_on_the_web_is_withdrawn_and_the_call_answers_so(
 
         anyio.run(scenario)
         assert (form.opened, form.withdrawn) == (1, 1)
+
+
+def test_stopping_serve_with_an_mcp_stream_open_ends_it_cleanly(tmp_path: Path) -> None:
+    # The SDK's GET stream stops without its last body message on shutdown; uvicorn used to
+    # log that as an error. The stream is ended properly and the server exits 0.
+    with running_server(tmp_path) as server:
+        connected = threading.Event()
+
+        async def hold_the_stream() -> None:
+            with suppress(Exception):  # the server goes away under the client
+                async with http_client(f"{server.base_url}/mcp") as client:
+                    await client.list_tools()
+                    connected.set()
+                    await anyio.sleep(30)
+
+        holder = threading.Thread(target=anyio.run, args=(hold_the_stream,), daemon=True)
+        holder.start()
+        assert connected.wait(30)
+        time.sleep(0.5)  # the client's GET stream is open
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=GRACEFUL_SHUTDOWN_S) == 0
+        errors = [line for line in server.log().splitlines() if '"level": "error"' in line]
+    assert errors == []

@@ -13,12 +13,13 @@ answered. On loopback the SDK's DNS-rebinding protection admits only loopback ``
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
+import anyio
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import is_loopback
 from ..sessions import SessionService
@@ -67,4 +68,27 @@ class McpHttpTransport:
                               "details": None}}
             await JSONResponse(body, status_code=503)(scope, receive, send)
             return
-        await manager.asgi_app(scope, receive, send)
+        await _completed(manager.asgi_app, scope, receive, send)
+
+
+async def _completed(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Run ``app``, then end a response it started and left open.
+
+    On shutdown the SDK's event stream (sse-starlette) stops without its last body message,
+    which uvicorn reports as an error: the stream is ended properly here instead.
+    """
+    state = {"started": False, "ended": False}
+
+    async def watched(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            state["started"] = True
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            state["ended"] = True
+        await send(message)
+
+    try:
+        await app(scope, receive, watched)
+    finally:
+        if state["started"] and not state["ended"]:
+            with anyio.CancelScope(shield=True), suppress(OSError, RuntimeError):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
