@@ -25,6 +25,7 @@ from eventlog import Actor, InteractionKind, PermissionMode, TodoPriority, TodoS
 
 from ..documents import DisplayMode
 from ..permission.decision import Behavior
+from .middleware import OPEN_PATHS
 
 __all__ = [
     "MAX_ID_CHARS",
@@ -37,7 +38,6 @@ __all__ = [
     "DeniedCall",
     "DeletedSession",
     "ErrorResponse",
-    "document_guards",
     "EventTypes",
     "EventsPage",
     "Health",
@@ -53,6 +53,7 @@ __all__ = [
     "SessionList",
     "SettingsDocument",
     "TOO_LARGE",
+    "document_guards",
     "error_responses",
 ]
 
@@ -133,8 +134,6 @@ UNAVAILABLE_TEXT = (
     "(`storage_unavailable`); nothing was changed, the same request may be retried"
 )
 UNAUTHORIZED_TEXT = "no valid `Authorization: Bearer <token>` header (`unauthorized`)"
-OPEN_OPERATIONS = frozenset({"/healthz"})
-"""Paths answered without a token (the middleware's open paths)."""
 STORE_FREE_OPERATIONS = frozenset({"/"})
 """Paths that never read the store (the web page)."""
 
@@ -143,7 +142,7 @@ def document_guards(document: dict[str, Any], *, token_required: bool) -> dict[s
     """Add what the middleware and the store may answer on any route to ``document``.
 
     Every operation but the page may answer 503 (a busy, closing or failing store); with a token
-    configured every operation but :data:`OPEN_OPERATIONS` may answer 401 and names the
+    configured every operation but the middleware's :data:`OPEN_PATHS` may answer 401 and names the
     bearer scheme. Routes do not list these themselves: they come from outside the handler.
     """
     error = {"application/json": {"schema": _ERROR_REF}}
@@ -152,7 +151,7 @@ def document_guards(document: dict[str, Any], *, token_required: bool) -> dict[s
             answers = operation.setdefault("responses", {})
             if path not in STORE_FREE_OPERATIONS:
                 answers.setdefault("503", {"description": UNAVAILABLE_TEXT, "content": error})
-            if token_required and path not in OPEN_OPERATIONS:
+            if token_required and path not in OPEN_PATHS:
                 answers.setdefault("401", {"description": UNAUTHORIZED_TEXT, "content": error})
                 operation["security"] = [{"bearer": []}]
     if token_required:
