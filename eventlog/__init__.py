@@ -63,7 +63,16 @@ from .catalog import (
 )
 from .chain import ChainReport, verify_chain
 from .clock import Clock, ManualClock, SystemClock, format_instant, parse_instant
-from .envelope import Actor, AppendBatch, AppendResult, NewEvent, RawRow, RecordedEvent
+from .envelope import (
+    UNDECODABLE,
+    Actor,
+    AppendBatch,
+    AppendResult,
+    NewEvent,
+    RawRow,
+    RecordedEvent,
+    Undecodable,
+)
 from .errors import (
     BackupFailed,
     BackupRefused,
@@ -166,6 +175,8 @@ __all__ = [
     "ToolCallCompleted",
     "ToolCallRequested",
     "TurnControlData",
+    "UNDECODABLE",
+    "Undecodable",
     "UnknownEventType",
     "UnknownSchemaVersion",
     "UpcasterRegistry",

@@ -1,8 +1,12 @@
 """Checking a session's hash chain from its raw rows (SPEC EL-4).
 
-The check never trusts a row: a wrong column type, invalid JSON, an unknown event type or a
-payload its model rejects is reported as a break at that ``seq``, like an edited hash, a
-missing or reordered row, or a head record that disagrees with the rows (truncation).
+The check never trusts a row: a wrong column type, an unknown event type, data that is not a
+JSON object, an edited hash, a missing or reordered row, or a head record that disagrees with
+the rows (truncation) is reported as a break at that ``seq``. The hash is checked over the
+payload text as stored, so a chain holds whether or not this build can decode the payload: a
+payload the reader cannot decode is not a break (SPEC EG-1; the reader reports it, and
+``audit`` names it ``undecodable``). Stored text that is not canonical is checked by its
+canonical JSON, as written.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from typing import Any
 
 from .canonical import GENESIS_HASH, canonical_json, envelope_hash
 from .catalog import CATALOG
-from .upcasting import decode_payload
 
 __all__ = ["ChainReport", "verify_chain"]
 
@@ -47,31 +50,41 @@ def _row_fault(row: tuple[Any, ...], expected_seq: int, prev_hash: str) -> str |
         return "causation or correlation id has the wrong type"
     if prev != prev_hash:
         return "prev_hash does not match the previous event's hash"
+    if etype not in CATALOG:
+        return f"unknown event type {etype!r}"
+    fields = (row[1], seq, etype, version)
+    if _hash_of(prev, fields, data, recorded_at, actor, cause, corr) == digest:
+        return None  # the stored text is what was hashed: intact, decodable or not (EG-1)
     try:
         payload = json.loads(data)
     except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser's
         return "data is not valid JSON"
     if type(payload) is not dict:
         return "data is not a JSON object"
-    cls = CATALOG.get(etype)
-    if cls is None:
-        return f"unknown event type {etype!r}"
-    if version == cls.schema_version:
-        try:
-            decode_payload(etype, version, data)  # the read path, legacy forms included
-        except (ValueError, RecursionError) as exc:
-            return f"payload does not match {etype}: {exc.__class__.__name__}"
     try:
-        expected = envelope_hash(
-            prev_hash=prev, session_id=row[1], seq=seq, event_type=etype,
-            schema_version=version, data_json=canonical_json(payload), recorded_at=recorded_at,
-            actor=actor, causation_id=cause, correlation_id=corr,
-        )
-    except (ValueError, RecursionError):  # NaN in an unvalidated payload, lone surrogates
-        return "a column cannot be hashed"
-    if expected != digest:
+        canonical = canonical_json(payload)
+    except (ValueError, RecursionError):  # NaN in an unvalidated payload
+        return "data cannot be hashed"
+    if _hash_of(prev, fields, canonical, recorded_at, actor, cause, corr) != digest:
         return "hash does not match the event's content"
     return None
+
+
+def _hash_of(
+    prev: str, fields: tuple[str, int, str, int], data_json: str, recorded_at: str, actor: str,
+    cause: str | None, corr: str | None,
+) -> str | None:
+    """The envelope's hash over ``data_json``; ``None`` when a column cannot be encoded
+    (a lone surrogate in text the store did not decode)."""
+    session_id, seq, etype, version = fields
+    try:
+        return envelope_hash(
+            prev_hash=prev, session_id=session_id, seq=seq, event_type=etype,
+            schema_version=version, data_json=data_json, recorded_at=recorded_at,
+            actor=actor, causation_id=cause, correlation_id=corr,
+        )
+    except UnicodeEncodeError:
+        return None
 
 
 def verify_chain(

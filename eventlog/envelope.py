@@ -3,6 +3,13 @@
 :class:`NewEvent` is a payload with its who/why; :class:`AppendBatch` is one atomic append to
 one session; :class:`RecordedEvent` is an envelope read back (SPEC EL-1), a slotted dataclass
 so replay stays fast; :data:`RawRow` is the row exactly as the ``events`` table holds it.
+
+Reading is the one place a stored payload meets the current models. A row whose payload this
+build cannot decode (JSON it cannot parse, nested deeper than its parser allows, a lone
+surrogate escape, a value its model or an upcaster refuses) is read as an envelope of type
+:data:`UNDECODABLE` whose ``data`` is an :class:`Undecodable` (SPEC EG-1): every consumer
+gets it in its place and goes on; folds, which dispatch on ``type``, pass over it. A type the
+catalog does not hold, or a version no upcaster reaches, stays a named error (SPEC EL-6).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from pydantic import ValidationError
 
 from .canonical import canonical_json, envelope_hash
 from .catalog import CATALOG, Event
-from .errors import EmptyBatch, UnknownEventType, UnknownSchemaVersion
+from .errors import EmptyBatch, EventLogError, UnknownEventType, UnknownSchemaVersion
 from .fast_json import fast_encoder, tree_encoder
 from .upcasting import UpcasterRegistry, decode_payload, default_upcasters
 
@@ -27,6 +34,8 @@ __all__ = [
     "NewEvent",
     "RawRow",
     "RecordedEvent",
+    "UNDECODABLE",
+    "Undecodable",
     "build_row",
     "decode_row",
     "decode_rows",
@@ -67,6 +76,43 @@ class AppendBatch:
     def __post_init__(self) -> None:
         if not self.events:
             raise EmptyBatch(f"append to {self.session_id} carries no events")
+
+
+UNDECODABLE = "Undecodable"
+"""The ``type`` an event is read with when its stored payload cannot be decoded (EG-1)."""
+
+_REASON_CHARS = 300
+
+
+class Undecodable(Event):
+    """What is known of a stored event this build cannot decode (SPEC EG-1): its type and
+    payload text exactly as stored (text that is not UTF-8 has its bad bytes escaped as
+    ``\\xNN``) and why it could not be read. Never appended: not in the catalog."""
+
+    type: Literal["Undecodable"] = "Undecodable"
+    reason: str
+    stored_data: str
+    stored_type: str
+
+
+def _printable(value: object) -> str:
+    """``value`` as text that can always be written as UTF-8 JSON."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    text = value if isinstance(value, str) else repr(value)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _reason(exc: BaseException) -> str:
+    """One short line saying why a payload could not be decoded."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        text = f"{first['type']}{' at ' + where if where else ''}: {first['msg']}"
+    else:
+        text = f"{exc.__class__.__name__}: {exc}"
+    text = _printable(" ".join(text.split()))
+    return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 1] + "…"
 
 
 @dataclass(slots=True)
@@ -172,10 +218,16 @@ def build_row(
     )
 
 
+_DECODE_FAILURES = (ValueError, TypeError, LookupError, RecursionError)
+"""What parsing, validating or upcasting a stored payload raises when it cannot be read
+(pydantic's ``ValidationError`` and ``json``'s errors are ``ValueError``s)."""
+
+
 def decode_row(
     row: RawRow, *, upcasters: UpcasterRegistry = default_upcasters
 ) -> RecordedEvent:
-    """Turn a stored row into a typed envelope (the store is trusted: no chain check)."""
+    """Turn a stored row into a typed envelope (the store is trusted: no chain check); a
+    payload that cannot be decoded gives an :data:`UNDECODABLE` envelope, never an error."""
     try:
         data = decode_payload(row[3], row[4], row[5], upcasters=upcasters)
     except UnknownEventType as exc:
@@ -184,6 +236,16 @@ def decode_row(
         raise UnknownSchemaVersion(
             exc.event_type, exc.version, session_id=row[1], seq=row[2]
         ) from exc
+    except EventLogError:
+        raise
+    except _DECODE_FAILURES as exc:
+        undecodable = Undecodable(
+            reason=_reason(exc), stored_data=_printable(row[5]), stored_type=_printable(row[3])
+        )
+        return RecordedEvent(
+            row[0], row[1], row[2], UNDECODABLE, row[4], undecodable, row[6], row[7], row[8],
+            row[9], row[11], row[12],
+        )
     return RecordedEvent(
         row[0], row[1], row[2], row[3], row[4], data, row[6], row[7], row[8], row[9],
         row[11], row[12],
@@ -204,7 +266,7 @@ def decode_rows(
         try:
             data = cls.__pydantic_validator__.validate_json(row[5])
         except ValidationError:
-            yield decode_row(row, upcasters=upcasters)  # legacy forms, or a named error
+            yield decode_row(row, upcasters=upcasters)  # legacy forms, or undecodable
             continue
         yield RecordedEvent(
             row[0], row[1], row[2], row[3], row[4], data, row[6], row[7], row[8], row[9],

@@ -46,6 +46,7 @@ from .sqlite_schema import (
     HIGH_WATER,
     chunked_rows,
     create_schema,
+    fetch_rows,
     is_busy,
     storage_fault,
     text_or_bytes,
@@ -313,9 +314,7 @@ class SQLiteEventStore(GroupAppends):
         self, sql: str, key: tuple[Any, ...], after: int, limit: int | None
     ) -> Iterator[RawRow]:
         def fetch(params: tuple[Any, ...]) -> list[RawRow]:
-            rows: list[RawRow] = self._retry(
-                lambda: self._reader().execute(sql, params).fetchall()
-            )
+            rows: list[RawRow] = self._retry(lambda: fetch_rows(self._reader(), sql, params))
             return rows
 
         return paged_rows(fetch, key, after, limit, page=_PAGE)

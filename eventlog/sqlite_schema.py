@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import Any
 
 import sqlite_utils
 
@@ -111,9 +112,24 @@ def create_schema(db: sqlite_utils.Database) -> None:
 def chunked_rows(conn: sqlite3.Connection, sql: str, size: int) -> Iterator[list[RawRow]]:
     """Pages of rows by global position; ``sql`` takes (after, limit)."""
     after = 0
-    while rows := conn.execute(sql, (after, size)).fetchall():
+    while rows := fetch_rows(conn, sql, (after, size)):
         yield rows
         after = rows[-1][0]
+
+
+def fetch_rows(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[RawRow]:
+    """Every row of ``sql``; a page holding TEXT that is not UTF-8 (bit rot, another tool)
+    is read again with such text as bytes, for the reader to report (SPEC EG-1)."""
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if not str(exc).startswith("Could not decode to UTF-8"):
+            raise
+    conn.text_factory = text_or_bytes
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.text_factory = str
 
 
 def text_or_bytes(raw: bytes) -> str | bytes:
