@@ -4,7 +4,9 @@ An audit has two halves (SPEC §11 ``audit``): the chain check of the event log 
 store's ``verify``) and the projection check (:func:`projections.compare_session`: the stored
 execution state against the state folded again from the events). A session is sound when both
 are. Audits never crash on a damaged log or table: what cannot be read is reported as a fault
-of the session it belongs to.
+of the session it belongs to. A stored event the reader cannot decode is such a fault, named
+``undecodable`` at its ``seq`` (SPEC EG-1); it is not a chain break, since the chain is
+checked over the stored text.
 """
 
 from __future__ import annotations
@@ -21,16 +23,32 @@ from eventlog import (
     PlanFileWriteFailed,
     StoreBusy,
     StoreClosed,
+    Undecodable,
 )
 from projections import Projections, compare_session
 
 __all__ = [
-    "AuditProgress", "AuditReport", "audit_log", "audit_session", "plan_file_notes",
-    "projection_differences",
+    "AuditProgress", "AuditReport", "UndecodableAt", "audit_log", "audit_session",
+    "log_findings", "projection_differences",
 ]
 
 AuditProgress = Callable[[int, int], None]
 """``progress(done, total)``: sessions audited so far out of all of them."""
+
+
+@dataclass(frozen=True, slots=True)
+class UndecodableAt:
+    """A stored event this build cannot decode (SPEC EG-1): where, what it was, and why."""
+
+    seq: int
+    type: str
+    reason: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"seq": self.seq, "type": self.type, "reason": self.reason}
+
+    def __str__(self) -> str:
+        return f"undecodable at seq {self.seq}: {self.type} event ({self.reason})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +62,8 @@ class AuditReport:
     differences: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     """Not faults but worth knowing: plan files that could not be written (PM-7)."""
+    undecodable: tuple[UndecodableAt, ...] = ()
+    """Events the reader cannot decode (EG-1): faults, but not of the chain."""
 
     @classmethod
     def from_chain(cls, report: ChainReport, differences: tuple[str, ...] = ()) -> AuditReport:
@@ -61,16 +81,19 @@ class AuditReport:
 
     @property
     def ok(self) -> bool:
-        return self.chain_ok and self.projections_ok
+        return self.chain_ok and self.projections_ok and not self.undecodable
 
     def to_wire(self) -> dict[str, Any]:
-        """The ``GET /v1/sessions/{id}/audit`` shape of SPEC §11 (plus ``notes`` when any)."""
+        """The ``GET /v1/sessions/{id}/audit`` shape of SPEC §11 (plus ``undecodable`` and
+        ``notes`` when any)."""
         wire: dict[str, Any] = {
             "ok": self.ok,
             "events": self.events,
             "chain": {"ok": self.chain_ok, "firstBadSeq": self.first_bad_seq},
             "projections": {"ok": self.projections_ok, "differences": list(self.differences)},
         }
+        if self.undecodable:
+            wire["undecodable"] = [u.to_wire() for u in self.undecodable]
         if self.notes:
             wire["notes"] = list(self.notes)
         return wire
@@ -91,28 +114,40 @@ def projection_differences(
         return (f"execution_state: {session_id} cannot be compared ({exc.__class__.__name__})",)
 
 
-def plan_file_notes(store: EventStore, session_id: str) -> tuple[str, ...]:
-    """Each recorded ``PlanFileWriteFailed`` as a note (the log is read once more)."""
+def log_findings(
+    store: EventStore, session_id: str
+) -> tuple[tuple[str, ...], tuple[UndecodableAt, ...]]:
+    """What one more read of the log shows: each recorded ``PlanFileWriteFailed`` as a note,
+    and each event the reader could not decode."""
+    notes: list[str] = []
+    undecodable: list[UndecodableAt] = []
     try:
-        return tuple(
-            f"seq {e.seq}: plan file {e.data.path} not written ({e.data.error})"
-            for e in store.read_session(session_id)
-            if isinstance(e.data, PlanFileWriteFailed)
-        )
+        for e in store.read_session(session_id):
+            if isinstance(e.data, PlanFileWriteFailed):
+                notes.append(f"seq {e.seq}: plan file {e.data.path} not written ({e.data.error})")
+            elif isinstance(e.data, Undecodable):
+                undecodable.append(UndecodableAt(e.seq, e.data.stored_type, e.data.reason))
     except (StoreBusy, StoreClosed):
         raise
     except (EventLogError, ValueError, TypeError, sqlite3.DatabaseError):
-        return ()  # the projection half names what cannot be read
+        pass  # the projection half names what cannot be read
+    return tuple(notes), tuple(undecodable)
 
 
 def audit_session(store: EventStore, projections: Projections, session_id: str) -> AuditReport:
     """Both halves of one session's audit (the caller checks the session exists), with the
-    plan files it could not write as notes."""
+    events it cannot decode and the plan files it could not write."""
     (chain,) = store.verify(session_id)
-    report = AuditReport.from_chain(
-        chain, projection_differences(store, projections, session_id)
+    return _with_findings(
+        store, AuditReport.from_chain(
+            chain, projection_differences(store, projections, session_id)
+        ),
     )
-    return replace(report, notes=plan_file_notes(store, session_id))
+
+
+def _with_findings(store: EventStore, report: AuditReport) -> AuditReport:
+    notes, undecodable = log_findings(store, report.session_id)
+    return replace(report, notes=notes, undecodable=undecodable)
 
 
 def audit_log(
@@ -143,9 +178,9 @@ def audit_log(
                 earlier.differences if earlier is not None
                 else projection_differences(store, projections, chain.session_id)
             )
-            notes = (earlier.notes if earlier is not None
-                     else plan_file_notes(store, chain.session_id))
-            reports[chain.session_id] = replace(
-                AuditReport.from_chain(chain, differences), notes=notes
+            fresh = AuditReport.from_chain(chain, differences)
+            reports[chain.session_id] = (
+                _with_findings(store, fresh) if earlier is None
+                else replace(fresh, notes=earlier.notes, undecodable=earlier.undecodable)
             )
     return list(reports.values())

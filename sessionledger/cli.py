@@ -365,13 +365,19 @@ def _audit_all(service: SessionService) -> list[AuditReport]:
 @db_option
 @click.argument("session_id", metavar="[SESSION]", required=False)
 def audit(db: str | None, session_id: str | None) -> None:
-    """Verify hash chains and projections (one session, or all); exit 1 naming each fault."""
+    """Verify hash chains and projections (one session, or all); exit 1 naming each fault.
+
+    An event this build cannot decode is a fault named `undecodable at seq N` (its chain may
+    well be intact); the other events and sessions are still checked.
+    """
     with _service(db) as service:
         reports = [service.audit_report(session_id)] if session_id else _audit_all(service)
     for report in reports:
         if not report.chain_ok:
             _out.print(f"FAIL {report.session_id}: chain broken at seq {report.first_bad_seq}"
                        f" ({escape(report.reason or 'unknown reason')})")
+        for undecodable in report.undecodable:
+            _out.print(f"FAIL {report.session_id}: {escape(str(undecodable))}")
         for difference in report.differences:
             _out.print(f"FAIL {report.session_id}: projection differs: {escape(difference)}")
         for note in report.notes:

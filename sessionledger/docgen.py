@@ -176,6 +176,14 @@ envelope JSON). Without a cursor a stream starts at the beginning; with `Last-Ev
 ones. A server bound beyond loopback requires `Authorization: Bearer <token>` (the scheme
 name in any case, RFC 7235) on every path but `/healthz`, and answers 401 `unauthorized`
 without it.
+
+A stored event this build cannot decode (a payload an earlier version wrote that the current
+reader refuses: JSON nested too deep, a lone surrogate escape, a value its model rejects) is
+never an error (SPEC EG-1). The events page, both streams and `events --json` send it in its
+place with its envelope as stored but `type` (and the stream's `event:`) `Undecodable` and
+`data` `{"storedType": …, "storedData": "<the stored payload text>", "reason": "…"}`; folds
+pass over it. The audit names each such event under `undecodable` (`[{"seq", "type",
+"reason"}]`, `ok` false), not as a chain break: the chain is checked over the stored text.
 """
 
 

@@ -14,12 +14,14 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from eventlog import (
+    UNDECODABLE,
     GoalEnded,
     GoalStarted,
     MessageRecorded,
     RecordedEvent,
     SessionCreated,
     SessionModeChanged,
+    Undecodable,
 )
 from projections import SessionSummary
 from statemachine.execution import ExecutionState
@@ -143,6 +145,12 @@ def _message(event: RecordedEvent) -> str:
     return f"{data.kind} {data.role} message{source}: {_quote(data.content)}"
 
 
+def _undecodable(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, Undecodable)
+    return f"undecodable {data.stored_type} event, passed over ({data.reason})"
+
+
 DESCRIBERS: dict[str, Callable[[RecordedEvent], str]] = {
     "SessionCreated": _created,
     "SessionModeChanged": _mode_changed,
@@ -150,6 +158,7 @@ DESCRIBERS: dict[str, Callable[[RecordedEvent], str]] = {
     "GoalEnded": _goal_ended,
     "MessageRecorded": _message,
     "SessionDeleted": lambda _event: "session deleted (events kept until purged)",
+    UNDECODABLE: _undecodable,
 }
 
 

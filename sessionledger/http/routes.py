@@ -139,7 +139,7 @@ def session_routes(service: SessionService) -> APIRouter:
             {404: _NOT_FOUND, 422: _INVALID})},
     )
     def audit(session_id: SessionIdPath) -> dict[str, Any]:
-        """Hash chain and projections against a fresh fold of the log (also once deleted)."""
+        """Hash chain, undecodable events, projections against a fresh fold (also once deleted)."""
         return service.audit(session_id)
 
     return router

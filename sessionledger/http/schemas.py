@@ -248,7 +248,8 @@ class DeletedSession(_Wire):
 
 
 class Envelope(_Wire):
-    """One recorded event (EL-1)."""
+    """One recorded event (EL-1). One this build cannot decode has the type ``Undecodable``
+    and ``data`` ``{"storedType", "storedData", "reason"}`` (EG-1)."""
 
     seq: int
     globalPosition: int
@@ -279,11 +280,22 @@ class AuditProjections(_Wire):
     differences: list[Any]
 
 
+class AuditUndecodable(_Wire):
+    """A stored event this build cannot decode (EG-1): its seq, stored type and why."""
+
+    seq: int
+    type: str
+    reason: str
+
+
 class AuditDocument(_Wire):
     ok: bool
     events: int
     chain: AuditChain
     projections: AuditProjections
+    undecodable: list[AuditUndecodable] = Field(
+        default_factory=list, description="present only when not empty; each makes ok false"
+    )
     notes: list[str] = Field(default_factory=list, description="present only when not empty")
 
 
