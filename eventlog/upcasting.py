@@ -2,16 +2,18 @@
 
 An upcaster maps one event type's payload from version ``n`` to ``n + 1``. Reading applies the
 chain from the stored version to the catalog's current one; a type missing from the catalog or
-a version the chain cannot reach is a named error, never a silent drop.
+a version the chain cannot reach is a named error, never a silent drop. Payloads that take
+these slower paths are parsed by the same JSON parser as the fast strict read (pydantic's), so
+every path refuses the same text: a lone surrogate, nesting deeper than it allows, ``NaN``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from .catalog import CATALOG, Event, legacy_execution_state
 from .errors import UnknownEventType, UnknownSchemaVersion
@@ -77,6 +79,11 @@ def _legacy_session_created(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
+def _parse(data_json: str) -> Any:
+    """The stored text as Python values, by the parser the strict read uses (ValueError)."""
+    return from_json(data_json, allow_inf_nan=False)
+
+
 def decode_payload(
     event_type: str,
     schema_version: int,
@@ -96,10 +103,10 @@ def decode_payload(
             legacy = upcasters.legacy_reader(event_type)
             if legacy is None:
                 raise
-            return cls.model_validate(legacy(json.loads(data_json)))
+            return cls.model_validate(legacy(_parse(data_json)))
     if schema_version > current or schema_version < 1:
         raise UnknownSchemaVersion(event_type, schema_version)
     payload = upcasters.upcast(
-        event_type, schema_version, json.loads(data_json), target=current
+        event_type, schema_version, _parse(data_json), target=current
     )
     return cls.model_validate(payload)

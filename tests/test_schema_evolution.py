@@ -2,7 +2,10 @@
 
 An event of a type the catalog does not hold, or of a schema version no upcaster chain
 reaches, is an explicit error naming it (and where it is) — never silently dropped. Registered
-upcasters turn old stored payloads into the current model on read. Test-only event types are
+upcasters turn old stored payloads into the current model on read. A payload of a known type
+and version that the reader cannot decode (its model or an upcaster refuses it, JSON nested
+too deep, a lone surrogate, bytes that are not UTF-8) is read as an ``Undecodable`` envelope in
+its place, and the chain over its stored text still verifies (SPEC EG-1). Test-only event types are
 put into ``eventlog.catalog.CATALOG`` with ``monkeypatch`` (undone after each test), and each
 store gets its own fresh ``UpcasterRegistry`` so the process-wide default stays untouched.
 """
@@ -13,13 +16,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import pytest
+from pg_support import Unrepresentable
 
 from eventlog import (
     CATALOG,
+    UNDECODABLE,
     Event,
     EventStore,
     NewEvent,
     SessionCreated,
+    Undecodable,
     UnknownEventType,
     UnknownSchemaVersion,
     UpcasterRegistry,
@@ -46,6 +52,15 @@ class ProbeV2(Event):
     type: Literal["ProbeRecorded"] = "ProbeRecorded"
     title: str
     tags: tuple[str, ...] = ()
+
+
+class ProbeRenamed(Event):
+    """Version 1 again, but ``name`` became ``title`` without a version bump (a bug that
+    leaves the stored payloads undecodable)."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["ProbeRecorded"] = "ProbeRecorded"
+    title: str
 
 
 class ProbeV3(Event):
@@ -226,3 +241,80 @@ def test_el6_registries_are_per_store(
     assert upcasters is not default_upcasters
     with pytest.raises(UnknownSchemaVersion):
         default_upcasters.upcast("ProbeRecorded", 1, {"name": "n"}, target=2)
+
+
+# -- undecodable payloads (EG-1) ----------------------------------------------------------
+
+
+def undecodable_at(store: EventStore, session_id: str) -> dict[int, Undecodable]:
+    """The session's undecodable events by seq; every event read, the others decoded."""
+    events = list(store.read_session(session_id))
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    found = {e.seq: e.data for e in events if isinstance(e.data, Undecodable)}
+    assert all(events[seq - 1].type == UNDECODABLE for seq in found)
+    return found
+
+
+def test_eg1_a_payload_its_model_now_refuses_is_undecodable_and_the_chain_holds(
+    store: EventStore, catalog: Catalog
+) -> None:
+    """EG-1: read in its place as ``Undecodable`` (stored type and text, why), by session and
+    globally; the chain, checked over the stored text, verifies."""
+    catalog(ProbeV1)
+    store.append("sess_x", [created("before"), probe(ProbeV1(name="n")), created("after")])
+    catalog(ProbeRenamed)
+    (found,) = undecodable_at(store, "sess_x").items()
+    assert found[0] == 2 and (found[1].stored_type, found[1].stored_data) == (
+        "ProbeRecorded", '{"name":"n"}')
+    assert "title" in found[1].reason
+    assert [e.type for e in store.read_all()] == ["SessionCreated", UNDECODABLE, "SessionCreated"]
+    assert workspaces(store, "sess_x", after=2) == ["after"]
+    assert [r.ok for r in store.verify()] == [True]
+    assert store.rebuild_projections() == 3
+
+
+def test_eg1_an_upcaster_that_fails_makes_the_event_undecodable(
+    store_factory: StoreFactory, catalog: Catalog
+) -> None:
+    """EG-1: an upcaster raising on an old payload it did not expect is no read error."""
+    registry = UpcasterRegistry()
+    registry.register("ProbeRecorded", 1)(lambda payload: {"title": payload["label"]})
+    store = store_factory.open(upcasters=registry)
+    catalog(ProbeV1)
+    store.append("sess_x", [probe(ProbeV1(name="n")), created("after")])
+    catalog(ProbeV2)
+    (found,) = undecodable_at(store, "sess_x").values()
+    assert found.reason.startswith("KeyError") and found.stored_data == '{"name":"n"}'
+
+
+@pytest.mark.parametrize("data", [
+    '{"workspace":' + "[" * 300 + "]" * 300 + "}",  # deeper than the reader's JSON parser
+    '{"workspace":"\\ud800"}',  # a lone surrogate escape
+    "{not json",
+    "[1, 2]",
+])
+def test_eg1_stored_text_the_reader_cannot_parse_is_undecodable(
+    store: EventStore, tamper: Tamper, data: str
+) -> None:
+    """EG-1: whatever the text, reading goes on past it (the edit itself breaks the chain)."""
+    store.append("sess_x", [created("a"), created("b"), created("c")])
+    tamper.update("sess_x", 2, "data", data)
+    (found,) = undecodable_at(store, "sess_x").values()
+    assert found.stored_data == data and found.stored_type == "SessionCreated"
+    assert [e.seq for e in store.read_all()] == [1, 2, 3]
+    (report,) = store.verify("sess_x")
+    assert report.first_bad_seq == 2
+
+
+def test_eg1_bytes_that_are_not_utf8_are_undecodable(store: EventStore, tamper: Tamper) -> None:
+    """EG-1: bit rot in a payload (SQLite TEXT that is not UTF-8) is read with its bad bytes
+    escaped, never as a driver error; PostgreSQL cannot hold such text."""
+    store.append("sess_x", [created("a"), created("b")])
+    try:
+        tamper.undecodable("sess_x", 1, "data")
+    except Unrepresentable as exc:
+        pytest.skip(str(exc))
+    (found,) = undecodable_at(store, "sess_x").values()
+    assert "\\x" in found.stored_data or "\\u" in found.stored_data
+    found.stored_data.encode("utf-8")  # writable as UTF-8 JSON
+    assert workspaces(store, "sess_x", after=1) == ["b"]
