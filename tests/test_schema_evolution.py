@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import pytest
-from pg_support import Unrepresentable
+from pg_support import PG_BACKEND, Unrepresentable
 
 from eventlog import (
     CATALOG,
@@ -245,6 +245,9 @@ def test_el6_registries_are_per_store(
 
 # -- undecodable payloads (EG-1) ----------------------------------------------------------
 
+every_backend = pytest.mark.parametrize("backend", ["memory", "sqlite", PG_BACKEND])
+"""PostgreSQL too: the reading code is shared (EL-8)."""
+
 
 def undecodable_at(store: EventStore, session_id: str) -> dict[int, Undecodable]:
     """The session's undecodable events by seq; every event read, the others decoded."""
@@ -255,6 +258,7 @@ def undecodable_at(store: EventStore, session_id: str) -> dict[int, Undecodable]
     return found
 
 
+@every_backend
 def test_eg1_a_payload_its_model_now_refuses_is_undecodable_and_the_chain_holds(
     store: EventStore, catalog: Catalog
 ) -> None:
@@ -273,6 +277,7 @@ def test_eg1_a_payload_its_model_now_refuses_is_undecodable_and_the_chain_holds(
     assert store.rebuild_projections() == 3
 
 
+@every_backend
 def test_eg1_an_upcaster_that_fails_makes_the_event_undecodable(
     store_factory: StoreFactory, catalog: Catalog
 ) -> None:
@@ -287,6 +292,7 @@ def test_eg1_an_upcaster_that_fails_makes_the_event_undecodable(
     assert found.reason.startswith("KeyError") and found.stored_data == '{"name":"n"}'
 
 
+@every_backend
 @pytest.mark.parametrize("data", [
     '{"workspace":' + "[" * 300 + "]" * 300 + "}",  # deeper than the reader's JSON parser
     '{"workspace":"\\ud800"}',  # a lone surrogate escape
@@ -306,6 +312,7 @@ def test_eg1_stored_text_the_reader_cannot_parse_is_undecodable(
     assert report.first_bad_seq == 2
 
 
+@every_backend
 def test_eg1_bytes_that_are_not_utf8_are_undecodable(store: EventStore, tamper: Tamper) -> None:
     """EG-1: bit rot in a payload (SQLite TEXT that is not UTF-8) is read with its bad bytes
     escaped, never as a driver error; PostgreSQL cannot hold such text."""

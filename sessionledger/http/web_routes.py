@@ -7,7 +7,8 @@ explicit content type. The page carries a Content-Security-Policy that allows on
 origin's scripts, styles and connections and no inline script, so text that reaches the page
 from the log can never run even if it were inserted as HTML by mistake.
 
-``GET /v1/event-types`` lists the catalog's event type names. A browser's ``EventSource``
+``GET /v1/event-types`` lists the catalog's event type names, and ``Undecodable`` (a stored
+event this build cannot decode, SPEC EG-1). A browser's ``EventSource``
 delivers an SSE event whose ``event:`` line names a type only to a listener registered for
 that name, so the page asks the server which names exist instead of keeping a copy that
 would drift when the catalog grows.
@@ -23,7 +24,7 @@ from fastapi.responses import FileResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
-from eventlog import CATALOG
+from eventlog import CATALOG, UNDECODABLE
 
 from ..web import INDEX_FILE, STATIC_DIR
 from .schemas import EventTypes
@@ -75,8 +76,8 @@ def web_routes() -> APIRouter:
 
     @router.get("/v1/event-types", response_model=None, responses={200: {"model": EventTypes}})
     def event_types() -> dict[str, Any]:
-        """The names of the event catalog, the ``event:`` values streams may send."""
-        return {"eventTypes": list(CATALOG)}
+        """The event catalog's names and ``Undecodable``: the ``event:`` values streams send."""
+        return {"eventTypes": [*CATALOG, UNDECODABLE]}
 
     return router
 
