@@ -176,6 +176,15 @@ envelope JSON). Without a cursor a stream starts at the beginning; with `Last-Ev
 ones. A server bound beyond loopback requires `Authorization: Bearer <token>` (the scheme
 name in any case, RFC 7235) on every path but `/healthz`, and answers 401 `unauthorized`
 without it.
+
+Writes that do not depend on the session's state — a tool call (a whole-list `TodoWrite`
+among them), a message, a compaction, `prepare-request` — never answer 409: when another
+writer appended first they decide again inside the service, with a jittered backoff, for up to
+30 s (a session overtaken all that time answers 503 and nothing was appended). A write that
+may be re-sent after a lost answer carries an id: re-sending a tool call's `callId` returns the
+original call, and re-sending a message's `messageId` appends nothing and answers 200 with the
+original receipt (201 the first time), whatever role and content come with it. The ids are
+kept in the log, so this holds across restarts.
 """
 
 

@@ -140,8 +140,11 @@ def turn_routes(service: SessionService) -> APIRouter:
     def record_message(
         session_id: SessionIdPath, body: Annotated[MessageRequest, Body()]
     ) -> JSONResponse:
-        """Record a real assistant or user message; 201 with its ``seq`` and the version (200
-        and the original receipt for a ``messageId`` sent before)."""
+        """Record a real message: 201 with its ``seq``, 200 for a ``messageId`` sent before.
+
+        With a ``messageId`` already recorded in this session (also before a restart) nothing
+        is appended and the answer is the original receipt, whatever the new role and content.
+        """
         result = service.turns.message(
             session_id, body.role, body.content, continuation=body.continuation,
             message_id=body.message_id,
