@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from eventlog import (
-    ConcurrencyConflict,
     EventLogError,
     EventStore,
     InteractionRequested,
@@ -36,9 +35,10 @@ from projections import Projections, SessionSummary
 from projections.documents import Doc
 from projections.tool_calls import call_document, call_wire
 
-from .errors import Conflict, ServiceUnavailable, SessionLedgerError
+from .errors import ServiceUnavailable, SessionLedgerError
 from .logs import log_event
 from .runtime import ExecutionRuntime
+from .runtime.retry import retry_overtaken
 from .tools.handlers import (
     AbandonCause,
     DecidesFirst,
@@ -51,7 +51,6 @@ from .tools.registry import ToolRegistry
 
 __all__ = ["DecidedAnswers", "completed_event", "resolved_event"]
 
-_ATTEMPTS = 5
 _log = logging.getLogger("sessionledger.executor")
 
 ContextOf = Callable[[SessionSummary, str], ToolContext]
@@ -100,7 +99,9 @@ class DecidedAnswers:
         writer asked again meanwhile (its run is then undone)."""
         assert isinstance(handler, DecidesFirst)
         ran = False
-        for _attempt in range(_ATTEMPTS):
+
+        def attempt() -> dict[str, Any]:
+            nonlocal ran
             session = self._projections.summary(self._store, session_id)
             call = self._projections.call(self._store, session_id, call_id)
             assert session is not None and call is not None
@@ -118,18 +119,16 @@ class DecidedAnswers:
                 raise self._cancelled(session_id, call_id, exc) from exc
             ran = True
             events = [*outcome.events, completed_event(handler.descriptor.name, call_id, outcome)]
-            try:
-                appended = self._store.append(
-                    session_id, [NewEvent(e, actor="user", causation_id=call_id) for e in events],
-                    expected_version=session.version,
-                )
-            except ConcurrencyConflict:
-                continue
+            appended = self._store.append(  # overtaken: run again from the new state
+                session_id, [NewEvent(e, actor="user", causation_id=call_id) for e in events],
+                expected_version=session.version,
+            )
             self._runtime.observe(session_id, appended.events)
             done = call_document(appended.events, session_id, call_id, before=call)
             assert done is not None
             return call_wire(done)
-        raise Conflict(f"session {session_id!r} kept changing; try again")
+
+        return retry_overtaken(session_id, attempt, unconditional=True)
 
     def _cancelled(
         self, session_id: str, call_id: str, error: ServiceUnavailable
@@ -155,7 +154,7 @@ class DecidedAnswers:
     ) -> list[str]:
         """Append each unfinished answer's abandonment and its request again, then let the
         handlers undo their runs; the new interaction ids."""
-        for _attempt in range(_ATTEMPTS):
+        def attempt() -> list[str]:
             session = self._projections.summary(self._store, session_id)
             if session is None or session.deleted:
                 return []
@@ -176,16 +175,14 @@ class DecidedAnswers:
                 undo.append((handler, context, raw))
             if not batch:
                 return []
-            try:
-                appended = self._store.append(session_id, batch, expected_version=session.version)
-            except ConcurrencyConflict:
-                continue
+            appended = self._store.append(session_id, batch, expected_version=session.version)
             self._runtime.observe(session_id, appended.events)
             for undoer, context, raw in undo:
                 undoer.undo(context, raw)
             return [e.event.interaction_id for e in batch
                     if isinstance(e.event, InteractionRequested)]
-        raise Conflict(f"session {session_id!r} kept changing; try again")
+
+        return retry_overtaken(session_id, attempt)
 
     def _unfinished(self, session_id: str, only: str | None) -> list[tuple[Doc, Doc]]:
         """Pending calls whose interaction is resolved, each with that interaction."""

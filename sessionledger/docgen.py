@@ -184,6 +184,15 @@ place with its envelope as stored but `type` (and the stream's `event:`) `Undeco
 `data` `{"storedType": …, "storedData": "<the stored payload text>", "reason": "…"}`; folds
 pass over it. The audit names each such event under `undecodable` (`[{"seq", "type",
 "reason"}]`, `ok` false), not as a chain break: the chain is checked over the stored text.
+
+Writes that do not depend on the session's state — a tool call (a whole-list `TodoWrite`
+among them), a message, a compaction, `prepare-request` — never answer 409: when another
+writer appended first they decide again inside the service, with a jittered backoff, for up to
+30 s (a session overtaken all that time answers 503 and nothing was appended). A write that
+may be re-sent after a lost answer carries an id: re-sending a tool call's `callId` returns the
+original call, and re-sending a message's `messageId` appends nothing and answers 200 with the
+original receipt (201 the first time), whatever role and content come with it. The ids are
+kept in the log, so this holds across restarts.
 """
 
 

@@ -24,7 +24,6 @@ from typing import Any, Literal, Protocol, cast
 from pydantic import ValidationError
 
 from eventlog import (
-    ConcurrencyConflict,
     Event,
     EventStore,
     HostKind,
@@ -47,6 +46,7 @@ from .brokers import Pending, broker_for
 from .decided_answers import DecidedAnswers, completed_event, resolved_event
 from .errors import Conflict, InvalidInput, NotFound
 from .runtime import ExecutionRuntime
+from .runtime.retry import retry_overtaken
 from .tool_results import call_answer
 from .tools.descriptors import ToolDescriptor
 from .tools.handlers import AskAware, DecidesFirst, Resolution, ToolContext, ToolHandler
@@ -62,7 +62,6 @@ __all__ = [
     "validation_details",
 ]
 
-_ATTEMPTS = 5
 _LISTS_HELD = 4096
 Decision = Literal["modify", "approve", "deny", "feedback"]
 
@@ -166,7 +165,7 @@ class ToolExecutor:
         actor: Actor = "model",
     ) -> CallAnswer:
         """Run one call; ``host`` overrides the session's host (``sessionledger call``)."""
-        for _attempt in range(_ATTEMPTS):
+        def attempt() -> CallAnswer:
             session = self._runtime.summary(session_id)
             if call_id is not None:
                 existing = self._projections.call(self._store, session_id, call_id)
@@ -184,13 +183,10 @@ class ToolExecutor:
             events, answer = self._first_step(
                 session, handler, raw_input, cid, host or cast(HostKind, session.host)
             )
-            try:
-                appended = self._store.append(
-                    session_id, [NewEvent(e, actor=actor, causation_id=cid) for e in events],
-                    expected_version=session.version,
-                )
-            except ConcurrencyConflict:
-                continue
+            appended = self._store.append(  # overtaken: decided again afresh
+                session_id, [NewEvent(e, actor=actor, causation_id=cid) for e in events],
+                expected_version=session.version,
+            )
             self._runtime.observe(session_id, appended.events)  # EnterPlanMode (#7)
             self._hold_lists(session_id, appended.events)
             # The id was free at this version, so the view folded the call from nothing:
@@ -203,7 +199,8 @@ class ToolExecutor:
             if answer is not None and found.status == "completed":
                 wire["result"] = answer  # what the log refers to rather than repeats (D70)
             return _answer(wire)
-        raise Conflict(f"session {session_id!r} kept changing; try again")
+
+        return retry_overtaken(session_id, attempt, unconditional=True)
 
     def _handler(
         self, tool: str, session: SessionSummary, host: HostKind | None
@@ -325,7 +322,7 @@ class ToolExecutor:
         feedback: str | None = None,
     ) -> dict[str, Any]:
         """Record the user's answer and complete the call; the call document afterwards."""
-        for _attempt in range(_ATTEMPTS):
+        def attempt() -> dict[str, Any]:
             session = self._runtime.summary(session_id)
             interaction = self._projections.interaction(self._store, interaction_id)
             if interaction is None or interaction.session_id != session_id:
@@ -345,13 +342,10 @@ class ToolExecutor:
                 [resolved_event(interaction.key, call_id, resolution)] if first
                 else self._answer_step(session, handler, raw, call_id, interaction.key, resolution)
             )
-            try:
-                appended = self._store.append(
-                    session_id, [NewEvent(e, actor="user", causation_id=call_id) for e in events],
-                    expected_version=session.version,
-                )
-            except ConcurrencyConflict:
-                continue
+            appended = self._store.append(  # overtaken: decided again afresh
+                session_id, [NewEvent(e, actor="user", causation_id=call_id) for e in events],
+                expected_version=session.version,
+            )
             self._runtime.observe(session_id, appended.events)  # a plan approval's exit (#7)
             self._hold_lists(session_id, appended.events)
             if first:  # the decision is on record; now run and complete (PM-7)
@@ -361,7 +355,8 @@ class ToolExecutor:
             done = self._projections.call(self._store, session_id, call_id)
             assert done is not None
             return call_answer(self._store, done)
-        raise Conflict(f"session {session_id!r} kept changing; try again")
+
+        return retry_overtaken(session_id, attempt)
 
     def auto_continue(
         self, session_id: str, interaction_id: str, *, expected_version: int,

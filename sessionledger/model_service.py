@@ -17,18 +17,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from eventlog import ConcurrencyConflict, EventLogError, EventStore, NewEvent, SessionModelSelected
+from eventlog import EventStore, NewEvent, SessionModelSelected
 from projections import Projections, SessionSummary
 
-from .errors import Conflict, InvalidInput, NotFound, eventlog_errors, from_eventlog
+from .errors import InvalidInput, NotFound, eventlog_errors
 from .model_catalog import ModelCatalog, ModelCatalogPort
 from .model_reference import ModelReferenceError, ResolvedModel, resolve_model_reference
 from .runtime import ExecutionRuntime
+from .runtime.retry import retry_overtaken
 from .tools.list_models import CATALOG_UNAVAILABLE_CODE, CATALOG_UNAVAILABLE_NAME, listing_text
 
 __all__ = ["InvalidModelReference", "ModelCatalogUnavailable", "ModelService"]
 
-_ATTEMPTS = 5
 
 
 class ModelCatalogUnavailable(NotFound):
@@ -110,18 +110,15 @@ class ModelService:
 
     def select(self, session_id: str, ref: str) -> dict[str, Any]:
         """The user sets the session's model: resolved by LM-2, recorded on the session."""
-        for _attempt in range(_ATTEMPTS):
+        def attempt() -> dict[str, Any]:
             session = self._runtime.summary(session_id)
             resolved = self.resolve(ref, session_id)
             event = SessionModelSelected(level=resolved.level, model=resolved.id)
-            try:
-                appended = self._store.append(
-                    session_id, [NewEvent(event, actor="user")], expected_version=session.version
-                )
-            except ConcurrencyConflict:
-                continue
-            except EventLogError as exc:
-                raise from_eventlog(exc) from exc
+            appended = self._store.append(
+                session_id, [NewEvent(event, actor="user")], expected_version=session.version
+            )
             return {"sessionId": session_id, "model": resolved.id, "level": resolved.level,
                     "version": appended.version}
-        raise Conflict(f"session {session_id!r} kept changing; try again")
+
+        with eventlog_errors():
+            return retry_overtaken(session_id, attempt)

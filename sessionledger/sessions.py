@@ -19,7 +19,6 @@ from typing import Any, Literal
 from eventlog import (
     Actor,
     Clock,
-    ConcurrencyConflict,
     EventLogError,
     EventStore,
     ExecutionStateData,
@@ -43,7 +42,6 @@ from .audit import AuditProgress, AuditReport, audit_log, audit_session
 from .config import open_event_store
 from .documents import list_entry, session_document
 from .errors import (
-    Conflict,
     CorruptLog,
     InvalidInput,
     SessionDeleted,
@@ -55,6 +53,7 @@ from .errors import (
 from .model_service import ModelService
 from .plan_files import plan_file_source
 from .runtime import CommandResult, ExecutionRuntime, TurnService
+from .runtime.retry import retry_overtaken
 from .settings import SettingsService
 from .timers import TimerService
 from .todos import TodoService
@@ -79,7 +78,6 @@ DEFAULT_EVENTS_LIMIT = 1000
 MAX_EVENTS_LIMIT = 10000
 MAX_CURSOR = 2**63 - 1
 """The largest ``seq`` or global position SQLite can store; larger cursors are bad input."""
-_DELETE_ATTEMPTS = 5
 
 
 def check_cursor(value: int, *, name: str = "after") -> int:
@@ -420,19 +418,17 @@ class SessionService:
         Its events stay (readable, auditable) until ``purge``. A concurrent write is retried
         from the fresh state, so two deletes append one event and the second gets 410.
         """
-        for _attempt in range(_DELETE_ATTEMPTS):
-            current = self.summary(session_id)
-            with _log_errors():
-                try:
-                    result = self._store.append(
-                        session_id, [NewEvent(SessionDeletedEvent(), actor="user")],
-                        expected_version=current.version,
-                    )
-                except ConcurrencyConflict:
-                    continue  # someone wrote first: look again (it may be deleted now)
+        def attempt() -> dict[str, Any]:
+            current = self.summary(session_id)  # overtaken: look again (deleted now?)
+            result = self._store.append(
+                session_id, [NewEvent(SessionDeletedEvent(), actor="user")],
+                expected_version=current.version,
+            )
             self._runtime.forget(session_id)
             return {"sessionId": session_id, "deleted": True, "version": result.version}
-        raise Conflict(f"session {session_id!r} kept changing; try again")
+
+        with _log_errors():
+            return retry_overtaken(session_id, attempt)
 
     def purge_session(self, session_id: str) -> int:
         """Remove a deleted session's events (other chains untouched); the events removed.

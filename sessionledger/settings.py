@@ -29,16 +29,16 @@ from pydantic import (
     field_validator,
 )
 
-from eventlog import ConcurrencyConflict, EventLogError, EventStore, NewEvent, SettingChanged
+from eventlog import EventLogError, EventStore, NewEvent, SettingChanged
 from projections.interaction_timers import SETTINGS_STREAM
 
-from .errors import Conflict, InvalidInput, from_eventlog
+from .errors import InvalidInput, from_eventlog
 from .executor import summarize, validation_details
+from .runtime.retry import retry_overtaken
 from .timers import TimerService
 
 __all__ = ["SETTINGS_STREAM", "SettingsService", "SettingsUpdate"]
 
-_ATTEMPTS = 5
 
 
 class SettingsUpdate(BaseModel):
@@ -94,17 +94,15 @@ class SettingsService:
 
     def _set_auto_continue(self, wanted: bool) -> bool:
         """Append the change unless it is already so; whether it was turned off now."""
-        for _attempt in range(_ATTEMPTS):
+        def attempt() -> bool:
             version = self._store.version(SETTINGS_STREAM)  # first: the history is as new
             current = self._timers.settings().current
             if current == wanted:
                 return False
             event = SettingChanged(name="autoContinueQuestions", previous=current, value=wanted)
-            try:
-                self._store.append(
-                    SETTINGS_STREAM, [NewEvent(event, actor="user")], expected_version=version
-                )
-            except ConcurrencyConflict:
-                continue
+            self._store.append(
+                SETTINGS_STREAM, [NewEvent(event, actor="user")], expected_version=version
+            )
             return not wanted
-        raise Conflict("the settings kept changing; try again")
+
+        return retry_overtaken(SETTINGS_STREAM, attempt)

@@ -55,6 +55,7 @@ from .errors import Conflict, NotFound, SessionLedgerError, eventlog_errors
 from .executor import ToolExecutor
 from .logs import log_event, logger
 from .runtime import ExecutionRuntime
+from .runtime.retry import retry_overtaken
 
 __all__ = ["MAX_STEPS", "TimerService"]
 
@@ -184,22 +185,21 @@ class TimerService:
         with eventlog_errors():
             self._runtime.summary(session_id)
             self.settle(session_id)
-            for _attempt in range(_ATTEMPTS):
+
+            def attempt() -> dict[str, Any]:
                 version = self._store.version(session_id)
                 timer = self._pending_timer(session_id, interaction_id)
                 events = activity_events(timer, action, self.clock.now())
                 if isinstance(events, Refusal):
                     raise Conflict(events.message, details={"interactionId": interaction_id})
-                try:
-                    self._store.append(
-                        session_id,
-                        [NewEvent(e, actor="user", causation_id=timer.call_id) for e in events],
-                        expected_version=version,
-                    )
-                except ConcurrencyConflict:
-                    continue
+                self._store.append(
+                    session_id,
+                    [NewEvent(e, actor="user", causation_id=timer.call_id) for e in events],
+                    expected_version=version,
+                )
                 return self.interaction(session_id, interaction_id)
-        raise Conflict(f"session {session_id!r} kept changing; try again")
+
+            return retry_overtaken(session_id, attempt)
 
     def _pending_timer(self, session_id: str, interaction_id: str) -> InteractionTimer:
         found = self._projections.interaction(self._store, interaction_id)

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from sessionledger.tools import SERVICE_TOOLS
 from sessionledger.tools import ask_user_question as aq
+from sessionledger.tools.ask_texts import text_key, visible
 from sessionledger.tools.ask_user_question import (
     DESCRIPTION,
     MISSING_ANSWERS,
@@ -396,15 +397,15 @@ def test_aq5_tool_identity_and_exports() -> None:
 
 # --- properties ------------------------------------------------------------------------------
 
-texts = st.text(min_size=1, max_size=20).filter(lambda t: t.strip() != "")
-labels = texts.filter(lambda t: t.strip().casefold() != "other")
+texts = st.text(min_size=1, max_size=20).filter(lambda t: visible(t) != "")
+labels = texts.filter(lambda t: text_key(t) != "other")
 previews = st.text(max_size=40).filter(lambda t: forbidden_preview_tag(t) is None)
 
 
 @st.composite
 def options_st(draw: st.DrawFn) -> list[dict[str, Any]]:
     names = draw(
-        st.lists(labels, min_size=2, max_size=4, unique_by=lambda t: t.strip().casefold())
+        st.lists(labels, min_size=2, max_size=4, unique_by=text_key)
     )
     out = []
     for name in names:
@@ -418,7 +419,7 @@ def options_st(draw: st.DrawFn) -> list[dict[str, Any]]:
 @st.composite
 def inputs_st(draw: st.DrawFn) -> dict[str, Any]:
     asked = draw(
-        st.lists(texts, min_size=1, max_size=4, unique_by=lambda t: t.strip().casefold())
+        st.lists(texts, min_size=1, max_size=4, unique_by=text_key)
     )
     return {
         "questions": [

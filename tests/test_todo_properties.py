@@ -37,12 +37,13 @@ from projections import compare_session, open_projected_store
 from projections.todos import TodoRow
 from sessionledger import SessionService
 from sessionledger.errors import InvalidInput, SessionDeleted
+from sessionledger.tools.ask_texts import visible
 
 Item = dict[str, str]
 
 contents = st.one_of(
     st.sampled_from(["write tests", "fix the parser", "ship", "a", "A", "日本語のタスク"]),
-    st.text(min_size=1, max_size=10).filter(lambda s: s.strip() != ""),
+    st.text(min_size=1, max_size=10).filter(lambda s: visible(s) != ""),
 )
 items = st.fixed_dictionaries({
     "content": contents,

@@ -1,6 +1,7 @@
 """The turn loop over HTTP (SPEC §11): messages, compaction, and preparing a model request.
 
-``POST /v1/sessions/{id}/messages`` records one real message (201 with where it landed);
+``POST /v1/sessions/{id}/messages`` records one real message (201 with where it landed; with
+a ``messageId`` sent before, 200 with the original receipt and nothing appended, EG-6);
 ``POST /v1/sessions/{id}/compact`` records that the host compacted the context (200, same
 body); ``POST /v1/sessions/{id}/prepare-request`` decides the reminders for the next model
 request and records them (TD-5, PM-5, PM-10) — it is not idempotent: each call that returns
@@ -17,8 +18,9 @@ from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
+from ..runtime.turns import receipt
 from ..sessions import SessionService
-from .schemas import MAX_TEXT_CHARS, TOO_LARGE, SessionIdPath, error_responses
+from .schemas import MAX_ID_CHARS, MAX_TEXT_CHARS, TOO_LARGE, SessionIdPath, error_responses
 
 __all__ = [
     "CompactRequest",
@@ -33,7 +35,6 @@ __all__ = [
 _RESPONSES: dict[int | str, dict[str, Any]] = {
     **error_responses({
         404: "no such session (`session_not_found`)",
-        409: "the session kept changing under the request (`conflict`)",
         410: "the session was deleted (`session_deleted`)",
         422: "the body failed validation (`invalid_input`); nothing appended",
     }),
@@ -52,7 +53,7 @@ def _not_blank(value: str, name: str) -> str:
 class MessageRequest(BaseModel):
     """Body of ``POST /v1/sessions/{id}/messages``: one real message of the conversation."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     role: Literal["assistant", "user"]
     content: str = Field(
@@ -62,6 +63,11 @@ class MessageRequest(BaseModel):
     continuation: StrictBool = Field(
         default=False,
         description="true for an output-token continuation (not counted by TD-5)",
+    )
+    message_id: str | None = Field(
+        default=None, alias="messageId", min_length=1, max_length=MAX_ID_CHARS,
+        description="the host's id for the message; re-sending it appends nothing and "
+        "answers the original receipt (200)",
     )
 
     @field_validator("content")
@@ -127,15 +133,23 @@ def turn_routes(service: SessionService) -> APIRouter:
     @router.post(
         "/v1/sessions/{session_id}/messages", status_code=201,
         response_model=RecordedReceipt,
+        responses={200: {"model": RecordedReceipt,
+                         "description": "the messageId was recorded before: the original "
+                         "receipt, nothing appended"}},
     )
     def record_message(
         session_id: SessionIdPath, body: Annotated[MessageRequest, Body()]
     ) -> JSONResponse:
-        """Record a real assistant or user message; 201 with its ``seq`` and the version."""
-        receipt = service.turns.record_message(
-            session_id, body.role, body.content, continuation=body.continuation
+        """Record a real message: 201 with its ``seq``, 200 for a ``messageId`` sent before.
+
+        With a ``messageId`` already recorded in this session (also before a restart) nothing
+        is appended and the answer is the original receipt, whatever the new role and content.
+        """
+        result = service.turns.message(
+            session_id, body.role, body.content, continuation=body.continuation,
+            message_id=body.message_id,
         )
-        return JSONResponse(receipt, status_code=201)
+        return JSONResponse(receipt(result), status_code=200 if result.replayed else 201)
 
     @router.post("/v1/sessions/{session_id}/compact", response_model=RecordedReceipt)
     def compact(

@@ -6,19 +6,16 @@ which keeps SPEC ES-6's order: the state machine decides, the events are appende
 the session's expected version), and only after the append succeeded is the in-memory state
 changed and the change published. A failed append leaves memory, projections and subscribers
 untouched. A version conflict (another writer got there first) re-reads the state from the
-log and decides again.
+log and decides again (:mod:`.retry`).
 """
 
 from __future__ import annotations
 
-import random
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from eventlog import (
-    ConcurrencyConflict,
     Event,
     EventStore,
     MessageRecorded,
@@ -31,13 +28,11 @@ from eventlog.subscribers import Subscribers
 from projections import Projections, SessionSummary
 from statemachine.execution import Command, ExecutionState, Refusal, decide_events
 
-from ..errors import CommandRefused, Conflict, SessionDeleted, SessionNotFound
+from ..errors import CommandRefused, SessionDeleted, SessionNotFound
+from .retry import retry_overtaken
 
 __all__ = ["CommandResult", "ExecutionRuntime", "StateListener"]
 
-ATTEMPTS = 16
-"""Decide-and-append rounds before a 409: enough that two busy writers on one session (two
-processes, or a runtime beside the executor) settle, with backoff doubling to ~64 ms."""
 _STATE_EVENTS = frozenset({"SessionModeChanged", "GoalStarted", "GoalEnded"})
 
 
@@ -134,7 +129,7 @@ class ExecutionRuntime:
 
         ``message`` (the ``/plan`` task) is recorded as a real user message in the same batch.
         """
-        for attempt in range(ATTEMPTS):
+        def attempt() -> CommandResult:
             summary = self.summary(session_id)
             current, version = summary.execution, summary.version
             decision = decide_events(current, command, via=via)
@@ -146,19 +141,15 @@ class ExecutionRuntime:
                 batch.append(MessageRecorded(role="user", content=message, source="plan_command"))
             if not batch:
                 return CommandResult(session_id, current, version, ())
-            try:
-                appended = self._store.append(
-                    session_id,
-                    [NewEvent(e, actor=actor, causation_id=causation_id) for e in batch],
-                    expected_version=version,
-                )
-            except ConcurrencyConflict:
-                # Someone else wrote first: back off a little, then decide again afresh.
-                time.sleep(random.uniform(0, 0.001 * 2 ** min(attempt, 6)))
-                continue
+            appended = self._store.append(  # overtaken: decided again afresh
+                session_id,
+                [NewEvent(e, actor=actor, causation_id=causation_id) for e in batch],
+                expected_version=version,
+            )
             result = CommandResult(session_id, after, appended.version, appended.events)
             self._remember(session_id, after, appended.version)
             self._listeners.publish(result)
             return result
-        raise Conflict(f"session {session_id!r} kept changing; try again")
+
+        return retry_overtaken(session_id, attempt)
 

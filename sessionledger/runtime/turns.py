@@ -15,14 +15,11 @@ from the todo projection (:mod:`projections.todos`), and only when a todo remind
 
 from __future__ import annotations
 
-import random
-import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal, Protocol
 
 from eventlog import (
     AppendResult,
-    ConcurrencyConflict,
     ContextCompacted,
     EventStore,
     MessageRecorded,
@@ -35,15 +32,17 @@ from projections import Projections, SessionSummary, TurnCounters
 from projections.todos import current_todos
 from projections.turn_counters import fold_turns
 
-from ..errors import Conflict, InvalidInput, eventlog_errors
+from ..errors import InvalidInput, eventlog_errors
 from .execution import ExecutionRuntime
 from .reminders import Reminder, ReminderSource, TurnRequest, decide_reminders
+from .retry import retry_overtaken
 
-__all__ = ["ProjectedTodos", "Role", "TodoSource", "TurnService"]
+__all__ = ["MESSAGE_KEY_PREFIX", "ProjectedTodos", "Role", "TodoSource", "TurnService", "receipt"]
 
 Role = Literal["assistant", "user"]
 ROLES: tuple[str, ...] = ("assistant", "user")
-_ATTEMPTS = 5
+MESSAGE_KEY_PREFIX = "message:"
+"""A message's idempotency key is this and its ``messageId`` (apart from the timers' keys)."""
 
 Decide = Callable[[SessionSummary, TurnCounters], list[NewEvent]]
 """Builds the batch from the session as it is now; an empty batch appends nothing."""
@@ -66,7 +65,8 @@ class ProjectedTodos:
         return current_todos(self._store, self._projections.todos, session_id)
 
 
-def _receipt(result: AppendResult) -> dict[str, Any]:
+def receipt(result: AppendResult) -> dict[str, Any]:
+    """Where a message or compaction landed, as the routes answer it."""
     event = result.events[-1]
     return {"sessionId": result.session_id, "seq": event.seq, "version": result.version,
             "recordedAt": event.recorded_at}
@@ -106,9 +106,23 @@ class TurnService:
         return found if found is not None else TurnCounters(session_id)
 
     def record_message(
-        self, session_id: str, role: Role, content: str, *, continuation: bool = False
+        self, session_id: str, role: Role, content: str, *, continuation: bool = False,
+        message_id: str | None = None,
     ) -> dict[str, Any]:
         """Append one real ``MessageRecorded``; where it landed (``seq``, ``version``)."""
+        return receipt(self.message(session_id, role, content, continuation=continuation,
+                                    message_id=message_id))
+
+    def message(
+        self, session_id: str, role: Role, content: str, *, continuation: bool = False,
+        message_id: str | None = None,
+    ) -> AppendResult:
+        """Append one real ``MessageRecorded`` (EG-6: retried, never a 409).
+
+        With ``message_id`` the batch carries the idempotency key ``message:<id>``, kept in
+        the log: sending the id again appends nothing and answers the original message
+        (``replayed``), also after a restart, whatever the new role and content.
+        """
         if role not in ROLES:
             raise InvalidInput(
                 f"role must be 'assistant' or 'user', not {role!r}",
@@ -118,19 +132,27 @@ class TurnService:
             raise InvalidInput(
                 "content must not be empty", details=[{"loc": ["content"], "message": "empty"}]
             )
+        if message_id is not None and not message_id:
+            raise InvalidInput(
+                "messageId must not be empty",
+                details=[{"loc": ["messageId"], "message": "empty"}],
+            )
         event = MessageRecorded(role=role, kind="real", continuation=continuation,
                                 content=content)
         actor: Literal["model", "user"] = "model" if role == "assistant" else "user"
-        result = self._append(session_id, lambda _s, _c: [NewEvent(event, actor=actor)])
+        result = self._append(
+            session_id, lambda _s, _c: [NewEvent(event, actor=actor)],
+            idempotency_key=None if message_id is None else f"{MESSAGE_KEY_PREFIX}{message_id}",
+        )
         assert result is not None  # one event, always appended
-        return _receipt(result)
+        return result
 
     def compact(self, session_id: str) -> dict[str, Any]:
         """Append ``ContextCompacted`` (the host compacted the context); where it landed."""
         batch = [NewEvent(ContextCompacted(), actor="host")]
         result = self._append(session_id, lambda _s, _c: batch)
         assert result is not None
-        return _receipt(result)
+        return receipt(result)
 
     def prepare_request(
         self, session_id: str, tools: Collection[str], *, continuation: bool = False
@@ -159,24 +181,27 @@ class TurnService:
         with eventlog_errors():
             return self.todo_source.todos(session_id)
 
-    def _append(self, session_id: str, decide: Decide) -> AppendResult | None:
-        """Decide on a fresh read and append guarded by its version; retry when overtaken.
+    def _append(
+        self, session_id: str, decide: Decide, *, idempotency_key: str | None = None
+    ) -> AppendResult | None:
+        """Decide on a fresh read and append guarded by its version; retry when overtaken
+        (never a 409: nothing appended here depends on the state read, EG-6).
 
         The version is read before the counters, so counters newer than the version can only
         make the append conflict, never let a stale decision through.
         """
-        for attempt in range(_ATTEMPTS):
-            with eventlog_errors():
-                summary = self._runtime.summary(session_id)  # 404 / 410
-                batch = decide(summary, self._counters(session_id))
-                if not batch:
-                    return None
-                try:
-                    return self._store.append(session_id, batch, expected_version=summary.version)
-                except ConcurrencyConflict:
-                    pass  # someone wrote first: back off a little, then decide again afresh
-            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
-        raise Conflict(f"session {session_id!r} kept changing; try again")
+        def attempt() -> AppendResult | None:
+            summary = self._runtime.summary(session_id)  # 404 / 410
+            batch = decide(summary, self._counters(session_id))
+            if not batch:
+                return None
+            return self._store.append(
+                session_id, batch, expected_version=summary.version,
+                idempotency_key=idempotency_key,
+            )
+
+        with eventlog_errors():  # what the retry does not take (a busy or broken store)
+            return retry_overtaken(session_id, attempt, unconditional=True)
 
 
 def _reminder_events(reminders: Sequence[Reminder]) -> list[NewEvent]:

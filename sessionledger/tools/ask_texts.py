@@ -10,11 +10,15 @@ Pure functions over plain data, no models and no I/O, so the contract module
   verbatim, without escaping: the reader is the model, not a parser;
 * :func:`declined_text` — the result of a user ``deny``: declined, the turn goes on (HO-8);
 * :data:`MISSING_ANSWERS` — the exact AQ-3 message for an input that reached the handler
-  without ``answers`` (an old client's plain approve, HO-8).
+  without ``answers`` (an old client's plain approve, HO-8);
+* :func:`visible` and :func:`text_key` — how texts a person reads are compared (EG-7), the
+  one normalisation every rule that compares or blank-checks such texts uses (here, and the
+  todo contract's blank check). Texts are stored as given; only comparisons normalise.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -26,6 +30,8 @@ __all__ = [
     "QuestionLike",
     "declined_text",
     "result_text",
+    "text_key",
+    "visible",
 ]
 
 MISSING_ANSWERS = "AskUserQuestion requires user answers before execution"
@@ -66,6 +72,65 @@ Plan mode:
 plan is done, but never to ask "Is the plan OK?" or "Should I proceed?": the user cannot see \
 your plan before you call ExitPlanMode. Ask for plan approval with ExitPlanMode."""
 """AQ-1: the description of AskUserQuestion; its first sentence is exact."""
+
+
+# -- comparing what a person sees (EG-7) ---------------------------------------------------
+
+_INVISIBLE_RANGES = (
+    (0x034F, 0x034F),  # combining grapheme joiner
+    (0x115F, 0x1160),  # Hangul choseong and jungseong fillers
+    (0x17B4, 0x17B5),  # Khmer inherent vowels
+    (0x180B, 0x180F),  # Mongolian free variation selectors (and the vowel separator)
+    (0x2065, 0x2065),  # reserved among the invisible operators
+    (0x2800, 0x2800),  # braille pattern blank
+    (0x3164, 0x3164),  # Hangul filler
+    (0xFE00, 0xFE0F),  # variation selectors
+    (0xFFA0, 0xFFA0),  # halfwidth Hangul filler
+    (0xFFF0, 0xFFF8),  # reserved before the interlinear annotation controls
+    (0xE0000, 0xE0FFF),  # tags and variation selectors supplement
+)
+"""What renders as nothing besides categories Cf and Cc: Unicode's Default_Ignorable_Code_Point
+characters that are not format characters, and the braille blank (D145)."""
+
+_LOOK_ALIKES = {
+    "o": "0\u039f\u03bf\u041e\u043e\u2c9e\u2c9f\u0555\u0585\u1d0f\u1d11\uab3d\ua4f3",
+    "t": "\u03a4\u03c4\u0422\u0442\u2ca6\u2ca7\u13a2\uab72\u1d1b\ua4d4",
+    "h": "\u0397\u03b7\u041d\u043d\u2c8e\u2c8f\u13bb\uab8b\u0570\u04bb\u029c\ua4e7",
+    "e": "\u0395\u03b5\u0415\u0435\u13ac\uab7c\ua4f0\u04bd\uab32\u212e\u1d07",
+    "r": "\u13a1\uab71\u13d2\uaba2\ua4e3\u0280\u01a6\u1d26\u2c85\u0433\uab47",
+}
+"""Unicode's confusables (UTS #39) of the letters of "other" that NFKC leaves alone: Greek,
+Cyrillic, Coptic, Armenian, Cherokee and Lisu letters, Latin small capitals, the digit zero —
+each in the case it has after case-folding. Letters that look alike only out of context
+(Greek sigma, Arabic heh, Indic zeros) are left out: folding them would make distinct words
+of their own script duplicates (D145)."""
+_FOLD = {ord(c): latin for latin, alikes in _LOOK_ALIKES.items() for c in alikes}
+
+
+def _invisible(char: str) -> bool:
+    if unicodedata.category(char) in ("Cf", "Cc") and not char.isspace():
+        return True
+    point = ord(char)
+    return any(low <= point <= high for low, high in _INVISIBLE_RANGES)
+
+
+def visible(text: str) -> str:
+    """``text`` as a person sees it, for comparing: characters that render as nothing
+    (format and control characters, fillers, variation selectors) removed, NFKC-normalised
+    (fullwidth, ligatures, compatibility forms and NFC/NFD spellings become one), every run
+    of whitespace one space, trimmed. ``""`` for a text that shows nothing."""
+    while True:  # removal can leave a string NFKC changes, and NFKC can make a filler
+        shown = unicodedata.normalize("NFKC", "".join(c for c in text if not _invisible(c)))
+        if shown == text:
+            return " ".join(shown.split())
+        text = shown
+
+
+def text_key(text: str) -> str:
+    """How two texts a person reads are compared (question texts, option labels, the
+    reserved "Other"): :func:`visible`, case-folded, and the look-alikes of the letters of
+    "other" folded to them, so ``"Oth\\u0435r"`` (a Cyrillic e) is ``other``."""
+    return unicodedata.normalize("NFKC", visible(text).casefold()).translate(_FOLD)
 
 
 class QuestionLike(Protocol):

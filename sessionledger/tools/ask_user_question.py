@@ -9,11 +9,14 @@ Pure code for the executor to call, no I/O. Two schemas, one shape:
   ``modify``) filled in ``answers`` and maybe ``annotations`` (AQ-3, AQ-5). Without
   ``answers`` validation fails with the exact :data:`MISSING_ANSWERS`.
 
-Every model forbids unknown fields and is strict (no ``"true"`` for a bool). Where the SPEC is
-silent this module decides: texts are compared for uniqueness after trimming and case-folding
-(two questions or labels a user cannot tell apart are duplicates); only a label that is exactly
-"other" after trim and case-fold is reserved ("Others", "Other option" are fine); blank
-(whitespace-only) question texts and labels are rejected like empty ones; a ``null`` preview
+Every model forbids unknown fields and is strict (no ``"true"`` for a bool). Texts are compared
+as a person sees them (EG-7, :func:`.ask_texts.text_key`): without the characters that render
+as nothing, NFKC-normalised, whitespace runs as one space, trimmed, case-folded, with the
+look-alikes of the letters of "other" folded to them; two questions or labels a user cannot
+tell apart are duplicates; only a label that is exactly "other" so compared is reserved
+("Others", "Other option" are fine, ``"Oth\\u0435r"`` with a Cyrillic e is not); question texts and
+labels that show nothing (blank, or only zero-width characters) are rejected like empty ones.
+The texts are recorded as given. Where the SPEC is silent this module decides: a ``null`` preview
 or ``null`` answers count as absent; the forbidden preview tags are looked for in the whole
 text, code fences included, in any case, opening or closing, with or without attributes, but
 only where a tag name follows ``<`` directly, as in HTML. The texts live in :mod:`.ask_texts`.
@@ -36,7 +39,15 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
-from .ask_texts import ALL_ANSWERED_PREFIX, DESCRIPTION, MISSING_ANSWERS, declined_text, result_text
+from .ask_texts import (
+    ALL_ANSWERED_PREFIX,
+    DESCRIPTION,
+    MISSING_ANSWERS,
+    declined_text,
+    result_text,
+    text_key,
+    visible,
+)
 
 __all__ = [
     "ALL_ANSWERED_PREFIX",
@@ -74,7 +85,7 @@ MIN_OPTIONS, MAX_OPTIONS = 2, 4
 HEADER_CHIP_WIDTH = 12
 """A header is described as at most this many characters; hosts truncate, we never reject."""
 RESERVED_LABEL = "other"
-"""The label the client always adds itself (compared after trim and case-fold)."""
+"""The label the client always adds itself (compared as :func:`.ask_texts.text_key`)."""
 FORBIDDEN_PREVIEW_TAGS = ("html", "body", "!doctype", "script", "style")
 """Tags that make a preview a document rather than a fragment (opening or closing form)."""
 
@@ -91,14 +102,9 @@ def forbidden_preview_tag(text: str) -> str | None:
     return f"<{found.group(1).lower()}>"
 
 
-def _key(text: str) -> str:
-    """How two question texts or labels are compared: trimmed and case-folded."""
-    return text.strip().casefold()
-
-
 def _not_blank(text: str, what: str) -> str:
-    if not text.strip():
-        raise ValueError(f"{what} must not be blank")
+    if not visible(text):
+        raise ValueError(f"{what} must not be blank (nothing in it is visible)")
     return text
 
 
@@ -106,9 +112,10 @@ def _duplicates(texts: list[str]) -> list[str]:
     seen: set[str] = set()
     repeated = []
     for text in texts:
-        if _key(text) in seen:
+        key = text_key(text)
+        if key in seen:
             repeated.append(text)
-        seen.add(_key(text))
+        seen.add(key)
     return repeated
 
 
@@ -158,7 +165,7 @@ class AskOption(BaseModel):
     @classmethod
     def _label(cls, label: str) -> str:
         _not_blank(label, "option label")
-        if _key(label) == RESERVED_LABEL:
+        if text_key(label) == RESERVED_LABEL:
             raise ValueError(
                 f'an option may not be labelled {label.strip()!r}: the client always adds '
                 'an "Other" option for a free-text answer'

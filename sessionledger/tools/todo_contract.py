@@ -3,7 +3,8 @@
 Pure code for the handlers to call, no I/O.
 
 * :class:`TodoWriteInput` — ``{"todos": [item…]}`` (TD-1), strict: no coercion, unknown
-  fields rejected at both levels. An item has no id: ``content`` (non-empty, not blank),
+  fields rejected at both levels. An item has no id: ``content`` (non-empty, not blank as
+  :func:`.ask_texts.visible` sees it: only zero-width characters is blank),
   ``status`` and ``priority``. The schema description of ``todos`` is the exact TD-2 sentence.
   More than one ``in_progress`` item is accepted: the rule is advisory (parallel subagents).
 * :class:`TodoReadInput` — ``{}``, strict.
@@ -31,6 +32,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from eventlog import TodoItemData
+
+from .ask_texts import visible
 
 __all__ = [
     "READ_DESCRIPTION",
@@ -98,8 +101,8 @@ class TodoItem(_Strict):
     @field_validator("content")
     @classmethod
     def _not_blank(cls, content: str) -> str:
-        if not content.strip():
-            raise ValueError("content must not be blank")
+        if not visible(content):  # only zero-width characters is blank too (EG-7)
+            raise ValueError("content must not be blank (nothing in it is visible)")
         return content
 
     def to_data(self) -> TodoItemData:
