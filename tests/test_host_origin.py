@@ -194,6 +194,19 @@ def test_requests_without_origin_or_from_the_servers_own_page_are_served(  # EG-
     _refused(other_name, 403, "forbidden_origin", "POST")
 
 
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
+def test_a_json_body_not_sent_as_json_is_never_parsed(  # EG-3
+    http: httpx.Client, content_type: str | None,
+) -> None:
+    """The second layer under the Origin check: a body a page may send without a preflight
+    (or one without a content type) is not taken as JSON, even from no browser."""
+    before = _head(http)
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    answer = _send(http, "POST", "/v1/sessions", headers, b'{"mode": "plan"}')
+    _refused(answer, 422, "invalid_input", "POST")
+    assert _head(http) == before
+
+
 @pytest.mark.parametrize(("host", "origin"), [
     (f"{ALLOWED_NAME}:1234", None),  # an allowed name without a port: on any port
     ("LEDGER.test", "http://ledger.test"),  # no port: the scheme's default, any case

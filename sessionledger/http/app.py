@@ -209,6 +209,9 @@ def create_app(
         version=__version__,
         summary="Event-sourced session state for AI coding-agent hosts",
         lifespan=lifespan,
+        # A body is JSON only when sent as JSON: a "simple" cross-site POST (text/plain, no
+        # preflight) is never parsed (FastAPI's default from 0.132, stated so it stays).
+        strict_content_type=True,
     )
     _install_error_handlers(app)
     app.include_router(session_routes(service))
