@@ -163,15 +163,23 @@ def main() -> None:
               show_default=True, help="Seconds after which a question auto-continues.")
 @click.option("--token", envvar=TOKEN_ENV, show_envvar=True, default=None,
               help="Bearer token clients must send; required off loopback.")
+@click.option("--allowed-host", "allowed_hosts", metavar="NAME[:PORT]", multiple=True,
+              help="Another Host name clients may use (any port unless one is given), besides "
+                   "the bound address and localhost, 127.0.0.1, [::1]; repeatable. Needed "
+                   "to reach a server bound to 0.0.0.0 by a remote name.")
+@click.option("--allowed-origin", "allowed_origins", metavar="SCHEME://HOST[:PORT]",
+              multiple=True,
+              help="Another origin whose pages may send POST, PUT and DELETE; repeatable.")
 def serve(
     db: str | None, host: str, port: int, workspace: Path | None,
     question_grace_s: float, question_deadline_s: float, token: str | None,
+    allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...],
 ) -> None:
     """Serve the HTTP API and event streams until SIGTERM or Ctrl+C."""
     settings = ServerSettings(
         host=host, port=port, workspace_root=workspace or Path.cwd(),
         question_grace_s=question_grace_s, question_deadline_s=question_deadline_s,
-        token=token,
+        token=token, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
     )
     from .http import serve as run_server  # FastAPI and uvicorn only when serving
 

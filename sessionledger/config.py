@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import os
+import re
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ __all__ = [
     "ServerSettings",
     "is_loopback",
     "open_event_store",
+    "parse_authority",
+    "parse_origin",
     "resolve_store_url",
 ]
 
@@ -83,6 +86,48 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+_HOST_NAME = re.compile(r"[a-z0-9_.-]+")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+"""The port a URL of each scheme means when it names none."""
+
+
+def parse_authority(text: str) -> tuple[str, int | None]:
+    """``name``, ``name:port``, ``[v6]`` or ``[v6]:port`` (a ``Host`` header, an
+    ``--allowed-host``) as ``(name, port)``: the name in lower case, an IPv6 address without
+    brackets in its compressed form, ``None`` for no port. Anything else is a ``ValueError``
+    (``ipaddress`` raises one for a bad IPv6 address).
+    """
+    lowered = text.lower()
+    if lowered.startswith("["):
+        address, bracket, rest = lowered[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            raise ValueError(f"{text!r} is not a host name")
+        name, has_port, port = str(ipaddress.IPv6Address(address)), bool(rest), rest[1:]
+    elif lowered.count(":") > 1:  # a bare IPv6 address, no port (an option may spell it so)
+        name, has_port, port = str(ipaddress.IPv6Address(lowered)), False, ""
+    else:
+        name, colon, port = lowered.partition(":")
+        has_port = bool(colon)
+        if not _HOST_NAME.fullmatch(name):
+            raise ValueError(f"{text!r} is not a host name")
+    if has_port and not (port.isascii() and port.isdigit() and 0 < int(port) <= 65535):
+        raise ValueError(f"{text!r} has no valid port")
+    return name, int(port) if has_port else None
+
+
+def parse_origin(text: str) -> tuple[str, str, int]:
+    """An ``Origin`` (``scheme://host[:port]``, http or https) as ``(scheme, name, port)``,
+    the port made explicit. ``null``, another scheme, a path or user info is a ``ValueError``.
+    """
+    scheme, separator, authority = text.lower().partition("://")
+    if not separator or scheme not in DEFAULT_PORTS or not authority or any(
+        mark in authority for mark in "/?#@"
+    ):
+        raise ValueError(f"{text!r} is not an origin (scheme://host[:port], http or https)")
+    name, port = parse_authority(authority)
+    return scheme, name, DEFAULT_PORTS[scheme] if port is None else port
+
+
 def _check_duration(name: str, value: float) -> None:
     if not math.isfinite(value) or value < 0:
         raise ConfigurationError(f"{name} must be a finite number of seconds >= 0, not {value}")
@@ -99,6 +144,9 @@ class ServerSettings:
     ``stream_poll_s`` bounds how late an append by another process reaches an open stream
     (on PostgreSQL the store's ``LISTEN/NOTIFY`` usually wakes it at once, D116);
     ``stream_keepalive_s`` is the idle time after which a stream sends a comment.
+    ``allowed_hosts`` are ``Host`` names the server answers to besides its bound address and
+    the loopback names (``name`` on any port, ``name:port`` on that one); ``allowed_origins``
+    are pages of other origins that may change state (SPEC EG-3).
     """
 
     host: str = DEFAULT_HOST
@@ -109,6 +157,8 @@ class ServerSettings:
     token: str | None = None
     stream_poll_s: float = 0.5
     stream_keepalive_s: float = 15.0
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -129,6 +179,13 @@ class ServerSettings:
                 f"binding to {self.host!r} (not loopback) requires a bearer token: "
                 f"pass --token or set {TOKEN_ENV}"
             )
+        for option, values, parse in (("--allowed-host", self.allowed_hosts, parse_authority),
+                                      ("--allowed-origin", self.allowed_origins, parse_origin)):
+            for value in values:
+                try:
+                    parse(value)
+                except ValueError as exc:
+                    raise ConfigurationError(f"{option} {value!r}: {exc}") from exc
         root = Path(self.workspace_root).expanduser()
         if not root.is_dir():
             raise ConfigurationError(f"workspace root {str(root)!r} is not a directory")

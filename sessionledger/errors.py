@@ -48,7 +48,9 @@ __all__ = [
     "ConfigurationError",
     "Conflict",
     "CorruptLog",
+    "ForbiddenOrigin",
     "InvalidInput",
+    "MisdirectedRequest",
     "NotFound",
     "ServiceUnavailable",
     "SessionDeleted",
@@ -106,6 +108,22 @@ class Unauthorized(SessionLedgerError):
 
     status = 401
     code = "unauthorized"
+    exit_code = 2
+
+
+class ForbiddenOrigin(SessionLedgerError):
+    """A request that would change state came from a page of another origin (CSRF, EG-3)."""
+
+    status = 403
+    code = "forbidden_origin"
+    exit_code = 2
+
+
+class MisdirectedRequest(SessionLedgerError):
+    """The ``Host`` header names no name this server answers to (DNS rebinding, EG-3)."""
+
+    status = 421
+    code = "misdirected_request"
     exit_code = 2
 
 

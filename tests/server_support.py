@@ -173,13 +173,17 @@ def running_server(
 def in_process_client(
     workspace: Path, *, store_url: str = "memory://", settings: ServerSettings | None = None
 ) -> Iterator[tuple[TestClient, SessionService]]:
-    """The app over a fresh store (with projections), served in process; closed afterwards."""
+    """The app over a fresh store (with projections), served in process; closed afterwards.
+
+    The client addresses it as ``127.0.0.1`` on the settings' port, a name the server answers
+    to (EG-3), not as TestClient's default ``testserver``."""
     service = SessionService.open(store_url, workspace_root=workspace)
-    app = create_app(
-        service=service, settings=settings or ServerSettings(workspace_root=workspace)
-    )
+    settings = settings or ServerSettings(workspace_root=workspace)
+    app = create_app(service=service, settings=settings)
     try:
-        with TestClient(app, raise_server_exceptions=False) as client:
+        with TestClient(
+            app, base_url=f"http://127.0.0.1:{settings.port}", raise_server_exceptions=False
+        ) as client:
             yield client, service
     finally:
         service.close()

@@ -95,13 +95,15 @@ def test_the_tools_over_streamable_http_on_serve(tmp_path: Path) -> None:
             assert len(http.get("/v1/sessions").json()["sessions"]) == 1
 
 
-def test_the_mcp_endpoint_refuses_a_foreign_host(tmp_path: Path) -> None:
+def test_the_mcp_endpoint_refuses_a_foreign_host(tmp_path: Path) -> None:  # EG-3
     with running_server(tmp_path) as server:
         response = httpx.post(
             f"{server.base_url}/mcp", headers={"Host": "evil.example"},
             json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
         )
-    assert response.status_code in (403, 421)
+    # The app's one Host rule answers, with the JSON error of every route (not the SDK's text).
+    assert response.status_code == 421
+    assert response.json()["error"]["code"] == "misdirected_request"
 
 
 def test_a_2026_client_names_its_session_in_the_url(tmp_path: Path) -> None:

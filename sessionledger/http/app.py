@@ -37,6 +37,7 @@ from .middleware import (
     BearerAuthMiddleware,
     BodyLimitMiddleware,
     HeadAsGetMiddleware,
+    HostOriginMiddleware,
     RequestLogMiddleware,
 )
 from .model_routes import model_routes
@@ -187,7 +188,7 @@ def create_app(
     notifier = CommitNotifier()
 
     scheduler = TimerScheduler(service.timers, service.store, poll_s=settings.stream_poll_s)
-    mcp = McpHttpTransport(service, host=settings.host)  # the MCP server at /mcp (#12)
+    mcp = McpHttpTransport(service)  # the MCP server at /mcp (#12)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -208,6 +209,9 @@ def create_app(
         version=__version__,
         summary="Event-sourced session state for AI coding-agent hosts",
         lifespan=lifespan,
+        # A body is JSON only when sent as JSON: a "simple" cross-site POST (text/plain, no
+        # preflight) is never parsed (FastAPI's default from 0.132, stated so it stays).
+        strict_content_type=True,
     )
     _install_error_handlers(app)
     app.include_router(session_routes(service))
@@ -225,5 +229,6 @@ def create_app(
     app.add_middleware(HeadAsGetMiddleware, answers_head=lambda scope: _answers_head(app, scope))
     app.add_middleware(BodyLimitMiddleware)  # inside the token check: strangers read nothing
     app.add_middleware(BearerAuthMiddleware, token=settings.token)
+    app.add_middleware(HostOriginMiddleware, settings=settings)  # EG-3: before anything acts
     app.add_middleware(RequestLogMiddleware)  # outermost: refused requests are logged too
     return app

@@ -1,5 +1,5 @@
-"""ASGI middleware: a structured log line per request, the bearer token check, the body cap,
-HEAD answered like GET without the body.
+"""ASGI middleware: a structured log line per request, the Host and Origin checks, the bearer
+token check, the body cap, HEAD answered like GET without the body.
 
 All are plain ASGI callables rather than ``BaseHTTPMiddleware`` so they never buffer or
 break the streaming (SSE) responses: they only watch and decorate the messages going out.
@@ -8,10 +8,11 @@ break the streaming (SSE) responses: they only watch and decorate the messages g
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
@@ -19,7 +20,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from eventlog import new_id
 
-from ..errors import Unauthorized
+from ..config import DEFAULT_PORTS, ServerSettings, parse_authority, parse_origin
+from ..errors import ForbiddenOrigin, MisdirectedRequest, SessionLedgerError, Unauthorized
 from ..logs import log_event, logger
 
 __all__ = [
@@ -30,7 +32,10 @@ __all__ = [
     "BodyLimitMiddleware",
     "BodyTooLarge",
     "HeadAsGetMiddleware",
+    "HostOriginMiddleware",
+    "LOOPBACK_NAMES",
     "RequestLogMiddleware",
+    "SAFE_METHODS",
 ]
 
 REQUEST_ID_HEADER = "x-request-id"
@@ -40,6 +45,15 @@ OPEN_PATHS = frozenset({"/healthz"})
 MAX_BODY_BYTES = 1024 * 1024
 """Largest request body taken, in bytes: the largest legitimate body (a 20,000-character plan,
 a full todo list) is a small fraction of it. A larger one is 413 ``payload_too_large``."""
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+"""Names every server answers to on its port, whatever address it is bound to."""
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods that change nothing: answered whatever page asked (a foreign page cannot read the
+answer without CORS, which the server never grants)."""
+_OTHER_SITES = frozenset({"cross-site", "same-site"})
+"""``Sec-Fetch-Site`` values of a request a page of another origin made."""
+_QUOTED_HEADER_CHARS = 200
 
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _http_log = logger.getChild("http")
@@ -91,6 +105,124 @@ class RequestLogMiddleware:
             )
 
 
+async def _send_error(
+    send: Send, error: SessionLedgerError, headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    """Answer ``error`` as the JSON body of SPEC §11 from a middleware (no app ran)."""
+    body = json.dumps(error.to_wire()).encode()
+    await send({
+        "type": "http.response.start",
+        "status": error.status,
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            *headers,
+        ],
+    })
+    await send({"type": "http.response.body", "body": body})
+
+
+def _bound_name(host: str) -> str | None:
+    """The bound address as a ``Host`` name; ``None`` for a wildcard (0.0.0.0, ::), which no
+    client puts in a URL."""
+    try:
+        if ipaddress.ip_address(host.strip("[]")).is_unspecified:
+            return None
+    except ValueError:
+        pass
+    return parse_authority(host)[0] if host else None
+
+
+class HostOriginMiddleware:
+    """Answer only requests addressed to this server, and changes only from its own pages
+    (SPEC EG-3): the one rule for every route, the page, the streams and ``/mcp`` alike.
+
+    ``Host`` must name the server: the bound address (not a wildcard), ``localhost``,
+    ``127.0.0.1`` or ``[::1]`` with the port the connection arrived on (no port means the
+    scheme's default), or an ``--allowed-host`` (``name`` on any port, ``name:port`` on that
+    one); names are compared without regard to case. Anything else is 421
+    ``misdirected_request``: a page whose name was rebound to this address reads nothing.
+
+    A request that is not GET, HEAD or OPTIONS must not come from a page of another origin:
+    an ``Origin`` is accepted when it is the request's own (its host and port are the
+    ``Host``'s) or an ``--allowed-origin``. Any other, ``null`` (a sandboxed frame, a file),
+    several, or none with ``Sec-Fetch-Site`` saying another site asked, is 403
+    ``forbidden_origin`` before the body is read, whatever it holds. A request without
+    ``Origin`` or ``Sec-Fetch-Site`` (curl, the SDK clients, the CLI) is no browser's and passes.
+    """
+
+    def __init__(self, app: ASGIApp, *, settings: ServerSettings) -> None:
+        self.app = app
+        bound = _bound_name(settings.host)
+        self._own_names = LOOPBACK_NAMES | ({bound} if bound else set())
+        self._port = settings.port
+        allowed = [parse_authority(value) for value in settings.allowed_hosts]
+        self._any_port = frozenset(name for name, port in allowed if port is None)
+        self._allowed = frozenset(allowed)
+        self._origins = frozenset(parse_origin(value) for value in settings.allowed_origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        host = self._host(scope, headers.getlist("host"))
+        if host is None:
+            await _send_error(send, MisdirectedRequest(
+                "this server does not answer to that Host; serve it under another name with "
+                "--allowed-host", details={"host": _quoted(headers.getlist("host"))},
+            ))
+            return
+        if scope["method"] not in SAFE_METHODS:
+            origins = headers.getlist("origin")
+            if not self._origin_allowed(origins, host, headers.get("sec-fetch-site")):
+                await _send_error(send, ForbiddenOrigin(
+                    f"a {scope['method']} from a page of another origin is refused; allow one "
+                    "with --allowed-origin",
+                    details={"origin": _quoted(origins),
+                             "secFetchSite": _quoted(headers.getlist("sec-fetch-site"))},
+                ))
+                return
+        await self.app(scope, receive, send)
+
+    def _host(self, scope: Scope, values: list[str]) -> tuple[str, int | None] | None:
+        """The ``Host`` as ``(name, port or None)`` when it names this server, else ``None``."""
+        if len(values) != 1:
+            return None
+        try:
+            name, given = parse_authority(values[0])
+        except ValueError:
+            return None
+        port = DEFAULT_PORTS.get(scope.get("scheme", "http"), 80) if given is None else given
+        server = scope.get("server")
+        listening = server[1] if server and server[1] else self._port
+        if (name in self._own_names and port == listening) or name in self._any_port \
+                or (name, port) in self._allowed:
+            return name, given
+        return None
+
+    def _origin_allowed(
+        self, origins: list[str], host: tuple[str, int | None], fetch_site: str | None
+    ) -> bool:
+        if not origins:
+            return fetch_site not in _OTHER_SITES
+        if len(origins) != 1:
+            return False
+        try:
+            origin = parse_origin(origins[0])
+        except ValueError:  # "null", another scheme, garbage
+            return False
+        scheme, name, port = origin
+        # A Host without a port was sent to the default port of the scheme the page used.
+        own = name == host[0] and port == (DEFAULT_PORTS[scheme] if host[1] is None else host[1])
+        return own or origin in self._origins
+
+
+def _quoted(values: list[str]) -> str | None:
+    """A header's values for an error's details: joined, cut short, ``None`` when absent."""
+    return ", ".join(values)[:_QUOTED_HEADER_CHARS] if values else None
+
+
 class BearerAuthMiddleware:
     """Require ``Authorization: Bearer <token>`` on every path but :data:`OPEN_PATHS`.
 
@@ -112,7 +244,10 @@ class BearerAuthMiddleware:
         ):
             await self.app(scope, receive, send)
             return
-        await self._refuse(send)
+        await _send_error(
+            send, Unauthorized("a valid 'Authorization: Bearer <token>' header is required"),
+            [(b"www-authenticate", b"Bearer")],
+        )
 
     def _authorized(self, scope: Scope) -> bool:
         # Header values arrive decoded as latin-1: re-encoding gives the bytes sent.
@@ -121,21 +256,6 @@ class BearerAuthMiddleware:
         return scheme.lower() == "bearer" and hmac.compare_digest(
             credentials.lstrip(" ").encode("latin-1"), self._expected
         )
-
-    @staticmethod
-    async def _refuse(send: Send) -> None:
-        error = Unauthorized("a valid 'Authorization: Bearer <token>' header is required")
-        body = json.dumps(error.to_wire()).encode()
-        await send({
-            "type": "http.response.start",
-            "status": error.status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b"Bearer"),
-            ],
-        })
-        await send({"type": "http.response.body", "body": body})
 
 
 class BodyTooLarge(HTTPException):

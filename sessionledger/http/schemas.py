@@ -25,7 +25,7 @@ from eventlog import Actor, InteractionKind, PermissionMode, TodoPriority, TodoS
 
 from ..documents import DisplayMode
 from ..permission.decision import Behavior
-from .middleware import OPEN_PATHS
+from .middleware import OPEN_PATHS, SAFE_METHODS
 
 __all__ = [
     "MAX_ID_CHARS",
@@ -134,6 +134,14 @@ UNAVAILABLE_TEXT = (
     "(`storage_unavailable`); nothing was changed, the same request may be retried"
 )
 UNAUTHORIZED_TEXT = "no valid `Authorization: Bearer <token>` header (`unauthorized`)"
+MISDIRECTED_TEXT = (
+    "the `Host` header names no name this server answers to (`misdirected_request`): "
+    "nothing was read or changed"
+)
+FORBIDDEN_ORIGIN_TEXT = (
+    "sent by a page of another origin (`Origin`, or `Sec-Fetch-Site`), not an "
+    "`--allowed-origin` (`forbidden_origin`); nothing was changed"
+)
 STORE_FREE_OPERATIONS = frozenset({"/"})
 """Paths that never read the store (the web page)."""
 
@@ -141,14 +149,19 @@ STORE_FREE_OPERATIONS = frozenset({"/"})
 def document_guards(document: dict[str, Any], *, token_required: bool) -> dict[str, Any]:
     """Add what the middleware and the store may answer on any route to ``document``.
 
-    Every operation but the page may answer 503 (a busy, closing or failing store); with a token
-    configured every operation but the middleware's :data:`OPEN_PATHS` may answer 401 and names the
-    bearer scheme. Routes do not list these themselves: they come from outside the handler.
+    Every operation may answer 421 (a foreign ``Host``) and every one that is not GET, HEAD or
+    OPTIONS 403 (a foreign ``Origin``, EG-3); every operation but the page may answer 503 (a
+    busy, closing or failing store); with a token configured every operation but the
+    middleware's :data:`OPEN_PATHS` may answer 401 and names the bearer scheme. Routes do not
+    list these themselves: they come from outside the handler.
     """
     error = {"application/json": {"schema": _ERROR_REF}}
     for path, operations in document.get("paths", {}).items():
-        for operation in operations.values():
+        for method, operation in operations.items():
             answers = operation.setdefault("responses", {})
+            answers.setdefault("421", {"description": MISDIRECTED_TEXT, "content": error})
+            if method.upper() not in SAFE_METHODS:
+                answers.setdefault("403", {"description": FORBIDDEN_ORIGIN_TEXT, "content": error})
             if path not in STORE_FREE_OPERATIONS:
                 answers.setdefault("503", {"description": UNAVAILABLE_TEXT, "content": error})
             if token_required and path not in OPEN_PATHS:

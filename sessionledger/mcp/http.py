@@ -6,8 +6,9 @@ once, so :meth:`McpHttpTransport.running` (entered by the app's lifespan) starts
 each time the app starts, and the ASGI endpoint hands requests to the running one (503 while
 none runs). Each MCP session gets its own ledger session at its first tool request;
 ``/mcp?session=sess_…`` resumes one. Pending results name the web page of the server that
-answered. On loopback the SDK's DNS-rebinding protection admits only loopback ``Host`` and
-``Origin`` headers; off loopback the bearer token ``serve`` then requires guards the route.
+answered. ``Host`` and ``Origin`` are checked in front of it by the app's
+:class:`~sessionledger.http.middleware.HostOriginMiddleware`, the one rule of every route
+(SPEC EG-3), so the SDK's own DNS-rebinding check, which would apply other lists, is off.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..config import is_loopback
 from ..sessions import SessionService
 from .server import LedgerMcp, McpOptions
 
@@ -30,29 +30,22 @@ __all__ = ["MCP_PATH", "McpHttpTransport"]
 MCP_PATH = "/mcp"
 
 
-def _security(host: str) -> TransportSecuritySettings:
-    if not is_loopback(host):
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-    )
+_SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+"""The SDK's Host and Origin lists stay unused: the app's middleware answered them already."""
 
 
 class McpHttpTransport:
     """The ``/mcp`` endpoint (an ASGI app) and the lifetime of its session manager."""
 
-    def __init__(self, service: SessionService, *, host: str) -> None:
+    def __init__(self, service: SessionService) -> None:
         self.ledger = LedgerMcp(service, McpOptions())
-        self._security = _security(host)
         self._manager: StreamableHTTPSessionManager | None = None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Run a session manager until the app stops; open MCP sessions end then."""
         manager = StreamableHTTPSessionManager(
-            app=self.ledger.server(), security_settings=self._security
+            app=self.ledger.server(), security_settings=_SECURITY
         )
         async with manager.run():
             self._manager = manager

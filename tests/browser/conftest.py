@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,14 +67,26 @@ def playwright_instance() -> Iterator[Playwright]:
 
 
 @pytest.fixture(scope="module")
-def browser(playwright_instance: Playwright) -> Iterator[Browser]:
-    launched = playwright_instance.chromium.launch(
-        executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS
-    )
+def launch_browser(playwright_instance: Playwright) -> Iterator[Callable[..., Browser]]:
+    """Launch chromium with :data:`LAUNCH_ARGS` and any more flags; closed with the module."""
+    launched: list[Browser] = []
+
+    def launch(*flags: str) -> Browser:
+        launched.append(playwright_instance.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=[*LAUNCH_ARGS, *flags]
+        ))
+        return launched[-1]
+
     try:
-        yield launched
+        yield launch
     finally:
-        launched.close()
+        for browser in launched:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def browser(launch_browser: Callable[..., Browser]) -> Browser:
+    return launch_browser()
 
 
 @pytest.fixture
