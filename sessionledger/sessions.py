@@ -122,7 +122,10 @@ class SessionService:
         self._projections = projections
         self._runtime = ExecutionRuntime(store, projections)
         self._root = Path(workspace_root).resolve()
-        self.tools = ToolService(store=store, projections=projections, runtime=self._runtime)
+        self.tools = ToolService(
+            store=store, projections=projections, runtime=self._runtime,
+            workspace_root=self._root,
+        )
         self.models = ModelService(
             store, projections, self._runtime, catalog=self.tools.ports.model_catalog(),
             workspace_root=self._root,
