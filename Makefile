@@ -52,6 +52,7 @@ bench: $(VENV)/.bench
 	$(PY) bench/todos.py
 	$(PY) bench/group_floor.py
 	$(PY) bench/load.py
+	$(PY) bench/permission.py
 
 docs: $(VENV)/.dev
 	$(PY) -m sessionledger.docgen

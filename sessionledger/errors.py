@@ -9,6 +9,7 @@ SPEC §11), optional JSON-safe ``details`` and the CLI ``exit_code`` (2 bad usag
     ├── InvalidInput              422 invalid_input           exit 2
     │   └── WorkspaceOutsideRoot  422 workspace_outside_root  exit 2
     ├── ConfigurationError        500 invalid_configuration   exit 2
+    │   └── InvalidWorkspaceConfig 422 invalid_configuration  exit 2
     ├── Unauthorized              401 unauthorized            exit 2
     ├── NotFound                  404 not_found               exit 2
     │   └── SessionNotFound       404 session_not_found       exit 2
@@ -50,6 +51,7 @@ __all__ = [
     "CorruptLog",
     "ForbiddenOrigin",
     "InvalidInput",
+    "InvalidWorkspaceConfig",
     "MisdirectedRequest",
     "NotFound",
     "ServiceUnavailable",
@@ -101,6 +103,19 @@ class ConfigurationError(SessionLedgerError):
 
     code = "invalid_configuration"
     exit_code = 2
+
+
+class InvalidWorkspaceConfig(ConfigurationError):
+    """A workspace's ``config.toml`` cannot be used (SPEC TR-4, EG-2): not readable, not UTF-8,
+    not TOML, or a key of the wrong type or unknown. A 422, not a 500: the request is fine
+    and the service is, but the session's workspace holds a file the client can repair.
+
+    ``details`` is ``{"source": path, "errors": [{"key", "message"}, ...]}``; ``key`` is the
+    dotted key with list indexes (``permission.allowedTools[0]``), ``(file)`` when the file
+    itself cannot be read, decoded or parsed.
+    """
+
+    status = 422
 
 
 class Unauthorized(SessionLedgerError):

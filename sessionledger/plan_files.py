@@ -5,8 +5,18 @@ characters of the session id outside ``[A-Za-z0-9_.-]`` become ``-``, the direct
 created, and the text goes to a temporary file in the same directory that is renamed over the
 target (atomic on POSIX). Whatever the id or the workspace holds (``/``, ``..``, NUL, spaces,
 non-ASCII, a symlinked ``.zcode``), the resolved target must lie inside the resolved plans
-directory, which must lie inside the resolved workspace; otherwise nothing is written and the
-failure is reported like any other write error.
+directory, which must lie inside the resolved workspace, which must lie inside the server's
+workspace root; otherwise nothing is written and the failure is reported like any other write
+error (``PlanFileWriteFailed``).
+
+The path is resolved when the plan is written, not when the session was created (SPEC EG-4):
+a workspace, or a directory in it, swapped for a symlink after the session was created is
+seen then. So that nothing can be swapped between that check and the write, the resolved
+plans directory is then opened one component at a time from ``/`` without following a
+symlink (missing ones created the same way), and the temporary file is created
+(``O_EXCL | O_NOFOLLOW``) and renamed relative to that open directory: a component replaced
+by a symlink meanwhile fails the write, and nothing outside the directory checked is created,
+written or renamed (a plan file replaced by a symlink is replaced, its target untouched).
 
 Only a cancellation — the service shutting down or the session being deleted while the file is
 written — is not a write error: :class:`PlanWriteCancelled` is raised, the temporary file is
@@ -20,9 +30,10 @@ the ``plan_file_reference`` reminder (:func:`plan_file_source`).
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 import re
-import tempfile
+import secrets
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -79,12 +90,16 @@ def plan_file_name(session_id: str) -> str:
     return f"plan-{_UNSAFE.sub('-', session_id)}.md"
 
 
-def plan_path(workspace: str | Path, session_id: str) -> Path:
-    """The plan file's absolute path, checked after resolution (ValueError when unsafe)."""
-    root = Path(workspace).resolve()
-    plans = (root / PLANS_DIR).resolve()
+def plan_path(workspace: str | Path, session_id: str, *, root: Path | None = None) -> Path:
+    """The plan file's absolute path, checked after resolution (ValueError when unsafe):
+    inside the workspace's plans directory and, with ``root``, inside the server's root."""
+    resolved = Path(workspace).resolve()
+    if root is not None and not resolved.is_relative_to(root.resolve()):
+        raise ValueError(f"the workspace {str(workspace)!r} now resolves to {str(resolved)!r}, "
+                         f"outside the server's workspace root {str(root)!r}")
+    plans = (resolved / PLANS_DIR).resolve()
     target = (plans / plan_file_name(session_id)).resolve()
-    if not plans.is_relative_to(root) or target.parent != plans:
+    if not plans.is_relative_to(resolved) or target.parent != plans:
         raise ValueError(f"the plan file would leave {PLANS_DIR.as_posix()} of the workspace")
     return target
 
@@ -94,10 +109,16 @@ def _relative(session_id: str) -> str:
 
 
 class PlanFiles:
-    """Writes approved plans; :meth:`close` cancels writes in progress (service shutdown)."""
+    """Writes approved plans inside ``root`` (the server's workspace root; ``None``: only
+    inside each workspace); :meth:`close` cancels writes in progress (service shutdown)."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path | None = None) -> None:
         self._closing = threading.Event()
+        self._root = root
+
+    @property
+    def root(self) -> Path | None:
+        return self._root
 
     def close(self) -> None:
         """The service is shutting down: a write in progress is cancelled."""
@@ -115,9 +136,12 @@ class PlanFiles:
         if stop():
             raise PlanWriteCancelled(relative)
         try:
-            target = plan_path(workspace, session_id)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(target, plan.encode("utf-8"), stop)
+            target = plan_path(workspace, session_id, root=self._root)
+            directory = _open_directory(target.parent)
+            try:
+                _atomic_write(directory, target.name, plan.encode("utf-8"), stop)
+            finally:
+                os.close(directory)
         except PlanWriteCancelled:
             raise
         except (OSError, ValueError) as exc:
@@ -125,18 +149,51 @@ class PlanFiles:
         return PlanFileResult(relative)
 
 
-def _atomic_write(target: Path, data: bytes, stop: Cancelled) -> None:
-    fd, temp = tempfile.mkstemp(prefix=".plan-", suffix=".tmp", dir=target.parent)
+_DIRECTORY = (os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+              | getattr(os, "O_PATH", os.O_RDONLY))  # O_PATH: search permission is enough
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_directory(path: Path) -> int:
+    """Open the resolved absolute ``path`` from ``/`` one component at a time, creating the
+    missing ones, never following a symlink (a component that is one now: ``ENOTDIR``)."""
+    fd = os.open(path.anchor, _DIRECTORY)
+    try:
+        for part in path.parts[1:]:
+            try:
+                child = os.open(part, _DIRECTORY, dir_fd=fd)
+            except FileNotFoundError:
+                with contextlib.suppress(FileExistsError):  # made meanwhile: opened below
+                    os.mkdir(part, dir_fd=fd)
+                child = os.open(part, _DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _new_temp(directory: int) -> tuple[int, str]:
+    """A new temporary file in the open ``directory``: its descriptor and name."""
+    name = f".plan-{secrets.token_hex(8)}.tmp"
+    return os.open(name, _NEW_FILE, 0o600, dir_fd=directory), name
+
+
+def _atomic_write(directory: int, name: str, data: bytes, stop: Cancelled) -> None:
+    """``data`` to a new temporary file in the open ``directory``, renamed over ``name``."""
+    fd, temp = _new_temp(directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         if stop():
-            raise PlanWriteCancelled(str(target))
-        os.replace(temp, target)
+            raise PlanWriteCancelled(name)
+        os.replace(temp, name, src_dir_fd=directory, dst_dir_fd=directory)
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp, dir_fd=directory)
         raise
 
 
@@ -192,7 +249,8 @@ def restore_plan_files(
             continue
         result = writer.write(summary.workspace, summary.session_id, approved)
         if result.written:
-            restored.append(str(plan_path(summary.workspace, summary.session_id)))
+            restored.append(str(plan_path(summary.workspace, summary.session_id,
+                                          root=writer.root)))
     return restored
 
 

@@ -120,7 +120,10 @@ class SessionService:
         self._projections = projections
         self._runtime = ExecutionRuntime(store, projections)
         self._root = Path(workspace_root).resolve()
-        self.tools = ToolService(store=store, projections=projections, runtime=self._runtime)
+        self.tools = ToolService(
+            store=store, projections=projections, runtime=self._runtime,
+            workspace_root=self._root,
+        )
         self.models = ModelService(
             store, projections, self._runtime, catalog=self.tools.ports.model_catalog(),
             workspace_root=self._root,
@@ -179,14 +182,18 @@ class SessionService:
         ``mode="plan"`` means ``build`` with the Plan switch on (SPEC ES-2). A subagent
         (``parent_session_id``) starts from a snapshot of its parent's mode and Plan switch,
         never its goal; a requested mode replaces only the mode underneath (SPEC ES-7).
+        A workspace whose ``config.toml`` cannot be used is refused with
+        :class:`InvalidWorkspaceConfig` naming the key, and nothing is appended (EG-2).
         """
         if mode is not None and mode not in MODES:
             raise InvalidInput(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if host not in HOSTS:
             raise InvalidInput(f"host must be one of {', '.join(HOSTS)}, not {host!r}")
         execution = self._initial_execution(mode, parent_session_id)
+        resolved = self._resolve_workspace(workspace)
+        self.tools.permissions.config(Path(resolved))  # EG-2: a broken config.toml is a 422
         event = SessionCreated(
-            workspace=self._resolve_workspace(workspace),
+            workspace=resolved,
             host=host,
             parent_session_id=parent_session_id,
             execution_state=execution,

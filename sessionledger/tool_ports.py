@@ -109,6 +109,8 @@ class ToolPorts:
     auxiliary_timeout_s: float = AUXILIARY_TIMEOUT_S
     cron: CronPort = field(default_factory=CroniterCron)
     clock: Clock = field(default_factory=SystemClock)
+    workspace_root: Path | None = None
+    """The server's workspace root: approved plans are written inside it (EG-4)."""
 
     def model_catalog(self) -> ModelCatalogPort:
         return self.catalog if self.catalog is not None else FileModelCatalog(self.config)

@@ -73,12 +73,15 @@ class ToolService:
         runtime: ExecutionRuntime,
         registry: ToolRegistry | None = None,
         ports: ToolPorts | None = None,
+        workspace_root: Path | None = None,
     ) -> None:
         self._store = store
         self._projections = projections
         self._runtime = runtime
         self.permissions = WorkspacePermissions()
-        self.ports = ports or ToolPorts(config=self.permissions.config)
+        self.ports = ports or ToolPorts(
+            config=self.permissions.config, workspace_root=workspace_root
+        )
         self.executor = ToolExecutor(
             store=store, projections=projections, runtime=runtime,
             registry=registry or default_registry(store, projections, self.ports),

@@ -16,6 +16,7 @@ from eventlog import EventStore, RecordedEvent, StoreClosed
 from projections import Projections, SessionSummary
 from projections.documents import Doc
 
+from .plan_files import PlanFiles
 from .tool_ports import ToolPorts
 from .tools.ask_handler import AskUserQuestionHandler
 from .tools.handlers import ToolHandler
@@ -80,5 +81,6 @@ def service_handlers(
         ),
         *schedule_handlers(schedules),
         EnterPlanModeHandler(),
-        ExitPlanModeHandler(session_gone=source.gone, session_events=source.events),
+        ExitPlanModeHandler(PlanFiles(ports.workspace_root), session_gone=source.gone,
+                            session_events=source.events),
     ]

@@ -2,9 +2,12 @@
 
 Read with the standard library's ``tomllib`` into frozen pydantic models that refuse unknown
 keys and values of the wrong type (``true`` is not ``"true"``, ``1`` is not ``true``). A missing
-file means the defaults; anything invalid raises :class:`~sessionledger.errors.ConfigurationError`
-whose message names every offending key, as ``permission.allow[2]: …`` (list indexes from 0),
-so the service does not start on it. The shape, all tables and keys optional::
+file means the defaults; anything invalid raises
+:class:`~sessionledger.errors.InvalidWorkspaceConfig` (422 ``invalid_configuration``) whose
+message and ``details.errors`` name every offending key, as ``permission.allow[2]: …`` (list
+indexes from 0; ``(file)`` when the file cannot be read, decoded or parsed), so the service
+does not start on the root's file, and a session is not created on, and its calls are
+refused by, a broken file of its workspace (SPEC EG-2). The shape, all tables and keys optional::
 
     [permission]                      # the project rules, applied in the PM-3 order
     disallowedTools = ["WebFetch"]    # rule patterns (see sessionledger.permission.patterns):
@@ -66,7 +69,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
-from .errors import ConfigurationError
+from .errors import InvalidWorkspaceConfig
 from .permission.config import PermissionConfig
 
 __all__ = [
@@ -237,36 +240,35 @@ def load_workspace_config(workspace: Path) -> WorkspaceConfig:
     except FileNotFoundError:
         return WorkspaceConfig()
     except OSError as exc:
-        raise ConfigurationError(
-            f"cannot read {path}: {exc.strerror or exc}", details={"source": str(path)}
-        ) from exc
+        problem = f"cannot read the file: {exc.strerror or exc}"
+        raise _invalid(str(path), [("(file)", problem)]) from exc
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise ConfigurationError(
-            f"{path} is not UTF-8 text: {exc.reason} at byte {exc.start}",
-            details={"source": str(path)},
-        ) from exc
+        problem = f"is not UTF-8 text: {exc.reason} at byte {exc.start}"
+        raise _invalid(str(path), [("(file)", problem)]) from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigurationError(
-            f"{path} is not valid TOML: {exc}", details={"source": str(path)}
-        ) from exc
+        raise _invalid(str(path), [("(file)", f"is not valid TOML: {exc}")]) from exc
     return parse_workspace_config(data, source=str(path))
 
 
 def parse_workspace_config(
     data: Mapping[str, Any], *, source: str = str(CONFIG_PATH)
 ) -> WorkspaceConfig:
-    """Validate parsed TOML; :class:`ConfigurationError` names each invalid key."""
+    """Validate parsed TOML; :class:`InvalidWorkspaceConfig` names each invalid key."""
     try:
         return WorkspaceConfig.model_validate(data)
     except ValidationError as exc:
-        errors = [{"key": _key(e), "message": _message(e)} for e in exc.errors()]
-        lines = "; ".join(f"{e['key']}: {e['message']}" for e in errors)
-        raise ConfigurationError(
-            f"invalid configuration in {source}: {lines}",
-            details={"source": source, "errors": errors},
-        ) from None
+        raise _invalid(source, [(_key(e), _message(e)) for e in exc.errors()]) from None
+
+
+def _invalid(source: str, errors: list[tuple[str, str]]) -> InvalidWorkspaceConfig:
+    """The one error for a configuration that cannot be used, each offending key named."""
+    lines = "; ".join(f"{key}: {message}" for key, message in errors)
+    return InvalidWorkspaceConfig(
+        f"invalid configuration in {source}: {lines}",
+        details={"source": source, "errors": [{"key": k, "message": m} for k, m in errors]},
+    )
 
 
 def _key(error: ErrorDetails) -> str:

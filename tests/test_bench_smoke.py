@@ -108,3 +108,19 @@ def test_load_bench_quick_prints_both_tables_with_no_errors(tmp_path: Path) -> N
         assert step["requests"] > 0 and step["deliveries"] > 0
         assert (step["errors"], step["undelivered"]) == (0, 0), step["error_samples"]
     assert not list(scratch.iterdir()), "scratch files left behind"
+
+
+def test_permission_bench_quick_prints_every_shape_and_the_ratio(tmp_path: Path) -> None:
+    # Issue 19's acceptance 5 (EG-5): permission-check time at two lengths; shape only.
+    done = _run("permission.py", "--quick", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    for text in ("echo aaaa… (one long word)", "(&&-joined)", "(pipes)", "(newlines)",
+                 "(single quotes)", "(double quotes)", "git log --oneline", "(one token",
+                 "(deny matches)", "(no match)", "Read(**/*a*b*c*d)", "ratio", "<= 12",
+                 "worst ratio"):
+        assert text in out
+    assert out.count("PASS") + out.count("MISS") == 12
+    assert "DIFFERS" not in out  # the decision does not depend on the length
+    assert "config.deny[0]" in out
+    assert not list(tmp_path.iterdir()), "scratch files left behind"

@@ -34,7 +34,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from server_support import ServerProcess, TestClient, in_process_client
+from server_support import ServerProcess, TestClient, in_process_client, running_server
 from tool_support import CATALOG_TOML, write_config
 
 from sessionledger import SessionService
@@ -420,30 +420,80 @@ def _approve_plan(client: TestClient, session: str) -> dict[str, Any]:
     return answer
 
 
-@pytest.mark.parametrize("link", [".zcode", "plan file"])
-def test_a_plan_never_follows_a_symlink_out_of_the_workspace(
-    client: TestClient, root: Path, tmp_path: Path, link: str
-) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "victim.md").write_text("untouched", encoding="utf-8")
+def _swap_for_symlink(root: Path, session: str, link: str, outside: Path) -> None:
+    """After the session was created: one part of its plan file's path now leads outside."""
     workspace = root / "project"
-    workspace.mkdir()
-    session = create(client, mode="plan", workspace="project")
-    if link == ".zcode":
+    if link == "workspace":  # the whole workspace, moved away and replaced by a link
+        workspace.rename(root / "project-moved")
+        workspace.symlink_to(outside, target_is_directory=True)
+    elif link == ".zcode":
         (workspace / ".zcode").symlink_to(outside, target_is_directory=True)
+    elif link == "plans":
+        (workspace / ".zcode").mkdir()
+        (workspace / ".zcode" / "plans").symlink_to(outside, target_is_directory=True)
     else:
         plans = workspace / ".zcode" / "plans"
         plans.mkdir(parents=True)
         (plans / f"plan-{session}.md").symlink_to(outside / "victim.md")
+
+
+def _written_outside_nothing(outside: Path) -> None:
+    assert sorted(p.relative_to(outside).as_posix() for p in outside.rglob("*")) == [
+        "victim.md"]  # no plan, no directory, no temporary file
+    assert (outside / "victim.md").read_text(encoding="utf-8") == "untouched"
+
+
+LINKS = ["workspace", ".zcode", "plans", "plan file"]
+
+
+@pytest.mark.parametrize("link", LINKS)
+def test_a_plan_never_follows_a_symlink_out_of_the_workspace(
+    client: TestClient, root: Path, tmp_path: Path, link: str
+) -> None:  # EG-4, PM-7
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.md").write_text("untouched", encoding="utf-8")
+    (root / "project").mkdir()
+    session = create(client, mode="plan", workspace="project")
+    _swap_for_symlink(root, session, link, outside)
     answer = _approve_plan(client, session)
     assert answer["success"] is True  # PM-7: the write error is recorded, Plan is left anyway
-    assert {p.name for p in outside.iterdir()} == {"victim.md"}
-    assert (outside / "victim.md").read_text(encoding="utf-8") == "untouched"
+    assert answer["result"]["fileWritten"] is False
+    _written_outside_nothing(outside)
     document = client.get(f"/v1/sessions/{session}").json()
     assert document["executionState"]["planEnabled"] is False
     events = client.get(f"/v1/sessions/{session}/events").json()["events"]
     assert "PlanFileWriteFailed" in [e["type"] for e in events]
+
+
+@pytest.mark.parametrize("link", ["workspace", "plans"])
+def test_a_real_server_writes_no_plan_through_a_swapped_symlink(
+    tmp_path: Path, link: str
+) -> None:  # EG-4, PM-7: against the installed serve
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.md").write_text("untouched", encoding="utf-8")
+    (tmp_path / "server").mkdir()
+    with running_server(tmp_path / "server") as server, server.client() as http:
+        root = server.workspace
+        (root / "project").mkdir()
+        response = http.post("/v1/sessions", json={"mode": "plan", "workspace": "project"})
+        assert response.status_code == 201, response.text
+        session = response.json()["sessionId"]
+        _swap_for_symlink(root, session, link, outside)
+        pending = http.post(f"/v1/sessions/{session}/tool-calls",
+                            json={"tool": "ExitPlanMode", "input": {"plan": "# Plan\nescape"}})
+        assert pending.status_code == 202, pending.text
+        done = http.post(
+            f"/v1/sessions/{session}/interactions/{pending.json()['interactionId']}/respond",
+            json={"decision": "approve"})
+        assert done.status_code == 200, done.text
+        assert done.json()["result"]["fileWritten"] is False
+        events = http.get(f"/v1/sessions/{session}/events").json()["events"]
+        failed = [e for e in events if e["type"] == "PlanFileWriteFailed"]
+        assert len(failed) == 1 and failed[0]["data"]["path"] == (
+            f".zcode/plans/plan-{session}.md")
+    _written_outside_nothing(outside)
 
 
 # -- HTML and script in previews and plans --------------------------------------------------

@@ -114,9 +114,9 @@ def test_pm7_decision_is_on_record_before_the_file_then_approval_and_exit_in_one
     at_rename: list[list[str]] = []
     replace = os.replace
 
-    def look_then_replace(source: Any, target: Any) -> None:
+    def look_then_replace(source: Any, target: Any, **dir_fds: Any) -> None:
         at_rename.append([e.type for e in log(service, sid)])
-        replace(source, target)
+        replace(source, target, **dir_fds)
 
     monkeypatch.setattr(plan_files.os, "replace", look_then_replace)
     batches = Batches(service, monkeypatch)

@@ -67,7 +67,7 @@ def story(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Story]:
         service.tools.respond(approved, _submit(service, approved, PLAN), "approve")
         failed = _plan_session(service)
         with monkeypatch.context() as patched:
-            patched.setattr(plan_files.tempfile, "mkstemp", _unwritable)
+            patched.setattr(plan_files, "_new_temp", _unwritable)
             service.tools.respond(failed, _submit(service, failed, PLAN), "approve")
     finally:
         service.close()

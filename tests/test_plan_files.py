@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sessionledger import plan_files
 from sessionledger.plan_files import (
     READ_LIMIT,
     PlanFiles,
@@ -130,3 +132,74 @@ def test_pm10_read_back_is_capped_and_drops_a_trailing_partial_character(
 def test_pm10_unreadable_or_missing_workspace_gives_no_reference(tmp_path: Path) -> None:
     assert read_plan_file(str(tmp_path / "nowhere"), "s") is None
     assert read_plan_file("x\x00y", "s") is None
+
+
+# -- EG-4: resolved when written, inside the server's root, no race --------------------------
+
+
+def _outside_and_workspace(tmp_path: Path) -> tuple[Path, Path, Path]:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    workspace = root / "project"
+    workspace.mkdir(parents=True)
+    outside.mkdir()
+    return root, workspace, outside
+
+
+def test_eg4_a_workspace_swapped_for_a_symlink_out_of_the_root_is_refused(
+    tmp_path: Path,
+) -> None:  # EG-4
+    root, workspace, outside = _outside_and_workspace(tmp_path)
+    workspace.rename(root / "moved")
+    workspace.symlink_to(outside, target_is_directory=True)
+    result = PlanFiles(root).write(str(workspace), "sess_1", "plan")
+    assert not result.written and "outside the server's workspace root" in (result.error or "")
+    assert list(outside.iterdir()) == []
+    # inside the root a swap is followed: the plan goes where the workspace now is
+    workspace.unlink()
+    workspace.symlink_to(root / "moved", target_is_directory=True)
+    assert PlanFiles(root).write(str(workspace), "sess_1", "plan").written
+    assert (root / "moved" / ".zcode" / "plans" / "plan-sess_1.md").read_text() == "plan"
+
+
+@pytest.mark.parametrize("swapped", ["workspace", ".zcode", "plans"])
+def test_eg4_a_swap_between_the_check_and_the_write_writes_nothing_outside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped: str
+) -> None:  # EG-4: the directory is opened without following symlinks after the check
+    root, workspace, outside = _outside_and_workspace(tmp_path)
+    (workspace / ".zcode" / "plans").mkdir(parents=True)
+    checked = plan_files.plan_path
+
+    def check_then_swap(*args: Any, **kwargs: Any) -> Path:
+        target = checked(*args, **kwargs)  # the path is fine when checked ...
+        victim = {"workspace": workspace, ".zcode": workspace / ".zcode",
+                  "plans": workspace / ".zcode" / "plans"}[swapped]
+        victim.rename(victim.with_name(victim.name + "-moved"))  # ... then swapped for a link
+        victim.symlink_to(outside, target_is_directory=True)
+        (outside / ".zcode" / "plans").mkdir(parents=True, exist_ok=True)
+        (outside / "plans").mkdir(exist_ok=True)
+        return target
+
+    monkeypatch.setattr(plan_files, "plan_path", check_then_swap)
+    result = PlanFiles(root).write(str(workspace), "sess_1", "plan")
+    assert not result.written and "Not a directory" in (result.error or "")
+    assert [p for p in outside.rglob("*") if p.is_file()] == []  # no plan, no temp file
+
+
+def test_eg4_a_plan_file_swapped_for_a_symlink_after_the_check_is_replaced_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # EG-4: the rename replaces the link itself
+    root, workspace, outside = _outside_and_workspace(tmp_path)
+    (outside / "victim.md").write_text("untouched")
+    checked = plan_files.plan_path
+
+    def check_then_link(*args: Any, **kwargs: Any) -> Path:
+        target = checked(*args, **kwargs)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(outside / "victim.md")
+        return target
+
+    monkeypatch.setattr(plan_files, "plan_path", check_then_link)
+    assert PlanFiles(root).write(str(workspace), "sess_1", "plan").written
+    target = workspace / ".zcode" / "plans" / "plan-sess_1.md"
+    assert not target.is_symlink() and target.read_text() == "plan"
+    assert (outside / "victim.md").read_text() == "untouched"

@@ -203,7 +203,7 @@ def test_pm7_read_only_plans_directory_is_recorded_and_plan_is_left_anyway(
     plans.mkdir(parents=True)
     plans.chmod(0o500)
     if os.geteuid() == 0:  # root ignores the mode bits: fail the way a user would
-        monkeypatch.setattr(plan_files.tempfile, "mkstemp", _read_only)
+        monkeypatch.setattr(plan_files, "_new_temp", _read_only)
     try:
         done = service.tools.respond(sid, submit(service, sid), "approve")
     finally:

@@ -7,14 +7,25 @@ read-only command can only make it less safe.
 
 from __future__ import annotations
 
+import re
 import shlex
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessionledger.permission import classify
-from sessionledger.permission.shell_parse import ShellParseError, parse_command
+from eventlog import PermissionMode
+from sessionledger.permission import (
+    PermissionConfig,
+    PermissionRequest,
+    PermissionService,
+    classify,
+)
+from sessionledger.permission.patterns import _path_glob
+from sessionledger.permission.shell_parse import ShellParseError, parse_command, split_words
+from sessionledger.tools import HOST_TOOLS
+from statemachine.execution import ExecutionState
 
 READ_ONLY = [
     "ls", "ls -la src", "cat README.md", "head -n 20 a.txt", "tail -f log.txt", "wc -l *.py",
@@ -157,3 +168,110 @@ shell_tokens = st.sampled_from([
 def test_pm4_property_shell_like_noise_never_breaks_the_classifier(command: str) -> None:
     verdict = classify(command)
     assert verdict.kind in ("read_only", "write", "destructive") and verdict.reason
+
+
+# -- linear work on long commands (EG-5) ---------------------------------------------------
+# Speed is measured in bench/permission.py; here: the same answers, however long the input.
+
+WORD_CHARS = st.sampled_from([*"ab $#é\t\n\r\x0b'\"\\"])
+
+
+@given(st.lists(WORD_CHARS, max_size=16).map("".join))
+def test_eg5_words_are_split_exactly_as_shlex_splits_them(text: str) -> None:
+    try:
+        expected: list[str] | str = shlex.split(text, posix=True)
+    except ValueError as exc:
+        expected = str(exc)
+    try:
+        actual: list[str] | str = split_words(text)
+    except ValueError as exc:
+        actual = str(exc)
+    assert actual == expected
+
+
+def _old_path_regex(glob: str) -> re.Pattern[str]:
+    """The regular expression path globs were matched with before (the reference meaning)."""
+    out, i = [], 0
+    while i < len(glob):
+        if glob.startswith("/**", i) and i + 3 == len(glob):
+            out.append("(?:/.*)?")
+            i += 3
+        elif glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif glob[i] == "[" and (end := glob.find("]", i + 2)) != -1:
+            body = glob[i + 1:end]
+            negate = body.startswith("!")
+            body = re.escape(body[1:] if negate else body).replace(r"\-", "-")
+            out.append(f"[{'^' if negate else ''}{body}]")
+            i = end + 1
+        else:
+            out.append({"*": "[^/]*", "?": "[^/]"}.get(glob[i], re.escape(glob[i])))
+            i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+GLOB_PARTS = st.sampled_from(["*", "**", "/", "a", "b", "?", "[ab]", "[!a]", "[a-b]", "/**",
+                              "**/", ".", "]", "["])
+
+
+@given(st.lists(GLOB_PARTS, min_size=1, max_size=6).map("".join),
+       st.lists(st.sampled_from([*"ab/.c-\n"]), max_size=10).map("".join))
+def test_eg5_path_globs_mean_what_their_regular_expression_meant(glob: str, path: str) -> None:
+    expected = _old_path_regex(glob).fullmatch(path) is not None
+    assert _path_glob(glob).fullmatch(path) is expected
+
+
+def test_eg5_a_backtracking_path_glob_against_a_long_path_is_answered() -> None:
+    # The old regular expression took about n ** 4 steps here: it never came back.
+    long_path = "a" * 100_000
+    assert not _path_glob("**/*a*b*c*d").fullmatch(long_path)
+    assert _path_glob("**/*a*a*a*a").fullmatch(long_path)
+
+
+@pytest.mark.parametrize(("command", "kind"), [
+    ("time " * 5000 + "ls", "destructive"),  # was a RecursionError (a 500 over HTTP)
+    ("nice " * 8 + "ls", "read_only"),
+    ("! " * 30000 + "ls", "read_only"),
+    ("env " + "A=1 " * 15000 + "rm -rf /", "destructive"),
+    ("rm {" + "," * 60000, "write"),  # the brace search took 30 s
+    ("rm {" + "," * 60000 + "}-rf", "destructive"),
+    ("find . " + "-exec echo " * 5000 + ";", "write"),  # 30 s too
+    ("find . -exec echo {} \\; -exec rm {} +", "destructive"),
+    ("find . -exec echo -exec rm {} \\;", "write"),  # one action: echo prints "-exec rm …"
+    (":(){ :|:& };:", "destructive"),
+    ("a(){ " * 12000, "write"),  # defines functions; took 0.5 s
+])
+def test_eg5_long_and_nested_commands_are_classified_as_before(command: str, kind: str) -> None:
+    assert classify(command).kind == kind
+
+
+PREFIXES = [10, 200_000]
+
+
+def _decide(command: str, *, mode: PermissionMode = "auto", **rules: list[str]) -> str:
+    request = PermissionRequest(
+        tool=HOST_TOOLS["Bash"], input={"command": command},
+        state=ExecutionState(mode=mode, plan_enabled=False), workspace=Path("/w"),
+    )
+    decision = PermissionService(PermissionConfig.model_validate(rules)).check(request)
+    return f"{decision.behavior} {decision.rule_id}"
+
+
+@pytest.mark.parametrize("size", PREFIXES)
+def test_eg5_a_dangerous_command_after_a_long_harmless_prefix_is_still_caught(size: int) -> None:
+    harmless = "echo " + "a" * size
+    for joined in (f"{harmless} && rm -rf /", f"{harmless}\nrm -rf /", f"{harmless} | rm -rf /"):
+        assert _decide(joined, deny=["Bash(rm *)"]) == "deny config.deny[0]", joined[-20:]
+        assert _decide(joined) == "ask mode.auto.askDestructive"
+        assert _decide(joined, allow=["Bash(echo *)"]) == "ask mode.auto.askDestructive"
+    substituted = f"{harmless}; echo \"$(rm -rf /)\""
+    assert _decide(substituted, allow=["Bash(echo *)"]) == "ask mode.auto.askDestructive"
+    quoted = f"echo '{'a' * size}; rm -rf /'"  # one word: nothing runs rm
+    assert _decide(quoted, deny=["Bash(rm *)"]) != "deny config.deny[0]"
+    assert _decide(harmless, mode="build", allow=["Bash(echo *)"]) == "allow config.allow[0]"
+    git = "git log " + "--oneline " * (size // 10) + "&& git push --force"
+    assert _decide(git, ask=["Bash(git push *)"]) == "ask config.ask[0]"

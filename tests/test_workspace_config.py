@@ -6,11 +6,22 @@ kind of invalid configuration is a ``ConfigurationError`` whose message names th
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from pydantic import ValidationError
+from server_support import (
+    ServerProcess,
+    create_session,
+    running_server,
+    session_version,
+    sessionledger_command,
+)
 
 from sessionledger.errors import ConfigurationError
 from sessionledger.permission import RulePattern
@@ -228,3 +239,117 @@ def test_tr4_a_decision_without_an_argument_is_kept_until_the_rules_change(
     outside = permissions.decide(tool=write, input={"file_path": "/elsewhere/a.txt"},
                                  state=ExecutionState("edit"), workspace=tmp_path)
     assert inside.behavior == "allow" and outside.behavior == "ask"
+
+
+# -- a broken file over the wire: 422 naming the key, nothing appended (EG-2) -----------------
+
+BROKEN: list[tuple[str, str | bytes | None, str]] = [
+    ("wrong type in a list", "[permission]\nallowedTools = [42]\n", "permission.allowedTools[0]"),
+    ("a string for a list", '[permission]\nallow = "Bash(ls)"\n', "permission.allow"),
+    ("a bad pattern", '[permission]\ndeny = ["Read", "Bash("]\n', "permission.deny[1]"),
+    ("a string for a boolean", '[features]\ndynamicWorkflows = "yes"\n',
+     "features.dynamicWorkflows"),
+    ("an unknown key", "[permission]\nalow = []\n", "permission.alow"),
+    ("an unknown table", "[permissions]\nallow = []\n", "permissions"),
+    ("an unlisted current model", '[models]\ncurrent = "x/y"\n', "models.current"),
+    ("not TOML", "[permission\nallow = []\n", "(file)"),
+    ("not UTF-8", b'[permission]\nallow = ["\xff"]\n', "(file)"),
+    ("a directory named config.toml", None, "(file)"),
+]
+
+
+def _break(workspace: Path, content: str | bytes | None) -> None:
+    if content is None:
+        path = config_path(workspace)
+        if path.is_file():
+            path.unlink()
+        path.mkdir(parents=True, exist_ok=True)
+    else:
+        write_config(workspace, content)
+
+
+def _repair(workspace: Path) -> None:
+    path = config_path(workspace)
+    if path.is_dir():
+        path.rmdir()
+    write_config(workspace, "[permission]\nallow = []\n")
+
+
+def _names_the_key(response: httpx.Response, key: str) -> None:
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["code"] == "invalid_configuration"
+    assert [e["key"] for e in error["details"]["errors"]] == [key]
+    assert key in error["message"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    with running_server(tmp_path_factory.mktemp("config-server")) as running:
+        yield running
+
+
+@pytest.mark.parametrize(("case", "content", "key"), BROKEN, ids=[c[0] for c in BROKEN])
+def test_eg2_a_broken_config_refuses_the_session_with_422_naming_the_key(
+    server: ServerProcess, case: str, content: str | bytes | None, key: str
+) -> None:  # EG-2, TR-4
+    workspace = server.workspace / f"at-creation-{BROKEN.index((case, content, key))}"
+    workspace.mkdir()
+    _break(workspace, content)
+    with server.client() as http:
+        before = http.get("/v1/sessions").json()
+        _names_the_key(http.post("/v1/sessions", json={"workspace": workspace.name}), key)
+        assert http.get("/v1/sessions").json() == before  # nothing appended
+        _repair(workspace)
+        assert http.post("/v1/sessions", json={"workspace": workspace.name}).status_code == 201
+
+
+TODO_CALL = {"tool": "TodoWrite", "input": {"todos": [
+    {"content": "Fix the config", "status": "pending", "priority": "high"}]}}
+
+
+@pytest.mark.parametrize(("case", "content", "key"), BROKEN, ids=[c[0] for c in BROKEN])
+def test_eg2_a_config_broken_later_refuses_every_call_with_422_and_allows_nothing(
+    server: ServerProcess, case: str, content: str | bytes | None, key: str
+) -> None:  # EG-2, TR-4
+    workspace = server.workspace / f"later-{BROKEN.index((case, content, key))}"
+    workspace.mkdir()
+    with server.client() as http:
+        session = create_session(http, workspace=workspace.name, mode="plan")
+        _break(workspace, content)
+        before = session_version(http, session)
+        calls = [
+            ("/tool-calls", TODO_CALL),
+            ("/tool-calls", {"tool": "ExitPlanMode", "input": {"plan": "# Plan"}}),
+            ("/permission-check", {"tool": "Bash", "input": {"command": "ls"}}),
+            ("/permission-check", {"tool": "Write", "input": {"file_path": "x.py"}}),
+        ]
+        for path, body in calls:
+            _names_the_key(http.post(f"/v1/sessions/{session}{path}", json=body), key)
+        child = http.post("/v1/sessions",
+                          json={"parentSessionId": session, "workspace": workspace.name})
+        _names_the_key(child, key)  # nor a subagent in the same workspace
+        assert session_version(http, session) == before
+        _repair(workspace)
+        answer = http.post(f"/v1/sessions/{session}/tool-calls", json=TODO_CALL)
+        assert answer.status_code == 200, answer.text
+
+
+def test_eg2_the_cli_refuses_a_call_in_a_broken_workspace_naming_the_key(
+    server: ServerProcess,
+) -> None:  # EG-2: the same error from the CLI, exit 2
+    workspace = server.workspace / "cli"
+    workspace.mkdir()
+    with server.client() as http:
+        session = create_session(http, workspace=workspace.name)
+        write_config(workspace, "[permission]\nallowedTools = [42]\n")
+        before = session_version(http, session)
+        done = subprocess.run(
+            [*sessionledger_command(), "call", "--db", server.db_url, session, "TodoWrite",
+             "--input", json.dumps(TODO_CALL["input"])],
+            capture_output=True, text=True, timeout=60, check=False,
+        )
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "permission.allowedTools[0]" in done.stderr
+        assert "Traceback" not in done.stderr
+        assert session_version(http, session) == before

@@ -78,8 +78,9 @@ def session_routes(service: SessionService) -> APIRouter:
         responses={201: {"model": SessionDocument}, **error_responses({
             404: "the parent session does not exist (`session_not_found`)",
             410: "the parent session was deleted (`session_deleted`)",
-            422: "a field failed validation (`invalid_input`), or the workspace resolves "
-                 "outside the server's root (`workspace_outside_root`); nothing appended",
+            422: "a field failed validation (`invalid_input`), the workspace resolves "
+                 "outside the server's root (`workspace_outside_root`), or its config.toml "
+                 "cannot be used (`invalid_configuration`, naming the key); nothing appended",
         }), **TOO_LARGE},
     )
     def create_session(

@@ -35,7 +35,8 @@ _RESPONSES = error_responses({
     404: "no such session, call or interaction",
     409: "the interaction was already resolved, or the call id is taken",
     410: "the session was deleted (`session_deleted`)",
-    422: "the input failed the tool's schema (`invalid_input`); nothing appended",
+    422: "the input failed the tool's schema (`invalid_input`), or the workspace's config.toml "
+         "cannot be used (`invalid_configuration`, naming the key); nothing appended",
 })
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import lru_cache
@@ -191,7 +191,7 @@ def _command_subjects(name: str, command: str) -> CallSubjects:
         parsed = parse_command(command)
     except ShellParseError:
         return CallSubjects(name, "command", (whole,))
-    simple = tuple(c.text for c in parsed.commands if c.text)
+    simple = tuple(text for c in parsed.commands if (text := c.text))
     every = () if parsed.substitutions or not simple else simple
     return CallSubjects(name, "command", (whole, *simple), every)
 
@@ -220,45 +220,137 @@ def _path_matches(glob: str, subjects: CallSubjects) -> bool:
     if not subjects.any:
         return False
     text = subjects.any[0] if glob.startswith(("/", "~")) else subjects.relative
-    return text is not None and _path_regex(glob).fullmatch(text) is not None
+    return text is not None and _path_glob(glob).fullmatch(text)
 
 
-@lru_cache(maxsize=512)
-def _path_regex(glob: str) -> re.Pattern[str]:
-    """Translate a path glob: ``**`` crosses ``/``, ``*`` and ``?`` do not."""
-    out: list[str] = []
-    i = 0
-    while i < len(glob):
-        if glob.startswith("/**", i) and i + 3 == len(glob):
-            out.append("(?:/.*)?")
-            i += 3
-        elif glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        else:
-            i = _translate_one(glob, i, out)
-    return re.compile("".join(out), re.DOTALL)
+_Step = Callable[[str], bool]
+_States = frozenset[int]
+_CACHE_LIMIT = 4096
 
 
-def _translate_one(glob: str, i: int, out: list[str]) -> int:
-    char = glob[i]
-    if char == "*":
-        out.append("[^/]*")
-    elif char == "?":
-        out.append("[^/]")
-    elif char == "[":
-        end = glob.find("]", i + 2)
-        if end == -1:
-            out.append(re.escape(char))
-        else:
+class _PathGlob:
+    """A path glob as a small automaton, run over the path once: linear in its length.
+
+    ``**/`` is ``(?:.*/)?``, a trailing ``/**`` is ``(?:/.*)?``, any other ``**`` is ``.*``;
+    ``*`` and ``?`` do not cross ``/``; ``[...]`` is a class (``!`` negates). A regular
+    expression of the same meaning backtracks: ``*a*b*c`` against a long path segment costs
+    the segment's length to the power of the stars. Here every path character takes one
+    step between sets of states, and the steps are remembered (up to ``_CACHE_LIMIT``).
+    """
+
+    def __init__(self, glob: str) -> None:
+        self._edges: list[list[tuple[_Step, int]]] = [[]]
+        self._empty: list[list[int]] = [[]]
+        self._at = 0
+        self._compile(glob)
+        self._accept = self._at
+        self._start = self._closure({0})
+        self._steps: dict[tuple[_States, str], _States] = {}
+
+    def fullmatch(self, text: str) -> bool:
+        states, steps = self._start, self._steps
+        for char in text:
+            key = (states, char)
+            following = steps.get(key)
+            if following is None:
+                following = self._closure(
+                    {target for state in states for step, target in self._edges[state]
+                     if step(char)}
+                )
+                if len(steps) >= _CACHE_LIMIT:
+                    steps.clear()
+                steps[key] = following
+            if not following:
+                return False
+            states = following
+        return self._accept in states
+
+    def _compile(self, glob: str) -> None:
+        i = 0
+        while i < len(glob):
+            if glob.startswith("/**", i) and i + 3 == len(glob):
+                self._any_below()
+                i += 3
+            elif glob.startswith("**/", i):
+                self._any_dirs()
+                i += 3
+            elif glob.startswith("**", i):
+                self._repeat(_anything)
+                i += 2
+            else:
+                i = self._one(glob, i)
+
+    def _one(self, glob: str, i: int) -> int:
+        char = glob[i]
+        if char == "*":
+            self._repeat(_not_slash)
+        elif char == "?":
+            self._then(_not_slash)
+        elif char == "[" and (end := glob.find("]", i + 2)) != -1:
             body = glob[i + 1:end]
             negate = body.startswith("!")
             body = re.escape(body[1:] if negate else body).replace(r"\-", "-")
-            out.append(f"[{'^' if negate else ''}{body}]")
+            cls = re.compile(f"[{'^' if negate else ''}{body}]")
+            self._then(lambda c: cls.match(c) is not None)
             return end + 1
-    else:
-        out.append(re.escape(char))
-    return i + 1
+        else:
+            self._then(char.__eq__)
+        return i + 1
+
+    def _state(self) -> int:
+        self._edges.append([])
+        self._empty.append([])
+        return len(self._edges) - 1
+
+    def _then(self, step: _Step) -> None:
+        state = self._state()
+        self._edges[self._at].append((step, state))
+        self._at = state
+
+    def _repeat(self, step: _Step) -> None:
+        state = self._state()
+        self._empty[self._at].append(state)
+        self._edges[state].append((step, state))
+        self._at = state
+
+    def _any_dirs(self) -> None:
+        """``(?:.*/)?``: nothing, or anything ending in ``/``."""
+        before, middle, after = self._at, self._state(), self._state()
+        self._empty[before] += [middle, after]
+        self._edges[middle] += [(_anything, middle), (_is_slash, after)]
+        self._at = after
+
+    def _any_below(self) -> None:
+        """``(?:/.*)?``: nothing, or ``/`` and anything."""
+        before, middle, after = self._at, self._state(), self._state()
+        self._empty[before].append(after)
+        self._edges[before].append((_is_slash, middle))
+        self._edges[middle].append((_anything, middle))
+        self._empty[middle].append(after)
+        self._at = after
+
+    def _closure(self, states: set[int]) -> _States:
+        todo = list(states)
+        while todo:
+            for nxt in self._empty[todo.pop()]:
+                if nxt not in states:
+                    states.add(nxt)
+                    todo.append(nxt)
+        return frozenset(states)
+
+
+def _is_slash(char: str) -> bool:
+    return char == "/"
+
+
+def _not_slash(char: str) -> bool:
+    return char != "/"
+
+
+def _anything(_char: str) -> bool:
+    return True
+
+
+@lru_cache(maxsize=512)
+def _path_glob(glob: str) -> _PathGlob:
+    return _PathGlob(glob)

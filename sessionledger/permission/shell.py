@@ -78,6 +78,8 @@ _FUNCTION = re.compile(r"\(\)\s*\{")
 _NAME_BEFORE = re.compile(r"([^\s(){};|&]+)\s*$")
 _BLOCK_DEVICE = re.compile(r"^/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|mapper/)")
 _SAFE_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+_BRACES = re.compile(r"\{([^{},]*,[^{}]*)\}")
+"""``{a,b}``: the first comma is fixed, so a failed search never backtracks over the rest."""
 _DYNAMIC = re.compile(r"[$`*?\[{]")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
 _KEYWORDS = frozenset({"!", "{", "if", "then", "else", "elif", "do", "while", "until"})
@@ -168,16 +170,20 @@ def _fork_bomb(command: str) -> bool:
         if name is None:
             continue
         body = command[match.end():match.end() + 256].split("}", 1)[0]
-        word = re.escape(name.group(1))
-        if re.search(rf"{word}\s*\|\s*{word}", body):
-            return True
+        word = name.group(1)
+        pipe = body.find("|")
+        while pipe != -1:  # ``word\s*\|\s*word``, with no regular expression built per name
+            if body[:pipe].rstrip().endswith(word) and body[pipe + 1:].lstrip().startswith(word):
+                return True
+            pipe = body.find("|", pipe + 1)
     return False
 
 
 def _simple(command: SimpleCommand, depth: int) -> ShellVerdict:
-    argv = list(command.argv)
-    while argv and argv[0] in _KEYWORDS:
-        argv.pop(0)
+    start = 0
+    while start < len(command.argv) and command.argv[start] in _KEYWORDS:
+        start += 1
+    argv = list(command.argv[start:])
     for redirect in command.redirects:
         if redirect.writes and _BLOCK_DEVICE.match(redirect.target):
             return ShellVerdict("destructive", f"writes to the block device {redirect.target}")
@@ -194,6 +200,8 @@ def _simple(command: SimpleCommand, depth: int) -> ShellVerdict:
 def _command_verdict(
     argv: list[str], command: SimpleCommand, depth: int, *, assigned: bool
 ) -> ShellVerdict:
+    if depth > _MAX_DEPTH:
+        return ShellVerdict("destructive", "commands nested too deeply to classify")
     name = argv[0]
     if name == SUBSTITUTION or (name not in ("[", "[[") and _DYNAMIC.search(name)):
         return ShellVerdict("destructive", f"the command name {name!r} is computed at run time")
@@ -271,12 +279,15 @@ def _destructive(base: str, args: list[str], depth: int) -> str | None:
 def _find_destructive(args: list[str], depth: int) -> str | None:
     if "-delete" in args:
         return "find -delete removes files"
-    for index, arg in enumerate(args):
+    index = 0
+    while index < len(args):  # as find reads them: an action's command runs to its ; or +
+        arg = args[index]
+        index += 1
         if arg in _FIND_EXEC:
-            inner = args[index + 1:]
-            end = next((i for i, a in enumerate(inner) if a in (";", "+")), len(inner))
-            if _runs_removal(inner[:end], depth):
+            end = next((i for i in range(index, len(args)) if args[i] in (";", "+")), len(args))
+            if _runs_removal(args[index:end], depth):
                 return f"find {arg} removes files"
+            index = end + 1
     return None
 
 
@@ -304,8 +315,10 @@ def _wrapped(base: str, args: list[str], command: SimpleCommand, depth: int) -> 
     if base == "timeout" and inner:
         inner = inner[1:]
     if base in ("env", "sudo", "doas"):
-        while inner and _ASSIGNMENT.match(inner[0]):
-            inner = inner[1:]
+        assigns = 0
+        while assigns < len(inner) and _ASSIGNMENT.match(inner[assigns]):
+            assigns += 1
+        inner = inner[assigns:]
     if not inner:
         return ShellVerdict("write", f"{base} without a command")
     if base == "xargs" and _runs_removal(inner, depth):
@@ -349,7 +362,7 @@ def _expand_braces(args: list[str]) -> list[str]:
     """One level of ``a{b,c}d`` brace expansion, enough to see ``rm {-rf,/}``-style tricks."""
     out: list[str] = []
     for arg in args:
-        match = re.search(r"\{([^{}]*,[^{}]*)\}", arg)
+        match = _BRACES.search(arg)
         if match is None:
             out.append(arg)
             continue
