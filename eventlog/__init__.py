@@ -68,6 +68,7 @@ from .errors import (
     BackupFailed,
     BackupRefused,
     ConcurrencyConflict,
+    DescriptorsExhausted,
     EmptyBatch,
     EventLogError,
     InvalidStoreUrl,
@@ -79,6 +80,7 @@ from .errors import (
 )
 from .ids import new_id, new_session_id
 from .inline import InlineProjection, Progress
+from .readers import READERS, descriptors_exhausted
 from .sqlite_backup import BackupReport, backup_store
 from .store import (
     DEFAULT_STORE_URL,
@@ -105,6 +107,7 @@ __all__ = [
     "ChainReport",
     "Clock",
     "ConcurrencyConflict",
+    "DescriptorsExhausted",
     "ContextCompacted",
     "CronScheduleCreated",
     "CronScheduleDeleted",
@@ -143,6 +146,7 @@ __all__ = [
     "PlanRejected",
     "PlanSubmitted",
     "Progress",
+    "READERS",
     "RawRow",
     "RecordedEvent",
     "ReminderInjected",
@@ -174,6 +178,7 @@ __all__ = [
     "backup_store",
     "canonical_json",
     "default_upcasters",
+    "descriptors_exhausted",
     "envelope_hash",
     "event_adapter",
     "legacy_execution_state",

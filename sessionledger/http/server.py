@@ -72,7 +72,7 @@ def _stop_signals_end_serving(server: GracefulServer) -> Iterator[None]:
 
 def serve(settings: ServerSettings, *, service: SessionService) -> None:
     """Serve until a stop signal, then close the service's store; blocks."""
-    configure_logging(names=("sessionledger", "uvicorn"))
+    configure_logging(names=("sessionledger", "uvicorn", "asyncio"))
     stopping = threading.Event()
     app = create_app(service=service, settings=settings, stopping=stopping)
     config = uvicorn.Config(
