@@ -65,7 +65,8 @@ class DescriptorShortage:
     ends, however often it is met in between.
 
     :meth:`report` is called wherever it is met (any thread); while it lasts, a timer checks
-    every ``probe_s`` whether a descriptor can be opened again (``exhausted``).
+    every ``probe_s`` whether a descriptor can be opened (``exhausted``); it has ended when
+    two checks in a row could (a descriptor freed for a moment does not end it).
     """
 
     def __init__(self, target: logging.Logger, *, probe_s: float = 1.0,
@@ -77,6 +78,7 @@ class DescriptorShortage:
         self._since: float | None = None
         self._count = 0
         self._sources: set[str] = set()
+        self._free_checks = 0
 
     @property
     def active(self) -> bool:
@@ -101,8 +103,13 @@ class DescriptorShortage:
 
     def _probe(self) -> None:
         if self._exhausted():
+            self._free_checks = 0
+        else:
+            self._free_checks += 1
+        if self._free_checks < 2:
             self._schedule()
             return
+        self._free_checks = 0
         with self._lock:
             since, self._since = self._since, None
             count, self._count = self._count, 0
