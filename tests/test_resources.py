@@ -383,8 +383,9 @@ def sampling(process: psutil.Process, samples: list[int]) -> Iterator[None]:
 
 
 RSS_CEILING = 400 * 2**20
-RSS_RETURN_SLACK = 64 * 2**20
-"""After the readers leave, RSS is back within this of the baseline."""
+RSS_RETURN_SLACK = 48 * 2**20
+"""After the readers leave, RSS is back within this of the baseline (measured: ~+30 MB, the
+reader connections' page caches among it; glibc's rising mmap threshold unpinned: ~+70)."""
 
 
 @pytest.mark.slow
@@ -421,7 +422,8 @@ def test_soak_slow_readers_at_distinct_cursors_keep_memory_bounded(tmp_path: Pat
                 reader.join()
         received = [reader.received for reader in readers]
         after: list[int] = []
-        for _ in range(50):  # up to 10 s for the server to drop what the streams held
+        time.sleep(2.0)
+        for _ in range(40):  # up to 8 s more for the server to drop what the streams held
             time.sleep(0.2)
             after.append(process.memory_info().rss)
             if after[-1] <= baseline + RSS_RETURN_SLACK:
