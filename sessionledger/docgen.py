@@ -162,8 +162,9 @@ _HTTP_INTRO = """\
 All bodies are JSON. Errors are `{"error": {"code", "message", "details"}}` with a 4xx status
 for bad input (422 `invalid_input` for a body or parameter that fails validation, 404
 `session_not_found`, 409 for a refused change, 410 `session_deleted`); no input produces a
-500. Any route that reads the store may answer 503 `service_unavailable` (busy or stopping) or
-`storage_unavailable` (the disk failed); nothing was changed and the request may be retried.
+500. Any route that reads the store may answer 503 `service_unavailable` (busy, stopping, or
+out of file descriptors) or `storage_unavailable` (the disk failed); nothing was changed and
+the request may be retried.
 The full machine-readable description is served at `/openapi.json`, these 503s included, and
 with a token configured its 401s and the bearer scheme; the wire shapes the tests compare are
 those of SPEC §11. `HEAD` is answered wherever `GET` is, with its status and headers and no
