@@ -77,6 +77,7 @@ from .errors import (
     BackupFailed,
     BackupRefused,
     ConcurrencyConflict,
+    DescriptorsExhausted,
     EmptyBatch,
     EventLogError,
     InvalidStoreUrl,
@@ -88,6 +89,7 @@ from .errors import (
 )
 from .ids import new_id, new_session_id
 from .inline import InlineProjection, Progress
+from .readers import READERS, descriptors_exhausted
 from .sqlite_backup import BackupReport, backup_store
 from .store import (
     DEFAULT_STORE_URL,
@@ -114,6 +116,7 @@ __all__ = [
     "ChainReport",
     "Clock",
     "ConcurrencyConflict",
+    "DescriptorsExhausted",
     "ContextCompacted",
     "CronScheduleCreated",
     "CronScheduleDeleted",
@@ -152,6 +155,7 @@ __all__ = [
     "PlanRejected",
     "PlanSubmitted",
     "Progress",
+    "READERS",
     "RawRow",
     "RecordedEvent",
     "ReminderInjected",
@@ -185,6 +189,7 @@ __all__ = [
     "backup_store",
     "canonical_json",
     "default_upcasters",
+    "descriptors_exhausted",
     "envelope_hash",
     "event_adapter",
     "legacy_execution_state",

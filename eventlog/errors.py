@@ -10,6 +10,7 @@ Every error the log raises derives from one base class, so callers can catch the
     ├── StoreBusy                another process held the write lock past every retry
     ├── StoreClosed              append or read after ``close()``
     ├── StorageFault             the disk refused a read or write; nothing was appended
+    ├── DescriptorsExhausted     the process has no file descriptor left (not a disk fault)
     ├── EmptyBatch               an append with no events
     ├── BackupRefused            a backup that cannot be taken as asked; nothing was written
     └── BackupFailed             a backup that failed while copying; the destination is untouched
@@ -21,6 +22,7 @@ __all__ = [
     "BackupFailed",
     "BackupRefused",
     "ConcurrencyConflict",
+    "DescriptorsExhausted",
     "EmptyBatch",
     "EventLogError",
     "InvalidStoreUrl",
@@ -96,6 +98,11 @@ class StorageFault(EventLogError):
         super().__init__(message)
         self.reason = reason
         self.error_name = error_name
+
+
+class DescriptorsExhausted(EventLogError):
+    """The process (EMFILE) or the system (ENFILE) has no file descriptor left to open a
+    connection or file: a shortage that passes, not a disk fault; nothing was appended."""
 
 
 class EmptyBatch(EventLogError):

@@ -6,7 +6,8 @@ transaction first takes a transaction-scoped advisory lock (``pg_advisory_xact_l
 so appends from every process are serialised and global positions are handed out in commit
 order: a reader of the global stream never sees position *n + 1* before *n*, and never skips
 an event that commits late. Inline projections are updated in that transaction (their tables
-in :mod:`projections`). Readers use one autocommit connection per thread. Each append
+in :mod:`projections`). Readers borrow one of a few pooled autocommit connections
+(:mod:`eventlog.readers`). Each append
 transaction also sends a ``NOTIFY``, and while the store has listeners a thread ``LISTEN``s
 for it, so they hear other processes' commits too (:mod:`eventlog.postgres_listen`, D116).
 
@@ -24,7 +25,7 @@ from .appending import GroupAppends, PreparedBatch
 from .chain import ChainReport, verify_chain
 from .clock import Clock, SystemClock, now_text
 from .envelope import AppendResult, RawRow, RecordedEvent, decode_rows, paged_rows
-from .errors import InvalidStoreUrl, StorageFault, StoreClosed
+from .errors import DescriptorsExhausted, InvalidStoreUrl, StorageFault, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
 from .postgres_group import copy_rows, write_group
@@ -37,6 +38,7 @@ from .postgres_schema import (
     ImportRefused,
     parse_url,
 )
+from .readers import ReaderPool, descriptors_exhausted
 from .store import Listener, SessionHead
 from .subscribers import Subscribers
 from .upcasting import UpcasterRegistry, default_upcasters
@@ -81,9 +83,6 @@ class PostgresEventStore(GroupAppends):
         self._upcasters = upcasters
         self._projections = tuple(projections)
         self._listeners: Subscribers[Sequence[RecordedEvent]] = Subscribers()
-        self._readers_lock = threading.Lock()
-        self._readers: list[psycopg.Connection] = []
-        self._local = threading.local()
         self._closed = False
         self._token = uuid.uuid4().hex[:12]
         self._follower: CommitFollower | None = None
@@ -98,6 +97,10 @@ class PostgresEventStore(GroupAppends):
             raise
         self._committer: GroupCommitter[PreparedBatch, AppendResult] = GroupCommitter(
             self._commit
+        )
+        self._readers: ReaderPool[psycopg.Connection] = ReaderPool(
+            self._connect, close=lambda conn: conn.close(),
+            usable=lambda conn: not (conn.closed or conn.broken),
         )
 
     @property
@@ -133,8 +136,10 @@ class PostgresEventStore(GroupAppends):
         except driver.OperationalError as exc:
             raise self._fault(exc) from exc
 
-    def _fault(self, exc: Exception) -> StorageFault:
+    def _fault(self, exc: Exception) -> StorageFault | DescriptorsExhausted:
         reason = str(exc).strip() or exc.__class__.__name__
+        if descriptors_exhausted(exc):  # "could not create socket: Too many open files"
+            return DescriptorsExhausted(f"PostgreSQL: {reason}: no file descriptor left")
         name = getattr(exc, "sqlstate", None)
         where = self._url.split("@")[-1]  # no credentials in messages
         return StorageFault(f"PostgreSQL at {where}: {reason}", reason=reason, error_name=name)
@@ -235,11 +240,14 @@ class PostgresEventStore(GroupAppends):
         return self._read(query)
 
     def _read(self, query: Callable[[psycopg.Connection], T]) -> T:
-        """Run ``query`` on this thread's read connection; a lost server or a failing disk
-        is a :class:`StorageFault`, and the next read connects again."""
+        """Run ``query`` on a pooled read connection; a lost server or a failing disk is a
+        :class:`StorageFault`, and the next read replaces the broken connection."""
         driver = _psycopg()
+        if self._closed:
+            raise StoreClosed("the store is closed")
         try:
-            return query(self._reader())
+            with self._readers.connection() as conn:
+                return query(conn)
         except driver.OperationalError as exc:
             raise self._fault(exc) from exc
 
@@ -300,17 +308,6 @@ class PostgresEventStore(GroupAppends):
             return self._in_lock(run)
 
     # -- reading ---------------------------------------------------------------------------
-
-    def _reader(self) -> psycopg.Connection:
-        if self._closed:
-            raise StoreClosed("the store is closed")
-        conn: psycopg.Connection | None = getattr(self._local, "conn", None)
-        if conn is None or conn.closed or conn.broken:
-            conn = self._connect()
-            self._local.conn = conn
-            with self._readers_lock:
-                self._readers.append(conn)
-        return conn
 
     def _pages(
         self, sql: str, key: tuple[Any, ...], after: int, limit: int | None
@@ -433,7 +430,4 @@ class PostgresEventStore(GroupAppends):
                 return
             self._closed = True
             self._writer.close()
-        with self._readers_lock:
-            for conn in self._readers:
-                conn.close()
-            self._readers.clear()
+        self._readers.close()

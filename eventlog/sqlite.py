@@ -5,18 +5,19 @@ paths use the connection directly. Writes go through one write connection owned 
 :class:`GroupCommitter`; every group is one ``BEGIN IMMEDIATE`` transaction in which each batch
 is checked (idempotency key, expected version) before it writes, so a batch failing its
 check fails alone. A write that still breaks a constraint means the head records and rows
-disagree (a damaged file): the whole group rolls back and every caller gets the error. Readers use
-one connection per thread; WAL lets them read while the writer writes. Other processes are
+disagree (a damaged file): the whole group rolls back and every caller gets the error. Readers
+borrow one of a few pooled connections (:mod:`eventlog.readers`, however many threads read);
+WAL lets them read while the writer writes. Other processes are
 waited for with a busy timeout and bounded, jittered retries: callers never see
 "database is locked". A disk that refuses a read or write (I/O error, full, read-only) is
-raised as :class:`~eventlog.errors.StorageFault`, never as the driver's error.
+raised as :class:`~eventlog.errors.StorageFault`, never as the driver's error; a process out
+of file descriptors as :class:`~eventlog.errors.DescriptorsExhausted`, not as a disk fault.
 """
 
 from __future__ import annotations
 
 import random
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -40,6 +41,7 @@ from .envelope import (
 from .errors import StoreBusy, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
+from .readers import ReaderPool
 from .sqlite_group import write_group
 from .sqlite_schema import (
     COLUMNS,
@@ -82,11 +84,12 @@ class SQLiteEventStore(GroupAppends):
         self._clock = clock or SystemClock()
         self._upcasters = upcasters
         self._listeners: Subscribers[Sequence[RecordedEvent]] = Subscribers()
-        self._readers_lock = threading.Lock()
-        self._readers: list[sqlite3.Connection] = []
-        self._local = threading.local()
         self._closed = False
         self._writer = self._connect()
+        self._readers: ReaderPool[sqlite3.Connection] = ReaderPool(
+            self._connect, close=sqlite3.Connection.close,
+            wait_s=_BUSY_TIMEOUT_MS / 1000,
+        )
         self._projections = tuple(projections)
         self._known_position: int | None = None
         self._data_version = -1
@@ -260,7 +263,7 @@ class SQLiteEventStore(GroupAppends):
 
     def read_view(self, query: Callable[[Any], T]) -> T:
         """Run ``query`` with a read connection (projections read their tables with it)."""
-        return self._retry(lambda: query(self._reader()))  # type: ignore[no-any-return]
+        return self._read(query)
 
     def purge(self, session_id: str) -> int:
         """Remove every event and the head record of one session; the rows removed.
@@ -299,22 +302,22 @@ class SQLiteEventStore(GroupAppends):
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _reader(self) -> sqlite3.Connection:
-        if self._closed:
-            raise StoreClosed("the store is closed")
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._connect()
-            self._local.conn = conn
-            with self._readers_lock:
-                self._readers.append(conn)
-        return conn
+    def _read(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        """``query`` on a pooled read connection, retried while another process writes."""
+
+        def run() -> T:
+            if self._closed:
+                raise StoreClosed("the store is closed")
+            with self._readers.connection() as conn:
+                return query(conn)
+
+        return self._retry(run)  # type: ignore[no-any-return]
 
     def _pages(
         self, sql: str, key: tuple[Any, ...], after: int, limit: int | None
     ) -> Iterator[RawRow]:
         def fetch(params: tuple[Any, ...]) -> list[RawRow]:
-            rows: list[RawRow] = self._retry(lambda: fetch_rows(self._reader(), sql, params))
+            rows: list[RawRow] = self._read(lambda conn: fetch_rows(conn, sql, params))
             return rows
 
         return paged_rows(fetch, key, after, limit, page=_PAGE)
@@ -337,20 +340,22 @@ class SQLiteEventStore(GroupAppends):
         # and text that is not valid UTF-8 (it comes back as bytes, a wrong-type break).
         sql = (f"SELECT {COLUMNS} FROM events WHERE session_id = ? "
                "ORDER BY typeof(seq) != 'integer' OR seq < 1, seq, global_position")
-        conn: sqlite3.Connection = self._retry(self._reader)
-        cursor = self._retry(lambda: conn.execute(sql, (session_id,)))
-        while True:
-            conn.text_factory = text_or_bytes
-            try:
-                batch = cursor.fetchmany(_PAGE)
-            except sqlite3.OperationalError as exc:
-                self._raise_storage_fault(exc)
-                raise
-            finally:
-                conn.text_factory = str
-            if not batch:
-                return
-            yield from batch
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        with self._readers.connection() as conn:  # held while the caller iterates
+            cursor = self._retry(lambda: conn.execute(sql, (session_id,)))
+            while True:
+                conn.text_factory = text_or_bytes
+                try:
+                    batch = cursor.fetchmany(_PAGE)
+                except sqlite3.OperationalError as exc:
+                    self._raise_storage_fault(exc)
+                    raise
+                finally:
+                    conn.text_factory = str
+                if not batch:
+                    return
+                yield from batch
 
     def _read_version(self, conn: sqlite3.Connection, session_id: str) -> int:
         row = conn.execute(
@@ -359,20 +364,20 @@ class SQLiteEventStore(GroupAppends):
         return int(row[0]) if row else 0
 
     def version(self, session_id: str) -> int:
-        return int(self._retry(lambda: self._read_version(self._reader(), session_id)))
+        return int(self._read(lambda conn: self._read_version(conn, session_id)))
 
     def head_position(self) -> int:
-        return int(self._retry(lambda: self._reader().execute(HIGH_WATER).fetchone()[0]))
+        return int(self._read(lambda conn: conn.execute(HIGH_WATER).fetchone()[0]))
 
     def session_heads(self) -> list[SessionHead]:
-        rows = self._retry(lambda: self._reader().execute(
+        rows = self._read(lambda conn: conn.execute(
             "SELECT session_id, version, head_hash, created_at, updated_at FROM streams "
             "ORDER BY updated_at DESC, session_id DESC"
         ).fetchall())
         return [SessionHead(*row) for row in rows]
 
     def session_head(self, session_id: str) -> SessionHead | None:
-        row = self._retry(lambda: self._reader().execute(
+        row = self._read(lambda conn: conn.execute(
             "SELECT session_id, version, head_hash, created_at, updated_at FROM streams "
             "WHERE session_id = ?", (session_id,),
         ).fetchone())
@@ -380,7 +385,7 @@ class SQLiteEventStore(GroupAppends):
 
     def verify(self, session_id: str | None = None) -> list[ChainReport]:
         if session_id is None:
-            ids = [r[0] for r in self._retry(lambda: self._reader().execute(
+            ids = [r[0] for r in self._read(lambda conn: conn.execute(
                 "SELECT session_id FROM streams UNION SELECT DISTINCT session_id FROM events "
                 "ORDER BY 1"
             ).fetchall())]
@@ -392,7 +397,7 @@ class SQLiteEventStore(GroupAppends):
         return reports
 
     def _head_row(self, session_id: str) -> Any:
-        return self._retry(lambda: self._reader().execute(
+        return self._read(lambda conn: conn.execute(
             "SELECT version, head_hash FROM streams WHERE session_id = ?", (session_id,)
         ).fetchone())
 
@@ -408,7 +413,4 @@ class SQLiteEventStore(GroupAppends):
                 return
             self._closed = True
             self._writer.close()
-        with self._readers_lock:
-            for conn in self._readers:
-                conn.close()
-            self._readers.clear()
+        self._readers.close()

@@ -16,7 +16,8 @@ from typing import Any
 import sqlite_utils
 
 from .envelope import RawRow
-from .errors import StorageFault
+from .errors import DescriptorsExhausted, StorageFault
+from .readers import descriptors_exhausted
 
 __all__ = [
     "COLUMNS",
@@ -150,14 +151,22 @@ _STORAGE_CODES = {
 }
 """Primary result codes that mean the disk refused a read or write (the low byte of the
 extended code, so SQLITE_IOERR_WRITE counts as SQLITE_IOERR)."""
+_OPENING_CODES = frozenset({10, 14})
+"""SQLITE_IOERR and SQLITE_CANTOPEN: what opening a file without a descriptor left gives."""
 _STORAGE_TEXTS = (
     "disk i/o error", "database or disk is full", "readonly database",
     "unable to open database file",
 )
 
 
-def storage_fault(path: object, exc: sqlite3.OperationalError) -> StorageFault | None:
-    """The :class:`StorageFault` that ``exc`` stands for, or None for any other error."""
+def storage_fault(
+    path: object, exc: sqlite3.OperationalError
+) -> StorageFault | DescriptorsExhausted | None:
+    """The :class:`StorageFault` that ``exc`` stands for, or None for any other error.
+
+    SQLite says "unable to open database file" (``SQLITE_CANTOPEN``) or "disk I/O error" also
+    when the process has no file descriptor left: that is :class:`DescriptorsExhausted`.
+    """
     code: int | None = getattr(exc, "sqlite_errorcode", None)
     reason = str(exc)
     if code is not None:
@@ -165,6 +174,8 @@ def storage_fault(path: object, exc: sqlite3.OperationalError) -> StorageFault |
             return None
     elif not any(text in reason.lower() for text in _STORAGE_TEXTS):
         return None
+    if (code is None or code & 0xFF in _OPENING_CODES) and descriptors_exhausted(exc):
+        return DescriptorsExhausted(f"{path}: {reason}: no file descriptor left")
     name: str | None = getattr(exc, "sqlite_errorname", None)
     if name is None and code is not None:
         name = _STORAGE_CODES[code & 0xFF]

@@ -164,8 +164,8 @@ for bad input (422 `invalid_input` for a body or parameter that fails validation
 `invalid_configuration` naming the key when the session's workspace holds a `config.toml` that
 cannot be used, 404 `session_not_found`, 409 for a refused change, 410 `session_deleted`); no
 input produces a 500. Any route that reads the store may answer 503 `service_unavailable`
-(busy or stopping) or `storage_unavailable` (the disk failed); nothing was changed and the
-request may be retried.
+(busy, stopping, or out of file descriptors) or `storage_unavailable` (the disk failed);
+nothing was changed and the request may be retried.
 The full machine-readable description is served at `/openapi.json`, these 503s included, and
 with a token configured its 401s and the bearer scheme; the wire shapes the tests compare are
 those of SPEC §11. `HEAD` is answered wherever `GET` is, with its status and headers and no

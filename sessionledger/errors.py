@@ -18,13 +18,15 @@ SPEC §11), optional JSON-safe ``details`` and the CLI ``exit_code`` (2 bad usag
     │   └── SessionNotDeleted     409 session_not_deleted     exit 1
     ├── SessionDeleted            410 session_deleted         exit 1
     ├── CorruptLog                500 corrupt_log             exit 1
-    └── ServiceUnavailable        503 unavailable             exit 1
+    └── ServiceUnavailable        503 service_unavailable     exit 1
+        ├── OutOfDescriptors      503 service_unavailable     exit 1
         └── StorageUnavailable    503 storage_unavailable     exit 1
 
 Errors of the event log are translated by :func:`from_eventlog`: ``ConcurrencyConflict`` →
-``Conflict``, ``StoreBusy`` and ``StoreClosed`` → ``ServiceUnavailable``, ``StorageFault`` →
-``StorageUnavailable``, ``InvalidStoreUrl`` → ``ConfigurationError``, unknown stored types or
-versions → ``CorruptLog``.
+``Conflict``, ``StoreBusy`` and ``StoreClosed`` → ``ServiceUnavailable``,
+``DescriptorsExhausted`` (and an ``OSError`` EMFILE/ENFILE, :func:`from_os_error`) →
+``OutOfDescriptors``, ``StorageFault`` → ``StorageUnavailable``, ``InvalidStoreUrl`` →
+``ConfigurationError``, unknown stored types or versions → ``CorruptLog``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any, ClassVar
 
 from eventlog import (
     ConcurrencyConflict,
+    DescriptorsExhausted,
     EventLogError,
     InvalidStoreUrl,
     StorageFault,
@@ -42,6 +45,7 @@ from eventlog import (
     StoreClosed,
     UnknownEventType,
     UnknownSchemaVersion,
+    descriptors_exhausted,
 )
 
 __all__ = [
@@ -54,6 +58,7 @@ __all__ = [
     "InvalidWorkspaceConfig",
     "MisdirectedRequest",
     "NotFound",
+    "OutOfDescriptors",
     "ServiceUnavailable",
     "SessionDeleted",
     "SessionLedgerError",
@@ -64,6 +69,7 @@ __all__ = [
     "WorkspaceOutsideRoot",
     "eventlog_errors",
     "from_eventlog",
+    "from_os_error",
 ]
 
 
@@ -218,7 +224,19 @@ class ServiceUnavailable(SessionLedgerError):
     """The store is busy beyond every retry, or closed because the server is stopping."""
 
     status = 503
-    code = "unavailable"
+    code = "service_unavailable"
+
+
+class OutOfDescriptors(ServiceUnavailable):
+    """The process has no file descriptor left (EMFILE, ENFILE): too many open connections
+    or files at once, not a disk fault; nothing was changed and a retry later succeeds."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            f"the service has no file descriptor left ({reason}); nothing was changed (retry "
+            "shortly)",
+            details={"resource": "file_descriptors"},
+        )
 
 
 class StorageUnavailable(ServiceUnavailable):
@@ -250,6 +268,8 @@ def from_eventlog(exc: EventLogError) -> SessionLedgerError:
         return ServiceUnavailable(f"the event store is busy: {message}")
     if isinstance(exc, StoreClosed):
         return ServiceUnavailable("the event store is closed: the service is stopping")
+    if isinstance(exc, DescriptorsExhausted):
+        return OutOfDescriptors(message)
     if isinstance(exc, StorageFault):
         return StorageUnavailable(exc)
     if isinstance(exc, InvalidStoreUrl):
@@ -257,6 +277,11 @@ def from_eventlog(exc: EventLogError) -> SessionLedgerError:
     if isinstance(exc, UnknownEventType | UnknownSchemaVersion):
         return CorruptLog(message)
     return SessionLedgerError(message)
+
+
+def from_os_error(exc: OSError) -> OutOfDescriptors | None:
+    """The application error of an ``OSError`` that means "no descriptor left", else None."""
+    return OutOfDescriptors(str(exc)) if descriptors_exhausted(exc) else None
 
 
 @contextmanager

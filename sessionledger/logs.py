@@ -4,6 +4,13 @@ The server writes one line per HTTP request (request id, method, path, status, d
 one per appended batch (session, seq range, types), SPEC §11. Callers log a short event name
 and pass the fields as keyword arguments to :func:`log_event`; :class:`JsonLineFormatter`
 renders them with the time, level and logger name.
+
+Running out of file descriptors is one condition, logged as one line when it starts
+(``descriptors_exhausted``) and one when descriptors are available again
+(``descriptors_available``, with how often it was met): :data:`descriptor_shortage`. The JSON
+handler turns every record that carries such an error into a report to it instead of a
+traceback — asyncio's accept loop logs one per connection it cannot accept (up to the listen
+backlog per loop turn), which wrote hundreds of megabytes in minutes (issue 19).
 """
 
 from __future__ import annotations
@@ -11,16 +18,20 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from eventlog import Listener, RecordedEvent, format_instant
+from eventlog import Listener, RecordedEvent, descriptors_exhausted, format_instant
 
 __all__ = [
+    "DescriptorShortage",
     "JsonLineFormatter",
     "batch_logger",
     "configure_logging",
+    "descriptor_shortage",
     "log_event",
     "logger",
 ]
@@ -49,16 +60,101 @@ class JsonLineFormatter(logging.Formatter):
         return json.dumps(payload, ensure_ascii=False, default=str)
 
 
+class DescriptorShortage:
+    """The condition "no file descriptor left", logged once when it starts and once when it
+    ends, however often it is met in between.
+
+    :meth:`report` is called wherever it is met (any thread); while it lasts, a timer checks
+    every ``probe_s`` whether a descriptor can be opened (``exhausted``); it has ended when
+    two checks in a row could (a descriptor freed for a moment does not end it).
+    """
+
+    def __init__(self, target: logging.Logger, *, probe_s: float = 1.0,
+                 exhausted: Callable[[], bool] = descriptors_exhausted) -> None:
+        self._log = target
+        self._probe_s = probe_s
+        self._exhausted = exhausted
+        self._lock = threading.Lock()
+        self._since: float | None = None
+        self._count = 0
+        self._sources: set[str] = set()
+        self._free_checks = 0
+
+    @property
+    def active(self) -> bool:
+        return self._since is not None
+
+    def report(self, source: str) -> None:
+        """The condition was met by ``source`` (``accept``, ``request``, ...)."""
+        with self._lock:
+            self._count += 1
+            self._sources.add(source)
+            if self._since is not None:
+                return
+            self._since = time.monotonic()
+        log_event(self._log, "descriptors_exhausted", level=logging.ERROR, source=source,
+                  limit=_descriptor_limit())
+        self._schedule()
+
+    def _schedule(self) -> None:
+        timer = threading.Timer(self._probe_s, self._probe)
+        timer.daemon = True
+        timer.start()
+
+    def _probe(self) -> None:
+        if self._exhausted():
+            self._free_checks = 0
+        else:
+            self._free_checks += 1
+        if self._free_checks < 2:
+            self._schedule()
+            return
+        self._free_checks = 0
+        with self._lock:
+            since, self._since = self._since, None
+            count, self._count = self._count, 0
+            sources, self._sources = sorted(self._sources), set()
+        duration = round(time.monotonic() - (since or time.monotonic()), 1)
+        log_event(self._log, "descriptors_available", occurrences=count, sources=sources,
+                  durationS=duration)
+
+
+def _descriptor_limit() -> int | None:
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return None
+    return int(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+
+
+descriptor_shortage = DescriptorShortage(logger)
+"""The process's one record of the condition (serve's log)."""
+
+
+class _ShortageFilter(logging.Filter):
+    """Drop a record whose exception is "no descriptor left", reporting the condition."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, OSError) and descriptors_exhausted(exc):
+            descriptor_shortage.report("accept" if record.name == "asyncio" else record.name)
+            return False
+        return True
+
+
 def configure_logging(
     *, level: int = logging.INFO, stream: TextIO | None = None,
     names: Sequence[str] = ("sessionledger",),
 ) -> None:
     """Send the named loggers' records to ``stream`` (stderr) as JSON lines; idempotent.
 
-    ``serve`` also passes ``uvicorn`` so the server's own start and stop lines are JSON too.
+    ``serve`` also passes ``uvicorn`` and ``asyncio`` so the server's own start and stop lines
+    and the event loop's errors are JSON too. A record carrying an error that means "no file
+    descriptor left" is reported to :data:`descriptor_shortage` instead of written.
     """
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonLineFormatter())
+    handler.addFilter(_ShortageFilter())
     for name in names:
         target = logging.getLogger(name)
         for old in list(target.handlers):

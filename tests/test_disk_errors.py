@@ -32,6 +32,7 @@ import pytest
 from server_support import ServerProcess, TestClient, in_process_client, running_server
 
 from eventlog import open_store
+from eventlog.readers import ReaderPool
 from eventlog.sqlite_schema import storage_fault
 from sessionledger.errors import from_eventlog
 from sessionledger.tools.ask_texts import result_text
@@ -199,8 +200,9 @@ def test_a_disk_failing_reads_answers_503_on_every_route_and_recovers(
     def failing_reader() -> sqlite3.Connection:
         raise sqlite3.OperationalError("disk I/O error")
 
-    with monkeypatch.context() as patch:
-        patch.setattr(service.store, "_reader", failing_reader)
+    with monkeypatch.context() as patch:  # every read connection now fails to open
+        patch.setattr(service.store, "_readers",
+                      ReaderPool(failing_reader, close=sqlite3.Connection.close))
         for path in ("/healthz", "/v1/sessions", f"/v1/sessions/{sid}",
                      f"/v1/sessions/{sid}/events", f"/v1/sessions/{sid}/tool-calls/call_1",
                      f"/v1/sessions/{sid}/audit"):

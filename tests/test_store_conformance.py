@@ -889,7 +889,7 @@ def test_el8_postgresql_lost_read_connection_is_a_storage_fault_then_reconnects(
     pg_database: str,
 ) -> None:
     """Every read whose connection the server dropped raises StorageFault (503 over HTTP, not
-    a driver error); the next read on that thread connects again and answers."""
+    a driver error); the next read replaces the broken connection and answers."""
     import psycopg
 
     reads: dict[str, Any] = {
@@ -908,8 +908,9 @@ def test_el8_postgresql_lost_read_connection_is_a_storage_fault_then_reconnects(
         with psycopg.connect(pg_database, autocommit=True) as admin:
             for name, read in reads.items():
                 expected = read(store)
-                admin.execute("SELECT pg_terminate_backend(%s)",
-                              (store._reader().info.backend_pid,))
+                with store._readers.connection() as reader:  # the one pooled connection
+                    admin.execute("SELECT pg_terminate_backend(%s)",
+                                  (reader.info.backend_pid,))
                 with pytest.raises(StorageFault):
                     read(store)
                 assert read(store) == expected, name

@@ -26,8 +26,8 @@ from eventlog import EventLogError
 
 from .. import __version__
 from ..config import ServerSettings
-from ..errors import SessionLedgerError, from_eventlog
-from ..logs import batch_logger, log_event, logger
+from ..errors import OutOfDescriptors, SessionLedgerError, from_eventlog, from_os_error
+from ..logs import batch_logger, descriptor_shortage, log_event, logger
 from ..mcp.http import MCP_PATH, McpHttpTransport
 from ..scheduler import TimerScheduler
 from ..sessions import SessionService
@@ -129,7 +129,9 @@ def _answers_head(app: FastAPI, scope: Mapping[str, Any]) -> bool:
 def _install_error_handlers(app: FastAPI) -> None:
     async def ledger_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, SessionLedgerError)
-        if exc.status >= 500:
+        if isinstance(exc, OutOfDescriptors):
+            descriptor_shortage.report("request")  # one line per shortage, not per request
+        elif exc.status >= 500:
             log_event(_log, "error", level=logging.ERROR, code=exc.code, message=exc.message)
         return error_response(exc.status, exc.code, exc.message, exc.details)
 
@@ -158,7 +160,10 @@ def _install_error_handlers(app: FastAPI) -> None:
             headers = {**(headers or {}), "Allow": allowed}
         return error_response(exc.status_code, code, str(exc.detail), headers=headers)
 
-    async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        shortage = from_os_error(exc) if isinstance(exc, OSError) else None
+        if shortage is not None:
+            return await ledger_error(request, shortage)
         _log.error("unexpected error", exc_info=exc)
         return error_response(500, "internal_error", "an unexpected error occurred")
 

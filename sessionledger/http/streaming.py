@@ -21,6 +21,15 @@ events. :class:`SharedPages` makes that one read per cursor and commit: a stream
 another stream at its cursor started reading after every commit this stream has been woken
 for (the notifier counts wakes), and a page is encoded to SSE bytes once. A stream sends a
 page as one write (:class:`Page` ``.body``), not one write per event (D98).
+
+Memory is bounded by bytes, not by events (SPEC EG-5): a page holds at most
+:data:`PAGE_BYTES` of SSE text (or one larger event alone) and at most :data:`PAGE_SIZE`
+events, and is read from the store in steps sized by the events already read, so a page of
+250 KB events reads a few events, not :data:`PAGE_SIZE` of them. A stream reads its next page
+only when the server has handed the previous one to the connection, and uvicorn waits for a
+slow reader's socket to drain before it takes another write, so a stream holds at most
+:data:`STREAM_BUFFER_BYTES` for a slow reader: the page being sent and the next one. A slow
+reader is slowed, never the server; a shared page is forgotten when its window ends.
 """
 
 # No ``from __future__ import annotations``: FastAPI reads the route signatures at runtime,
@@ -48,8 +57,9 @@ from ..sessions import SessionService, check_cursor
 from .schemas import PlainInt, SessionIdPath, error_responses
 
 __all__ = [
-    "DELETED_EVENT", "PAGE_SIZE", "STREAM_SUFFIX", "CommitNotifier", "EventStreamResponse",
-    "Frame", "Page", "SharedPages", "follow", "follow_pages", "stream_routes", "to_sse",
+    "DELETED_EVENT", "PAGE_BYTES", "PAGE_SIZE", "STREAM_BUFFER_BYTES", "STREAM_SUFFIX",
+    "CommitNotifier", "EventStreamResponse", "Frame", "Page", "SharedPages", "follow",
+    "follow_pages", "read_page", "stream_routes", "to_sse",
 ]
 
 DELETED_EVENT = "SessionDeleted"
@@ -57,7 +67,15 @@ DELETED_EVENT = "SessionDeleted"
 STREAM_SUFFIX = "/stream"
 """Every event stream's path ends so, and no other route's (HEAD skips them)."""
 PAGE_SIZE = 500
-"""Events read per step; a full page is followed by another read without waiting."""
+"""Events per page at most; a full page is followed by another read without waiting."""
+PAGE_BYTES = 1024 * 1024
+"""SSE bytes per page at most (a single larger event makes a page alone)."""
+STREAM_BUFFER_BYTES = 2 * PAGE_BYTES
+"""What one stream holds for a slow reader at most: the page the connection is still
+sending and the next one (plus one event when a single event is larger than a page)."""
+FIRST_STEP = 8
+"""Events a page's first read from the store asks for; later reads are sized by the mean
+size of the events already read, to fill the rest of :data:`PAGE_BYTES`."""
 KEEPALIVE = b": keep-alive\n\n"
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 """The headers FastAPI's own SSE responses carry."""
@@ -156,15 +174,13 @@ def to_sse(event: RecordedEvent, event_id: int) -> ServerSentEvent:
 
 @dataclass(frozen=True, slots=True)
 class Frame:
-    """One event ready to send: its cursor, type, envelope JSON and whole SSE frame."""
+    """One event of a page: its cursor, type, and where its envelope JSON lies in the body
+    (``body[start:end]``; the page holds each event's bytes once)."""
 
     cursor: int
     type: str
-    data: str
-    wire: bytes
-
-    def sse(self) -> ServerSentEvent:
-        return ServerSentEvent(id=str(self.cursor), event=self.type, raw_data=self.data)
+    start: int
+    end: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,16 +191,47 @@ class Page:
     body: bytes
     full: bool
 
+    def events(self) -> Iterator[ServerSentEvent]:
+        """Each frame as a :class:`ServerSentEvent` (for :func:`follow`)."""
+        for frame in self.frames:
+            data = self.body[frame.start:frame.end].decode()
+            yield ServerSentEvent(id=str(frame.cursor), event=frame.type, raw_data=data)
 
-def encode_page(events: list[RecordedEvent], cursor_of: CursorOf) -> Page:
-    """Frames as FastAPI's SSE encoder writes them: ``event:``, ``data:``, ``id:``."""
-    frames = []
-    for event in events:
-        data = json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":"))
-        cursor = cursor_of(event)
-        wire = f"event: {event.type}\ndata: {data}\nid: {cursor}\n\n".encode()
-        frames.append(Frame(cursor, event.type, data, wire))
-    return Page(tuple(frames), b"".join(f.wire for f in frames), len(frames) == PAGE_SIZE)
+
+def read_page(read: PageReader, cursor_of: CursorOf, after: int, *,
+              max_bytes: int = PAGE_BYTES, max_events: int = PAGE_SIZE) -> Page:
+    """The events after ``after`` up to ``max_bytes`` of SSE frames (at least one event) and
+    ``max_events``, framed as FastAPI's SSE encoder writes them: ``event:``, ``data:``,
+    ``id:``. Read in steps sized by the events read so far; full unless the log ended."""
+    frames: list[Frame] = []
+    parts: list[bytes] = []
+    size = 0
+    cursor, step = after, min(FIRST_STEP, max_events)
+    while True:
+        events = read(cursor, step)
+        for event in events:
+            cursor = cursor_of(event)
+            data = json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":"))
+            head = f"event: {event.type}\ndata: ".encode()
+            body = data.encode()
+            tail = f"\nid: {cursor}\n\n".encode()
+            length = len(head) + len(body) + len(tail)
+            if frames and size + length > max_bytes:
+                return _page(frames, parts, full=True)
+            start = size + len(head)
+            frames.append(Frame(cursor, event.type, start, start + len(body)))
+            parts += (head, body, tail)
+            size += length
+            if len(frames) == max_events:
+                return _page(frames, parts, full=True)
+        if len(events) < step:
+            return _page(frames, parts, full=False)
+        mean = size / len(frames)
+        step = max(1, min(max_events - len(frames), int((max_bytes - size) / mean)))
+
+
+def _page(frames: list[Frame], parts: list[bytes], *, full: bool) -> Page:
+    return Page(tuple(frames), b"".join(parts), full)
 
 
 class SharedPages:
@@ -202,18 +249,29 @@ class SharedPages:
         self._window_s = window_s
         self._entries: dict[tuple[str, int], tuple[int, float, asyncio.Task[Page]]] = {}
 
+    def __len__(self) -> int:
+        """Pages held for sharing now."""
+        return len(self._entries)
+
     async def page(self, scope: str, after: int, generation: int, read: PageReader,
                    cursor_of: CursorOf) -> Page:
         """The page after ``after`` of ``scope`` (a session id, or ``*``), shared if fresh."""
         now = time.monotonic()
         entry = self._entries.get((scope, after))
         if entry is None or not self._usable(entry, generation, now):
-            task = asyncio.get_running_loop().create_task(self._read(read, cursor_of, after))
+            loop = asyncio.get_running_loop()
+            task = loop.create_task(self._read(read, cursor_of, after))
             task.add_done_callback(_retrieve)
             entry = (self._notifier.generation, now, task)
-            self._prune(now)
             self._entries[(scope, after)] = entry
+            # Forgotten when its window ends, so no page outlives the streams that read it.
+            loop.call_later(self._window_s, self._forget, (scope, after), entry)
         return await asyncio.shield(entry[2])
+
+    def _forget(self, key: tuple[str, int],
+                entry: tuple[int, float, "asyncio.Task[Page]"]) -> None:
+        if self._entries.get(key) is entry:
+            del self._entries[key]
 
     def _usable(self, entry: tuple[int, float, asyncio.Task[Page]], generation: int,
                 now: float) -> bool:
@@ -221,15 +279,9 @@ class SharedPages:
         failed = task.done() and (task.cancelled() or task.exception() is not None)
         return began_at >= generation and now - began <= self._window_s and not failed
 
-    def _prune(self, now: float) -> None:
-        stale = [k for k, (_, began, _t) in self._entries.items() if now - began > self._window_s]
-        for key in stale:
-            del self._entries[key]
-
     @staticmethod
     async def _read(read: PageReader, cursor_of: CursorOf, after: int) -> Page:
-        return await anyio.to_thread.run_sync(
-            lambda: encode_page(read(after, PAGE_SIZE), cursor_of))
+        return await anyio.to_thread.run_sync(lambda: read_page(read, cursor_of, after))
 
 
 def _retrieve(task: "asyncio.Task[Page]") -> None:
@@ -298,8 +350,7 @@ async def follow(
     (keep-alives are comments), until stopped; reads of its own, shared with no one."""
 
     async def fetch(after: int, _generation: int) -> Page:
-        return await anyio.to_thread.run_sync(lambda: encode_page(read(after, PAGE_SIZE),
-                                                                  cursor_of))
+        return await anyio.to_thread.run_sync(lambda: read_page(read, cursor_of, after))
 
     pages = follow_pages(fetch, cursor, notifier=notifier, settings=settings,
                          stopping=stopping)
@@ -308,8 +359,8 @@ async def follow(
             if page is None:
                 yield ServerSentEvent(comment="keep-alive")
                 continue
-            for frame in page.frames:
-                yield frame.sse()
+            for event in page.events():
+                yield event
     finally:
         await pages.aclose()
 

@@ -57,8 +57,8 @@ class McpHttpTransport:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
         if manager is None:
-            body = {"error": {"code": "unavailable", "message": "the MCP endpoint is not running",
-                              "details": None}}
+            body = {"error": {"code": "service_unavailable",
+                              "message": "the MCP endpoint is not running", "details": None}}
             await JSONResponse(body, status_code=503)(scope, receive, send)
             return
         await _completed(manager.asgi_app, scope, receive, send)
