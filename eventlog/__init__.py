@@ -79,6 +79,14 @@ from .errors import (
 )
 from .ids import new_id, new_session_id
 from .inline import InlineProjection, Progress
+from .json_shape import (
+    EVENT_MAX_DEPTH,
+    INPUT_MAX_DEPTH,
+    MAX_INT_DIGITS,
+    JsonShapeError,
+    check_json,
+    loads_json,
+)
 from .sqlite_backup import BackupReport, backup_store
 from .store import (
     DEFAULT_STORE_URL,
@@ -93,7 +101,10 @@ from .upcasting import UpcasterRegistry, default_upcasters
 __all__ = [
     "CATALOG",
     "DEFAULT_STORE_URL",
+    "EVENT_MAX_DEPTH",
     "GENESIS_HASH",
+    "INPUT_MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "Actor",
     "AppendBatch",
     "AutoResolutionReason",
@@ -125,6 +136,7 @@ __all__ = [
     "InteractionRequested",
     "InteractionResolved",
     "InteractionUserActivity",
+    "JsonShapeError",
     "InvalidStoreUrl",
     "Listener",
     "ManualClock",
@@ -173,10 +185,12 @@ __all__ = [
     "backend_of",
     "backup_store",
     "canonical_json",
+    "check_json",
     "default_upcasters",
     "envelope_hash",
     "event_adapter",
     "legacy_execution_state",
+    "loads_json",
     "read_execution_state",
     "format_instant",
     "new_id",

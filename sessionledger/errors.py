@@ -23,7 +23,8 @@ SPEC §11), optional JSON-safe ``details`` and the CLI ``exit_code`` (2 bad usag
 Errors of the event log are translated by :func:`from_eventlog`: ``ConcurrencyConflict`` →
 ``Conflict``, ``StoreBusy`` and ``StoreClosed`` → ``ServiceUnavailable``, ``StorageFault`` →
 ``StorageUnavailable``, ``InvalidStoreUrl`` → ``ConfigurationError``, unknown stored types or
-versions → ``CorruptLog``.
+versions → ``CorruptLog``, a payload the writer refuses (``JsonShapeError``) →
+``InvalidInput``.
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ from eventlog import (
     ConcurrencyConflict,
     EventLogError,
     InvalidStoreUrl,
+    JsonShapeError,
     StorageFault,
     StoreBusy,
     StoreClosed,
     UnknownEventType,
     UnknownSchemaVersion,
+    check_json,
 )
 
 __all__ = [
@@ -58,8 +61,10 @@ __all__ = [
     "StorageUnavailable",
     "Unauthorized",
     "WorkspaceOutsideRoot",
+    "checked_input",
     "eventlog_errors",
     "from_eventlog",
+    "shape_refused",
 ]
 
 
@@ -86,6 +91,25 @@ class InvalidInput(SessionLedgerError):
     status = 422
     code = "invalid_input"
     exit_code = 2
+
+
+def shape_refused(exc: JsonShapeError, *, loc: str) -> InvalidInput:
+    """EG-1's refusal of a JSON value that would not read back as sent: 422 ``invalid_input``
+    whose one detail names the path under ``loc`` (``body``, ``input``, ``data``), like a
+    validation error's."""
+    return InvalidInput(
+        f"the {loc} cannot be accepted: {exc}",
+        details=[{"loc": [loc, *exc.path], "message": exc.reason, "type": "json_shape"}],
+    )
+
+
+def checked_input(value: Any, *, loc: str = "input") -> None:
+    """The shape check of EG-1 on a JSON value from outside (a tool input, an answer's
+    ``modify`` input), refused as :func:`shape_refused`."""
+    try:
+        check_json(value)
+    except JsonShapeError as exc:
+        raise shape_refused(exc, loc=loc) from None
 
 
 class WorkspaceOutsideRoot(InvalidInput):
@@ -223,6 +247,8 @@ def from_eventlog(exc: EventLogError) -> SessionLedgerError:
         return ConfigurationError(message)
     if isinstance(exc, UnknownEventType | UnknownSchemaVersion):
         return CorruptLog(message)
+    if isinstance(exc, JsonShapeError):  # the writer's last line behind the edges' check
+        return shape_refused(exc, loc="data")
     return SessionLedgerError(message)
 
 
