@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from typing import Any
 
@@ -101,16 +102,54 @@ def _unpaired(text: str) -> bool:
     return False
 
 
+def _printable(key: Any) -> str | int:
+    """A path part that can be written into an error body: a lone surrogate in a key is
+    spelled ``\\udXXX``."""
+    if type(key) is int:
+        return key
+    key = str(key)
+    return key.encode("utf-8", "backslashreplace").decode("utf-8") if _unpaired(key) else key
+
+
 def _path(link: tuple[Any, ...] | None) -> JsonPath:
-    """The path of a link chain, with any lone surrogate in a key spelled ``\\udXXX`` so the
-    path itself can be written into an error body."""
+    """The path of a link chain ``(parent, key)``."""
     parts: list[str | int] = []
     while link is not None:
         link, key = link
-        if type(key) is str and _unpaired(key):
-            key = key.encode("utf-8", "backslashreplace").decode("utf-8")
-        parts.append(key if type(key) in (str, int) else str(key))
+        parts.append(_printable(key))
     return tuple(reversed(parts))
+
+
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]')
+
+
+def _deep_path(text: str, max_depth: int) -> JsonPath:
+    """Where text too deep for the parser first nests past ``max_depth``: a scan of its
+    strings and punctuation up to that point (the parser's stack gave out, not the text)."""
+    stack: list[list[Any]] = []  # [is an object, the current key or index]
+    expect_key = False
+    for match in _TOKENS.finditer(text):
+        token = match.group()
+        mark = token[0]
+        if mark in "[{":
+            if len(stack) == max_depth:
+                return tuple(_printable(key) for _obj, key in stack)
+            stack.append([mark == "{", None if mark == "{" else 0])
+            expect_key = mark == "{"
+        elif mark in "]}":
+            if stack:
+                stack.pop()
+        elif mark == ",":
+            if stack and stack[-1][0]:
+                expect_key = True
+            elif stack:
+                stack[-1][1] += 1
+        elif mark == ":":
+            expect_key = False
+        elif expect_key and stack:
+            stack[-1][1] = json.loads(token)
+            expect_key = False
+    return ()
 
 
 def _leaf_fault(value: Any) -> str | None:
@@ -171,6 +210,7 @@ def loads_json(text: bytes | str, *, max_depth: int = INPUT_MAX_DEPTH) -> Any:
     try:
         value = _decode(text)
     except RecursionError:  # deeper than the parser's stack: far past any limit
-        raise JsonShapeError((), f"nested deeper than {max_depth} levels") from None
+        raise JsonShapeError(_deep_path(text, max_depth),
+                             f"nested deeper than {max_depth} levels") from None
     check_json(value, max_depth=max_depth)
     return value

@@ -34,7 +34,13 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from server_support import ServerProcess, TestClient, in_process_client
+from server_support import (
+    ServerProcess,
+    TestClient,
+    in_process_client,
+    running_server,
+    sessionledger_command,
+)
 from tool_support import CATALOG_TOML, write_config
 
 from sessionledger import SessionService
@@ -635,3 +641,160 @@ def test_read_session_context_refuses_a_path_as_session_id(
         "tool": "ReadSessionContext", "input": {"sessionId": target, "query": "q"}})
     names_a_field(error_of(response, 422, "invalid_input"), "sessionId")
     assert version(client, caller) == before
+
+
+# -- EG-1: what is accepted reads back; what would not is refused at the edge ---------------
+
+HOLE = "\x00HOLE\x00"
+"""Where raw JSON text goes in a body: its JSON string is replaced by the text."""
+
+
+def with_raw(template: Any, raw: str) -> str:
+    """``template`` as JSON text, with ``raw`` in place of :data:`HOLE`."""
+    return json.dumps(template).replace(json.dumps(HOLE), raw)
+
+
+def serve_catalog(directory: Path, port: int | None = None) -> Any:
+    """A real ``serve`` whose workspace offers every tool (TR-1)."""
+    write_config(directory / "workspace", CATALOG_TOML)
+    return running_server(directory, port=port)
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    with serve_catalog(tmp_path_factory.mktemp("catalog")) as running:
+        yield running
+
+
+@pytest.fixture
+def wire(catalog: ServerProcess) -> Iterator[httpx.Client]:
+    with catalog.client() as client:
+        yield client
+
+
+def post_raw(http: httpx.Client | TestClient, path: str, text: str) -> httpx.Response:
+    return http.post(path, content=text.encode("utf-8"),
+                     headers={"content-type": "application/json"})
+
+
+def deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+FINDING_ONE = [
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, deep(220)),
+    ("EnterPlanMode", {"x": HOLE}, deep(220)),
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, deep(254)),
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, deep(990)),
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, deep(100_000)),
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, '"\\ud800"'),
+    ("EnterPlanMode", {HOLE: 1}, '"\\udc00"'),  # a key: the hole's string becomes the key
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, "NaN"),
+    ("ExitPlanMode", {"plan": "p", "x": [1, HOLE]}, "-Infinity"),
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, "1e999"),
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, "7" * 5000),
+]
+
+
+@pytest.mark.parametrize(("tool", "template", "raw"), FINDING_ONE,
+                         ids=["exit-220", "enter-220", "254", "990", "100k", "surrogate",
+                              "surrogate-key", "nan", "-infinity", "overflow", "5000-digits"])
+def test_finding_one_inputs_are_422_over_the_wire_and_append_nothing(
+    catalog: ServerProcess, wire: httpx.Client, tool: str, template: dict[str, Any], raw: str
+) -> None:  # EG-1, EG-2
+    session = create(wire, mode="plan")
+    body = with_raw({"tool": tool, "input": template}, raw)
+    error = error_of(post_raw(wire, f"/v1/sessions/{session}/tool-calls", body), 422,
+                     "invalid_input")
+    (detail,) = error["details"]
+    assert detail["loc"][:2] == ["body", "input"] and detail["type"] == "json_shape", error
+    assert version(wire, session) == 1
+    page = wire.get(f"/v1/sessions/{session}/events")
+    assert page.status_code == 200 and len(page.json()["events"]) == 1
+    assert "Traceback" not in catalog.log()
+
+
+def test_a_deep_or_broken_value_in_any_body_is_422(wire: httpx.Client) -> None:  # EG-1
+    session = create(wire)
+    for path, template, raw in [
+        ("messages", {"role": "user", "content": HOLE}, '"\\ud800"'),
+        ("messages", {"role": "user", "content": "hi", "x": HOLE}, deep(300)),
+        ("goal", {"objective": HOLE}, '"a\\udfffb"'),
+        ("permission-check", {"tool": "Bash", "input": {"command": HOLE}}, "NaN"),
+        ("prepare-request", {"tools": HOLE}, deep(5000)),
+    ]:
+        response = post_raw(wire, f"/v1/sessions/{session}/{path}", with_raw(template, raw))
+        error = error_of(response, 422, "invalid_input")
+        assert error["details"][0]["loc"][0] == "body", (path, error)
+    error_of(post_raw(wire, "/v1/sessions", with_raw({"workspace": HOLE}, deep(65))),
+             422, "invalid_input")
+    assert version(wire, session) == 1
+
+
+def test_a_modify_answer_with_a_deep_input_is_422_and_the_question_still_waits(
+    wire: httpx.Client,
+) -> None:  # EG-1
+    session = create(wire)
+    asked = wire.post(f"/v1/sessions/{session}/tool-calls",
+                      json={"tool": "AskUserQuestion", "input": ASK})
+    assert asked.status_code == 202, asked.text
+    before = version(wire, session)
+    iid = asked.json()["interactionId"]
+    respond = f"/v1/sessions/{session}/interactions/{iid}/respond"
+    for raw in (deep(70), deep(500), '"\\ud800"', "Infinity"):
+        body = with_raw({"decision": "modify", "input": {"answers": {QUESTION: HOLE}}}, raw)
+        names_a_field(error_of(post_raw(wire, respond, body), 422, "invalid_input"), "input")
+    assert version(wire, session) == before
+    document = wire.get(f"/v1/sessions/{session}").json()
+    assert [i["interactionId"] for i in document["interactions"]] == [iid]  # still pending
+
+
+def test_the_cli_call_refuses_a_deep_input_with_exit_2(tmp_path: Path) -> None:  # EG-1
+    db = f"sqlite:///{tmp_path / 'ledger.db'}"
+    service = SessionService.open(db, workspace_root=tmp_path)
+    try:
+        session = str(service.create_session(mode="plan")["sessionId"])
+    finally:
+        service.close()
+    for raw, says in [(deep(220), "deeper than 64"), ('"\\ud800"', "surrogate"),
+                      ("NaN", "NaN"), ("1" * 5000, "digits")]:
+        done = subprocess.run(
+            [*sessionledger_command(), "call", "--db", db, session, "ExitPlanMode",
+             "--input", with_raw({"plan": "p", "x": HOLE}, raw)],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        )
+        assert done.returncode == 2, done
+        assert done.stderr.startswith("error: the --input cannot be accepted") and says in \
+            done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+    service = SessionService.open(db, workspace_root=tmp_path)
+    try:
+        assert [s.version for s in service.summaries()] == [1]
+    finally:
+        service.close()
+
+
+def test_an_mcp_tool_call_with_a_deep_input_is_refused(tmp_path: Path) -> None:  # EG-1
+    import anyio
+    from mcp_support import mcp_client
+
+    db = f"sqlite:///{tmp_path / 'ledger.db'}"
+    nested: Any = []
+    for _ in range(100):  # within what the SDK parses, past the shape check's limit
+        nested = [nested]
+
+    async def scenario() -> None:
+        async with mcp_client(db, tmp_path) as client:
+            entered = await client.call_tool("EnterPlanMode", {"x": nested})
+            plan = await client.call_tool("ExitPlanMode", {"plan": "p", "x": {"y": nested}})
+        for result in (entered, plan):
+            assert result.is_error, result
+            error = result.structured_content["error"]
+            assert error["code"] == "invalid_input" and "deeper than 64" in error["message"]
+
+    anyio.run(scenario)
+    service = SessionService.open(db, workspace_root=tmp_path)
+    try:
+        assert [s.version for s in service.summaries()] == [1]  # SessionCreated only
+    finally:
+        service.close()
