@@ -105,10 +105,10 @@ def _unpaired(text: str) -> bool:
 def _printable(key: Any) -> str | int:
     """A path part that can be written into an error body: a lone surrogate in a key is
     spelled ``\\udXXX``."""
-    if type(key) is int:
+    if isinstance(key, int) and type(key) is not bool:
         return key
-    key = str(key)
-    return key.encode("utf-8", "backslashreplace").decode("utf-8") if _unpaired(key) else key
+    text = str(key)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if _unpaired(text) else text
 
 
 def _path(link: tuple[Any, ...] | None) -> JsonPath:
