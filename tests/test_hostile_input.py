@@ -22,6 +22,7 @@ rendering plans and previews in a browser (``tests/browser/``). This file adds:
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -702,6 +703,22 @@ def test_finding_one_inputs_are_422_over_the_wire_and_append_nothing(
     page = http.get(f"/v1/sessions/{session}/events")
     assert page.status_code == 200 and len(page.json()["events"]) == 1
     assert "Traceback" not in server.log()
+
+
+def test_every_route_with_a_body_decodes_it_strictly(client: TestClient) -> None:  # EG-1
+    """One decoder for every body: each route the API describes with a request body refuses
+    a ``NaN`` token at its path, before it looks at the session or anything else."""
+    routes = [(method, path) for path, operations in client.get("/openapi.json").json()[
+        "paths"].items() for method, operation in operations.items()
+        if "requestBody" in operation]
+    assert len(routes) >= 12, routes
+    for method, path in routes:
+        url = re.sub(r"\{[^}]+\}", "sess_x", path)
+        response = client.request(method.upper(), url, content=b'{"a": [1, NaN]}',
+                                  headers={"content-type": "application/json"})
+        (detail,) = error_of(response, 422, "invalid_input")["details"]
+        assert detail == {"loc": ["body", "a", 1], "message": "NaN is not a JSON number",
+                          "type": "json_shape"}, (method, path)
 
 
 def test_a_deep_or_broken_value_in_any_body_is_422(http: httpx.Client) -> None:  # EG-1
