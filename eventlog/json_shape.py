@@ -167,12 +167,54 @@ def _leaf_fault(value: Any) -> str | None:
     return None
 
 
+def _sound(value: Any, max_depth: int) -> bool:
+    """Whether plain JSON ``value`` passes, checked fast: no paths kept, scalars checked where
+    they sit rather than pushed. ``False`` (a fault, or a type it does not know) sends the
+    value to the walk that finds the path."""
+    stack = [(value, 1)]
+    bound = _INT_BOUND
+    isfinite = math.isfinite
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            for key in item:
+                if type(key) is not str or (not key.isascii() and _unpaired(key)):
+                    return False
+            children: Any = item.values()
+        elif kind is list or kind is tuple:
+            children = item
+        else:
+            return _leaf_fault(item) is None if depth == 1 else False
+        if depth > max_depth:
+            return False
+        inner = depth + 1
+        for child in children:
+            kind = type(child)
+            if kind is str:
+                if not child.isascii() and _unpaired(child):
+                    return False
+            elif kind is int:
+                if not -bound < child < bound:
+                    return False
+            elif kind is dict or kind is list or kind is tuple:
+                stack.append((child, inner))
+            elif kind is float:
+                if not isfinite(child):
+                    return False
+            elif child is not None and kind is not bool:
+                return False
+    return True
+
+
 def check_json(value: Any, *, max_depth: int = INPUT_MAX_DEPTH, path: JsonPath = ()) -> None:
     """Raise :class:`JsonShapeError` at the first part of ``value`` that would not read back
     as written: nesting deeper than ``max_depth`` levels, a lone surrogate in a key or a
     string, a float that is not finite, an integer of more than :data:`MAX_INT_DIGITS` digits.
     ``path`` is where ``value`` itself sits (prefixed to the error's path). Iterative: any depth
     is refused without recursion."""
+    if _sound(value, max_depth):
+        return
     link: tuple[Any, ...] | None = None
     for key in path:
         link = (link, key)
