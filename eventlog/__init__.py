@@ -89,6 +89,14 @@ from .errors import (
 )
 from .ids import new_id, new_session_id
 from .inline import InlineProjection, Progress
+from .json_shape import (
+    EVENT_MAX_DEPTH,
+    INPUT_MAX_DEPTH,
+    MAX_INT_DIGITS,
+    JsonShapeError,
+    check_json,
+    loads_json,
+)
 from .readers import READERS, descriptors_exhausted
 from .sqlite_backup import BackupReport, backup_store
 from .store import (
@@ -104,7 +112,10 @@ from .upcasting import UpcasterRegistry, default_upcasters
 __all__ = [
     "CATALOG",
     "DEFAULT_STORE_URL",
+    "EVENT_MAX_DEPTH",
     "GENESIS_HASH",
+    "INPUT_MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "Actor",
     "AppendBatch",
     "AutoResolutionReason",
@@ -137,6 +148,7 @@ __all__ = [
     "InteractionRequested",
     "InteractionResolved",
     "InteractionUserActivity",
+    "JsonShapeError",
     "InvalidStoreUrl",
     "Listener",
     "ManualClock",
@@ -188,11 +200,13 @@ __all__ = [
     "backend_of",
     "backup_store",
     "canonical_json",
+    "check_json",
     "default_upcasters",
     "descriptors_exhausted",
     "envelope_hash",
     "event_adapter",
     "legacy_execution_state",
+    "loads_json",
     "read_execution_state",
     "format_instant",
     "new_id",

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from .canonical import canonical_json, envelope_hash
 from .catalog import CATALOG, Event
 from .errors import EmptyBatch, EventLogError, UnknownEventType, UnknownSchemaVersion
 from .fast_json import fast_encoder, tree_encoder
+from .json_shape import EVENT_MAX_DEPTH, JsonShapeError, check_json
 from .upcasting import UpcasterRegistry, decode_payload, default_upcasters
 
 __all__ = [
@@ -172,26 +174,52 @@ class AppendResult:
 
 
 _NO_TYPE = frozenset({"type"})
-_encoders: dict[type[Event], Callable[[Any], str]] = {}
+_encoders: dict[type[Event], tuple[Callable[[Any], str], tuple[tuple[str, str], ...]]] = {}
 
 
 def _general_encode(event: Any) -> str:
-    return canonical_json(event.model_dump(mode="json", by_alias=True, exclude=_NO_TYPE))
+    data = event.model_dump(mode="json", by_alias=True, exclude=_NO_TYPE)
+    check_json(data, max_depth=EVENT_MAX_DEPTH)  # any text in it, whatever its field
+    return canonical_json(data)
+
+
+def _holds_any(annotation: Any) -> bool:
+    return annotation is Any or any(_holds_any(arg) for arg in get_args(annotation))
+
+
+def _free_form(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """``(attribute, wire name)`` of each field of ``model`` holding free-form JSON (a tool
+    input, a result, a payload): the only parts of an event a caller can nest at will."""
+    return tuple((name, field.alias or name) for name, field in model.model_fields.items()
+                 if _holds_any(field.annotation))
 
 
 def encode_event(event: Event) -> str:
     """The canonical JSON stored in the ``data`` column (pydantic's own writer when that is
     exactly canonical for the event's type, or for its plain free-form values; see
-    :mod:`eventlog.fast_json`)."""
-    encoder = _encoders.get(type(event))
-    if encoder is None:
+    :mod:`eventlog.fast_json`).
+
+    Raises :class:`~eventlog.json_shape.JsonShapeError` (nothing is written) for a payload the
+    readers could not read back as it is (EG-1): free-form values nested deeper than
+    :data:`~eventlog.json_shape.EVENT_MAX_DEPTH` in all, ``NaN`` or ``±Infinity`` (which would
+    be written as ``null``), huge integers, or a lone surrogate in any text."""
+    plan = _encoders.get(type(event))
+    if plan is None:
         encoder = (
             fast_encoder(type(event), exclude=_NO_TYPE)
             or tree_encoder(type(event), exclude=_NO_TYPE, fallback=_general_encode)
             or _general_encode
         )
-        _encoders[type(event)] = encoder
-    return encoder(event)
+        plan = _encoders[type(event)] = (encoder, _free_form(type(event)))
+    encoder, free_form = plan
+    for name, wire in free_form:
+        value = getattr(event, name)
+        if value is not None:
+            check_json(value, max_depth=EVENT_MAX_DEPTH - 1, path=(wire,))
+    try:
+        return encoder(event)
+    except PydanticSerializationError as exc:  # a lone surrogate in a text field
+        raise JsonShapeError((), f"{event.type} cannot be written as UTF-8 JSON: {exc}") from None
 
 
 def build_row(

@@ -30,9 +30,11 @@ from eventlog import (
     BackupRefused,
     EventLogError,
     HostKind,
+    JsonShapeError,
     RecordedEvent,
     backend_of,
     backup_store,
+    loads_json,
 )
 from eventlog.migrate import MigrationRefused
 from eventlog.migrate import migrate as copy_log
@@ -50,7 +52,14 @@ from .config import (
     resolve_store_url,
 )
 from .documents import describe_event, state_document, state_note
-from .errors import Conflict, CorruptLog, InvalidInput, SessionLedgerError, from_eventlog
+from .errors import (
+    Conflict,
+    CorruptLog,
+    InvalidInput,
+    SessionLedgerError,
+    from_eventlog,
+    shape_refused,
+)
 from .plan_files import restore_plan_files
 from .sessions import MAX_CURSOR, AuditReport, SessionService
 from .workspace_config import load_workspace_config
@@ -504,7 +513,9 @@ def call(db: str | None, session_id: str, tool: str, input_json: str, call_id: s
     it was denied or failed, 2 for bad input (nothing is appended then).
     """
     try:
-        raw = json.loads(input_json)
+        raw = loads_json(input_json)  # EG-1: the edges' strict decoder
+    except JsonShapeError as exc:
+        raise shape_refused(exc, loc="--input") from None
     except ValueError as exc:
         raise InvalidInput(f"--input is not JSON: {exc}") from exc
     if not isinstance(raw, dict):

@@ -171,6 +171,12 @@ with a token configured its 401s and the bearer scheme; the wire shapes the test
 those of SPEC §11. `HEAD` is answered wherever `GET` is, with its status and headers and no
 body, except on the event streams.
 
+Every JSON body (and every tool input, also from MCP and the CLI) must read back as sent
+(SPEC EG-1): UTF-8, nested at most 64 levels, no lone surrogate in a key or string, no `NaN`
+or `±Infinity` (nor a float that overflows to it), integers of at most 640 digits. Anything
+else is 422 `invalid_input` whose one detail has `type` `json_shape` and the path in `loc`
+(`["body", "input", "x", 0, …]`); nothing is appended.
+
 Streams (`…/events/stream`) are Server-Sent Events: each event is sent as `id:` (the session
 `seq`, or the global position on `/v1/events/stream`), `event:` (the type) and `data:` (the
 envelope JSON). Without a cursor a stream starts at the beginning; with `Last-Event-ID: N` (or

@@ -26,7 +26,8 @@ Errors of the event log are translated by :func:`from_eventlog`: ``ConcurrencyCo
 ``Conflict``, ``StoreBusy`` and ``StoreClosed`` → ``ServiceUnavailable``,
 ``DescriptorsExhausted`` (and an ``OSError`` EMFILE/ENFILE, :func:`from_os_error`) →
 ``OutOfDescriptors``, ``StorageFault`` → ``StorageUnavailable``, ``InvalidStoreUrl`` →
-``ConfigurationError``, unknown stored types or versions → ``CorruptLog``.
+``ConfigurationError``, unknown stored types or versions → ``CorruptLog``, a payload the
+writer refuses (``JsonShapeError``) → ``InvalidInput``.
 """
 
 from __future__ import annotations
@@ -40,11 +41,13 @@ from eventlog import (
     DescriptorsExhausted,
     EventLogError,
     InvalidStoreUrl,
+    JsonShapeError,
     StorageFault,
     StoreBusy,
     StoreClosed,
     UnknownEventType,
     UnknownSchemaVersion,
+    check_json,
     descriptors_exhausted,
 )
 
@@ -67,9 +70,11 @@ __all__ = [
     "StorageUnavailable",
     "Unauthorized",
     "WorkspaceOutsideRoot",
+    "checked_input",
     "eventlog_errors",
     "from_eventlog",
     "from_os_error",
+    "shape_refused",
 ]
 
 
@@ -96,6 +101,25 @@ class InvalidInput(SessionLedgerError):
     status = 422
     code = "invalid_input"
     exit_code = 2
+
+
+def shape_refused(exc: JsonShapeError, *, loc: str) -> InvalidInput:
+    """EG-1's refusal of a JSON value that would not read back as sent: 422 ``invalid_input``
+    whose one detail names the path under ``loc`` (``body``, ``input``, ``data``), like a
+    validation error's."""
+    return InvalidInput(
+        f"the {loc} cannot be accepted: {exc}",
+        details=[{"loc": [loc, *exc.path], "message": exc.reason, "type": "json_shape"}],
+    )
+
+
+def checked_input(value: Any, *, loc: str = "input") -> None:
+    """The shape check of EG-1 on a JSON value from outside (a tool input, an answer's
+    ``modify`` input), refused as :func:`shape_refused`."""
+    try:
+        check_json(value)
+    except JsonShapeError as exc:
+        raise shape_refused(exc, loc=loc) from None
 
 
 class WorkspaceOutsideRoot(InvalidInput):
@@ -276,6 +300,8 @@ def from_eventlog(exc: EventLogError) -> SessionLedgerError:
         return ConfigurationError(message)
     if isinstance(exc, UnknownEventType | UnknownSchemaVersion):
         return CorruptLog(message)
+    if isinstance(exc, JsonShapeError):  # the writer's last line behind the edges' check
+        return shape_refused(exc, loc="data")
     return SessionLedgerError(message)
 
 

@@ -20,7 +20,14 @@ from eventlog import EventStore, HostKind, NewEvent, PermissionDecided, new_id
 from projections import Projections
 from projections.tool_calls import interaction_wire
 
-from .errors import Conflict, InvalidInput, ServiceUnavailable, SessionLedgerError, eventlog_errors
+from .errors import (
+    Conflict,
+    InvalidInput,
+    ServiceUnavailable,
+    SessionLedgerError,
+    checked_input,
+    eventlog_errors,
+)
 from .executor import CallAnswer, Decision, ToolExecutor
 from .logs import log_event
 from .runtime import ExecutionRuntime
@@ -119,6 +126,10 @@ class ToolService:
         self, session_id: str, tool: str, raw_input: Mapping[str, Any], *,
         call_id: str | None = None, host: HostKind | None = None,
     ) -> CallAnswer:
+        """Run a service tool call. Every tool input passes here, from HTTP, MCP and the CLI:
+        EG-1's shape check refuses one that would not read back as sent (422, nothing
+        appended) before any tool sees it."""
+        checked_input(raw_input)
         self._resume(session_id)
         with eventlog_errors():
             answer = self.executor.call(
@@ -137,6 +148,8 @@ class ToolService:
         self, session_id: str, interaction_id: str, decision: Decision, *,
         input: Mapping[str, Any] | None = None, feedback: str | None = None,
     ) -> dict[str, Any]:
+        if input is not None:
+            checked_input(input)  # a modify's new input, shape-checked like a call's
         self._resume(session_id)
         try:
             with eventlog_errors():
@@ -170,6 +183,7 @@ class ToolService:
         call_id: str | None = None,
     ) -> dict[str, Any]:
         """Decide a host tool call (TR-3) and record the decision with its call id."""
+        checked_input(raw_input)
         session = self._runtime.summary(session_id)
         descriptor = _host_descriptor(tool, read_only=read_only, destructive=destructive)
         verdict = self.permissions.decide(

@@ -22,6 +22,7 @@ rendering plans and previews in a browser (``tests/browser/``). This file adds:
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -32,9 +33,17 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from httpx_sse import connect_sse
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from server_support import ServerProcess, TestClient, in_process_client, running_server
+from payload_strategies import RAW_JSON
+from server_support import (
+    ServerProcess,
+    TestClient,
+    in_process_client,
+    running_server,
+    sessionledger_command,
+)
 from tool_support import CATALOG_TOML, write_config
 
 from sessionledger import SessionService
@@ -685,3 +694,283 @@ def test_read_session_context_refuses_a_path_as_session_id(
         "tool": "ReadSessionContext", "input": {"sessionId": target, "query": "q"}})
     names_a_field(error_of(response, 422, "invalid_input"), "sessionId")
     assert version(client, caller) == before
+
+
+# -- EG-1: what is accepted reads back; what would not is refused at the edge ---------------
+
+HOLE = "\x00HOLE\x00"
+"""Where raw JSON text goes in a body: its JSON string is replaced by the text."""
+
+
+def with_raw(template: Any, raw: str) -> str:
+    """``template`` as JSON text, with ``raw`` in place of :data:`HOLE`."""
+    return json.dumps(template).replace(json.dumps(HOLE), raw)
+
+
+def serve_catalog(directory: Path, port: int | None = None) -> Any:
+    """A real ``serve`` whose workspace offers every tool (TR-1)."""
+    write_config(directory / "workspace", CATALOG_TOML)
+    return running_server(directory, port=port)
+
+
+def post_raw(http: httpx.Client | TestClient, path: str, text: str) -> httpx.Response:
+    return http.post(path, content=text.encode("utf-8"),
+                     headers={"content-type": "application/json"})
+
+
+def deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+FINDING_ONE = [
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, deep(220)),
+    ("EnterPlanMode", {"x": HOLE}, deep(220)),
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, deep(254)),
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, deep(990)),
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, deep(100_000)),
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, '"\\ud800"'),
+    ("EnterPlanMode", {HOLE: 1}, '"\\udc00"'),  # a key: the hole's string becomes the key
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, "NaN"),
+    ("ExitPlanMode", {"plan": "p", "x": [1, HOLE]}, "-Infinity"),
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, "1e999"),
+    ("ExitPlanMode", {"plan": "p", "x": HOLE}, "7" * 5000),
+]
+
+
+@pytest.mark.parametrize(("tool", "template", "raw"), FINDING_ONE,
+                         ids=["exit-220", "enter-220", "254", "990", "100k", "surrogate",
+                              "surrogate-key", "nan", "-infinity", "overflow", "5000-digits"])
+def test_finding_one_inputs_are_422_over_the_wire_and_append_nothing(
+    server: ServerProcess, http: httpx.Client, tool: str, template: dict[str, Any], raw: str
+) -> None:  # EG-1, EG-2
+    session = create(http, mode="plan")
+    body = with_raw({"tool": tool, "input": template}, raw)
+    error = error_of(post_raw(http, f"/v1/sessions/{session}/tool-calls", body), 422,
+                     "invalid_input")
+    (detail,) = error["details"]
+    assert detail["loc"][:2] == ["body", "input"] and detail["type"] == "json_shape", error
+    assert version(http, session) == 1
+    page = http.get(f"/v1/sessions/{session}/events")
+    assert page.status_code == 200 and len(page.json()["events"]) == 1
+    assert "Traceback" not in server.log()
+
+
+def test_every_route_with_a_body_decodes_it_strictly(client: TestClient) -> None:  # EG-1
+    """One decoder for every body: each route the API describes with a request body refuses
+    a ``NaN`` token at its path, before it looks at the session or anything else."""
+    routes = [(method, path) for path, operations in client.get("/openapi.json").json()[
+        "paths"].items() for method, operation in operations.items()
+        if "requestBody" in operation]
+    assert len(routes) >= 12, routes
+    for method, path in routes:
+        url = re.sub(r"\{[^}]+\}", "sess_x", path)
+        response = client.request(method.upper(), url, content=b'{"a": [1, NaN]}',
+                                  headers={"content-type": "application/json"})
+        (detail,) = error_of(response, 422, "invalid_input")["details"]
+        assert detail == {"loc": ["body", "a", 1], "message": "NaN is not a JSON number",
+                          "type": "json_shape"}, (method, path)
+
+
+def test_a_deep_or_broken_value_in_any_body_is_422(http: httpx.Client) -> None:  # EG-1
+    session = create(http)
+    for path, template, raw in [
+        ("messages", {"role": "user", "content": HOLE}, '"\\ud800"'),
+        ("messages", {"role": "user", "content": "hi", "x": HOLE}, deep(300)),
+        ("goal", {"objective": HOLE}, '"a\\udfffb"'),
+        ("permission-check", {"tool": "Bash", "input": {"command": HOLE}}, "NaN"),
+        ("prepare-request", {"tools": HOLE}, deep(5000)),
+    ]:
+        response = post_raw(http, f"/v1/sessions/{session}/{path}", with_raw(template, raw))
+        error = error_of(response, 422, "invalid_input")
+        assert error["details"][0]["loc"][0] == "body", (path, error)
+    error_of(post_raw(http, "/v1/sessions", with_raw({"workspace": HOLE}, deep(65))),
+             422, "invalid_input")
+    assert version(http, session) == 1
+
+
+def test_a_modify_answer_with_a_deep_input_is_422_and_the_question_still_waits(
+    http: httpx.Client,
+) -> None:  # EG-1
+    session = create(http)
+    asked = http.post(f"/v1/sessions/{session}/tool-calls",
+                      json={"tool": "AskUserQuestion", "input": ASK})
+    assert asked.status_code == 202, asked.text
+    before = version(http, session)
+    iid = asked.json()["interactionId"]
+    respond = f"/v1/sessions/{session}/interactions/{iid}/respond"
+    for raw in (deep(70), deep(500), '"\\ud800"', "Infinity"):
+        body = with_raw({"decision": "modify", "input": {"answers": {QUESTION: HOLE}}}, raw)
+        names_a_field(error_of(post_raw(http, respond, body), 422, "invalid_input"), "input")
+    assert version(http, session) == before
+    document = http.get(f"/v1/sessions/{session}").json()
+    assert [i["interactionId"] for i in document["interactions"]] == [iid]  # still pending
+
+
+def test_the_cli_call_refuses_a_deep_input_with_exit_2(tmp_path: Path) -> None:  # EG-1
+    db = f"sqlite:///{tmp_path / 'ledger.db'}"
+    service = SessionService.open(db, workspace_root=tmp_path)
+    try:
+        session = str(service.create_session(mode="plan")["sessionId"])
+    finally:
+        service.close()
+    for raw, says in [(deep(220), "deeper than 64"), ("NaN", "NaN")]:  # loads_json: all others
+        done = subprocess.run(
+            [*sessionledger_command(), "call", "--db", db, session, "ExitPlanMode",
+             "--input", with_raw({"plan": "p", "x": HOLE}, raw)],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        )
+        assert done.returncode == 2, done
+        assert done.stderr.startswith("error: the --input cannot be accepted") and says in \
+            done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+    service = SessionService.open(db, workspace_root=tmp_path)
+    try:
+        assert [s.version for s in service.summaries()] == [1]
+    finally:
+        service.close()
+
+
+def test_an_mcp_tool_call_with_a_deep_input_is_refused(tmp_path: Path) -> None:  # EG-1
+    import anyio
+    from mcp_support import mcp_client
+
+    db = f"sqlite:///{tmp_path / 'ledger.db'}"
+    nested: Any = []
+    for _ in range(100):  # within what the SDK parses, past the shape check's limit
+        nested = [nested]
+
+    async def scenario() -> None:
+        async with mcp_client(db, tmp_path) as client:
+            entered = await client.call_tool("EnterPlanMode", {"x": nested})
+            plan = await client.call_tool("ExitPlanMode", {"plan": "p", "x": {"y": nested}})
+        for result in (entered, plan):
+            assert result.is_error, result
+            error = result.structured_content["error"]
+            assert error["code"] == "invalid_input" and "deeper than 64" in error["message"]
+
+    anyio.run(scenario)
+    service = SessionService.open(db, workspace_root=tmp_path)
+    try:
+        assert [s.version for s in service.summaries()] == [1]  # SessionCreated only
+    finally:
+        service.close()
+
+
+def leaf_paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """The path of every scalar in a JSON value."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from leaf_paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from leaf_paths(item, (*prefix, index))
+    else:
+        yield prefix
+
+
+def holed(value: Any, path: tuple[Any, ...]) -> Any:
+    """A copy of ``value`` with :data:`HOLE` at ``path``."""
+    if not path:
+        return HOLE
+    head, *rest = path
+    if isinstance(value, dict):
+        return {**value, head: holed(value[head], tuple(rest))}
+    return [holed(item, tuple(rest)) if i == head else item for i, item in enumerate(value)]
+
+
+def _targets() -> list[tuple[str, Any]]:
+    """``(route, body)`` with a :data:`HOLE`: every tool's whole input, each of its fields,
+    an extra field (the plan tools' contracts keep them), and a message's content and an
+    extra field of it."""
+    targets: list[tuple[str, Any]] = []
+    for tool, valid in sorted(VALID_INPUTS.items()):
+        inputs = [HOLE, {**valid, "x": HOLE}]
+        inputs += [holed(valid, path) for path in leaf_paths(valid) if path]
+        targets += [("tool-calls", {"tool": tool, "input": i}) for i in inputs]
+    targets += [("messages", {"role": "user", "content": HOLE}),
+                ("messages", {"role": "user", "content": "hi", "x": HOLE})]
+    return targets
+
+
+TARGETS = _targets()
+EXTRAS = [("tool-calls", {"tool": "ExitPlanMode", "input": {"plan": "# Plan", "x": HOLE}}),
+          ("tool-calls", {"tool": "EnterPlanMode", "input": {"x": HOLE}})]
+"""The inputs whose contracts keep any extra field: what most values reach the log through."""
+AT_THE_LIMIT = "[" * 62 + '{"é😀\\u202e": [-0.0, 5e-324, 1E2, ' + "9" * 640 + "]}" + "]" * 62
+"""An extra field's value that makes the body exactly 64 levels deep, with edge numbers."""
+
+
+def streamed(base_url: str, path: str, count: int) -> list[dict[str, Any]]:
+    """The first ``count`` envelopes an SSE stream sends (a read timeout fails the test)."""
+    got: list[dict[str, Any]] = []
+    with httpx.Client(base_url=base_url, timeout=httpx.Timeout(10.0, read=10.0)) as client, \
+            connect_sse(client, "GET", path) as source:
+        for sse in source.iter_sse():
+            got.append(json.loads(sse.data))
+            if len(got) == count:
+                break
+    return got
+
+
+def pages(http: httpx.Client, sessions: list[str]) -> dict[str, list[dict[str, Any]]]:
+    read = {s: http.get(f"/v1/sessions/{s}/events", params={"limit": 1000}) for s in sessions}
+    assert all(r.status_code == 200 for r in read.values()), read
+    return {s: r.json()["events"] for s, r in read.items()}
+
+
+def test_whatever_is_accepted_reads_back_unchanged_everywhere(
+    tmp_path: Path, depth: str
+) -> None:  # EG-1, EG-2 (acceptance 1 of issue 19)
+    """Random JSON text — up to 300 levels deep, lone surrogates, NaN and Infinity tokens,
+    huge integers, any unicode — in every tool's input and fields and in messages, over a
+    real ``serve``: a 4xx appends nothing; an accepted value is on the events page as sent,
+    and both streams, ``audit``, ``rebuild`` and a restart read every session back the same.
+    No answer is a 5xx."""
+    sessions: list[str] = []
+    accepted: list[str] = []
+    with serve_catalog(tmp_path) as server, server.client() as http:
+
+        @settings(max_examples=25 if depth == "fast" else 600, deadline=None,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+        @given(target=st.sampled_from(EXTRAS) | st.sampled_from(TARGETS), raw=RAW_JSON)
+        @example(target=EXTRAS[0], raw=AT_THE_LIMIT)
+        @example(target=EXTRAS[1], raw='{"\\ud83d\\ude00": "e\\u0301\\u0000"}')
+        @example(target=TARGETS[-2], raw='"\\ud83d\\ude00 \\u202e \\uffff"')
+        @example(target=EXTRAS[0], raw="[" * 63 + "]" * 63)  # one level too many
+        def check(target: tuple[str, Any], raw: str) -> None:
+            route, body = target
+            plan = body.get("tool") == "ExitPlanMode"
+            session = create(http, mode="plan" if plan else "yolo")
+            sessions.append(session)
+            response = post_raw(http, f"/v1/sessions/{session}/{route}", with_raw(body, raw))
+            assert response.status_code < 500, response.text
+            events = http.get(f"/v1/sessions/{session}/events").json()["events"]
+            if response.status_code >= 400:
+                assert [e["type"] for e in events] == ["SessionCreated"], response.text
+                return
+            accepted.append(session)
+            sent = json.loads(with_raw(body, raw))
+            if route == "messages":
+                assert events[1]["data"]["content"] == sent["content"]
+            else:
+                assert events[1]["type"] == "ToolCallRequested"
+                assert events[1]["data"]["input"] == sent["input"]
+
+        check()
+        assert accepted, "no example was accepted: the property proved nothing"
+        before = pages(http, sessions)
+        every = sorted((e for p in before.values() for e in p), key=lambda e: e["seq"] and
+                       e["globalPosition"])
+        assert streamed(server.base_url, "/v1/events/stream", len(every)) == every
+        for session in accepted:
+            assert streamed(server.base_url, f"/v1/sessions/{session}/events/stream",
+                            len(before[session])) == before[session]
+        port = int(server.base_url.rsplit(":", 1)[1])
+        server.terminate()
+        for command in ("audit", "rebuild"):
+            done = subprocess.run([*sessionledger_command(), command, "--db", server.db_url],
+                                  capture_output=True, text=True, timeout=120, cwd=tmp_path)
+            assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
+        assert "Traceback" not in server.log()
+    with serve_catalog(tmp_path, port=port) as again, again.client() as http:
+        assert pages(http, sessions) == before

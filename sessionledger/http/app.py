@@ -22,11 +22,17 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount, Route
 
-from eventlog import EventLogError
+from eventlog import EventLogError, JsonShapeError
 
 from .. import __version__
 from ..config import ServerSettings
-from ..errors import OutOfDescriptors, SessionLedgerError, from_eventlog, from_os_error
+from ..errors import (
+    OutOfDescriptors,
+    SessionLedgerError,
+    from_eventlog,
+    from_os_error,
+    shape_refused,
+)
 from ..logs import batch_logger, descriptor_shortage, log_event, logger
 from ..mcp.http import MCP_PATH, McpHttpTransport
 from ..scheduler import TimerScheduler
@@ -147,12 +153,10 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
-        if exc.status_code == 400 and isinstance(exc.__cause__, UnicodeDecodeError):
-            # FastAPI's "error parsing the body": bytes that are not UTF-8 are bad input
-            # like any other body that is not JSON, so they get the same 422.
-            return error_response(422, "invalid_input", "the request body is not UTF-8 JSON", [
-                {"loc": ["body"], "message": str(exc.__cause__), "type": "json_invalid"},
-            ])
+        if exc.status_code == 400 and isinstance(exc.__cause__, JsonShapeError):
+            # FastAPI's "error parsing the body" when the strict decoder (bodies.py) refused
+            # it, bytes that are not UTF-8 included: EG-1's 422 naming the path.
+            return await ledger_error(request, shape_refused(exc.__cause__, loc="body"))
         code = _HTTP_CODES.get(exc.status_code, "http_error")
         headers = exc.headers
         allowed = _allowed_methods(request) if exc.status_code == 405 else None

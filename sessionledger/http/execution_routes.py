@@ -16,6 +16,7 @@ from fastapi import APIRouter, Body
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from ..sessions import RequestedMode, SessionService
+from .bodies import api_router
 from .schemas import (
     MAX_TEXT_CHARS,
     TOO_LARGE,
@@ -88,7 +89,7 @@ class GoalRequest(BaseModel):
 
 def execution_routes(service: SessionService) -> APIRouter:
     """The mode and goal routes over ``service`` (its one runtime keeps ES-6 order)."""
-    router = APIRouter(tags=["execution state"], responses=COMMAND_RESPONSES)
+    router = api_router(tags=["execution state"], responses=COMMAND_RESPONSES)
 
     @router.post("/v1/sessions/{session_id}/mode", response_model=None, responses=TOO_LARGE)
     def change_mode(

@@ -24,6 +24,7 @@ from eventlog import UserActivityAction
 
 from ..sessions import SessionService
 from ..settings import SettingsUpdate
+from .bodies import api_router
 from .schemas import (
     TOO_LARGE,
     InteractionDocument,
@@ -60,7 +61,7 @@ class ActivityRequest(BaseModel):
 
 def interaction_routes(service: SessionService) -> APIRouter:
     """The activity and settings routes over ``service``."""
-    router = APIRouter(tags=["auto-continue"])
+    router = api_router(tags=["auto-continue"])
 
     @router.post(
         "/v1/sessions/{session_id}/interactions/{interaction_id}/activity",

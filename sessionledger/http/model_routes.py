@@ -19,6 +19,7 @@ from fastapi import APIRouter, Body, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..sessions import SessionService
+from .bodies import api_router
 from .schemas import (
     MAX_ID_CHARS,
     TOO_LARGE,
@@ -60,7 +61,7 @@ class ModelChoice(BaseModel):
 
 def model_routes(service: SessionService) -> APIRouter:
     """The model catalog routes over ``service``."""
-    router = APIRouter(tags=["models"], responses=_RESPONSES)
+    router = api_router(tags=["models"], responses=_RESPONSES)
 
     @router.get("/v1/models", response_model=None, responses={200: {"model": ModelListing}})
     def list_models(session_id: SessionQuery = None) -> dict[str, Any]:

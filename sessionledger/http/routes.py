@@ -25,6 +25,7 @@ from ..sessions import (
     RequestedMode,
     SessionService,
 )
+from .bodies import api_router
 from .schemas import (
     TOO_LARGE,
     AuditDocument,
@@ -65,7 +66,7 @@ class CreateSessionRequest(BaseModel):
 
 def session_routes(service: SessionService) -> APIRouter:
     """Routes over ``service``; the router is built per app, so tests can run several."""
-    router = APIRouter(tags=["sessions"])
+    router = api_router(tags=["sessions"])
 
     @router.get("/healthz", tags=["health"], response_model=None,
                 responses={200: {"model": Health}})

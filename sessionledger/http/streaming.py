@@ -54,6 +54,7 @@ from ..config import ServerSettings
 from ..errors import InvalidInput, SessionLedgerError
 from ..logs import log_event, logger
 from ..sessions import SessionService, check_cursor
+from .bodies import api_router
 from .schemas import PlainInt, SessionIdPath, error_responses
 
 __all__ = [
@@ -411,7 +412,7 @@ def stream_routes(
     """The two SSE endpoints of SPEC §11."""
     # The routes answer with an EventStreamResponse of whole pages, not through FastAPI's SSE
     # encoder: the 200 entry says what that encoder would have said of each event.
-    router = APIRouter(tags=["streams"], responses={200: {
+    router = api_router(tags=["streams"], responses={200: {
         "description": "Successful Response",
         "content": {"text/event-stream": {"itemSchema": SSE_ITEM_SCHEMA}},
     }})

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..sessions import SessionService
+from .bodies import api_router
 from .schemas import (
     MAX_ID_CHARS,
     MAX_TEXT_CHARS,
@@ -96,7 +97,7 @@ class PermissionCheckRequest(BaseModel):
 
 def tool_routes(service: SessionService) -> APIRouter:
     """The tool-call, answer and permission-check routes over ``service``."""
-    router = APIRouter(tags=["tool calls"], responses=_RESPONSES)
+    router = api_router(tags=["tool calls"], responses=_RESPONSES)
 
     @router.post(
         "/v1/sessions/{session_id}/tool-calls", response_model=None,

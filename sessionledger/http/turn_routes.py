@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from ..runtime.turns import receipt
 from ..sessions import SessionService
+from .bodies import api_router
 from .schemas import MAX_ID_CHARS, MAX_TEXT_CHARS, TOO_LARGE, SessionIdPath, error_responses
 
 __all__ = [
@@ -128,7 +129,7 @@ class RemindersResponse(BaseModel):
 
 def turn_routes(service: SessionService) -> APIRouter:
     """The messages, compact and prepare-request routes over ``service.turns``."""
-    router = APIRouter(tags=["turn loop"], responses=_RESPONSES)
+    router = api_router(tags=["turn loop"], responses=_RESPONSES)
 
     @router.post(
         "/v1/sessions/{session_id}/messages", status_code=201,

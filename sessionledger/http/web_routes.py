@@ -27,6 +27,7 @@ from starlette.types import Scope
 from eventlog import CATALOG, UNDECODABLE
 
 from ..web import INDEX_FILE, STATIC_DIR
+from .bodies import api_router
 from .schemas import EventTypes
 
 __all__ = ["CONTENT_SECURITY_POLICY", "STATIC_PREFIX", "install_web_client", "web_routes"]
@@ -67,7 +68,7 @@ class _ClientFiles(StaticFiles):
 
 def web_routes() -> APIRouter:
     """``GET /`` and ``GET /v1/event-types``."""
-    router = APIRouter(tags=["web client"])
+    router = api_router(tags=["web client"])
 
     @router.get("/", response_class=FileResponse)
     def index() -> FileResponse:
