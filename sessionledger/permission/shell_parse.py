@@ -45,12 +45,13 @@ _OPERATORS = sorted(
 )
 _OP_CHARS = frozenset(";&|<>()\n")
 _TOKEN = re.compile(
-    r"(?P<plain>[^\\'\"`$;&|<>()\n]+)|(?P<op>"
-    + "|".join(re.escape(op) + (r"(?!\()" if op in ("<", ">") else "") for op in _OPERATORS) + ")"
+    r"([^\\'\"`$;&|<>()\n]*)("
+    + "|".join(re.escape(op) + (r"(?!\()" if op in ("<", ">") else "") for op in _OPERATORS) + ")?"
 )
-"""A run the scanner copies as it is, or the longest operator at a position (alternatives
-are tried longest first; ``<(`` and ``>(`` start process substitutions). Anything else — a
-quote, a backslash, a backquote, a ``$`` — is looked at by :meth:`_Scanner._step`."""
+"""A run the scanner copies as it is, then the longest operator there if there is one
+(alternatives are tried longest first; ``<(`` and ``>(`` start process substitutions). When
+both are empty, a quote, a backslash, a backquote or a ``$`` is next, for
+:meth:`_Scanner._step`."""
 _MAX_NESTING = 32
 _REDIRECTS = frozenset({">", ">>", ">|", ">&", "&>", "&>>", "<", "<<", "<<<", "<>", "<&"})
 _PLAIN_QUOTED = re.compile(r'[^\\"`$]+')
@@ -63,7 +64,6 @@ _WORD_PIECE = re.compile(
     re.DOTALL,
 )
 _QUOTED_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
-_QUOTE_OR_ESCAPE = re.compile(r"['\"\\]")
 _BARE_WORD = re.compile(r"[^ \t\r\n]+")
 """Without quotes or backslashes, the words are the runs between blanks."""
 _OPEN_DOUBLE_ENDING_IN_ESCAPE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*\\\Z', re.DOTALL)
@@ -138,13 +138,15 @@ class _Scanner:
         text, size = self.text, len(self.text)
         while self.i < size and not self.closed:
             token = _TOKEN.match(text, self.i)
-            if token is None:
+            assert token is not None  # the expression matches the empty string
+            plain, op = token.groups()
+            if plain:
+                self.chunk.append(plain)
+                self.i += len(plain)
+            if op:
+                self._operator(op)
+            elif not plain:
                 self._step()
-            elif token.lastgroup == "plain":
-                self.chunk.append(token.group())
-                self.i = token.end()
-            else:
-                self._operator(token.group())
         if self.nested and not self.closed:
             raise ShellParseError("unterminated command substitution")
         self._flush()
@@ -357,7 +359,7 @@ def _words(text: str) -> list[str]:
 def split_words(text: str) -> list[str]:
     """``shlex.split(text)`` (POSIX, no comments), word for word and error for error, in
     time linear in ``len(text)``: each word is a list of pieces joined once."""
-    if _QUOTE_OR_ESCAPE.search(text) is None:
+    if "'" not in text and '"' not in text and "\\" not in text:
         return _BARE_WORD.findall(text)
     words: list[str] = []
     pieces: list[str] = []
