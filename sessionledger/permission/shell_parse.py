@@ -124,7 +124,8 @@ class _Scanner:
     text: str
     i: int = 0
     chunk: list[str] = field(default_factory=list)
-    parts: list[tuple[str, str]] = field(default_factory=list)
+    parts: list[str] = field(default_factory=list)
+    """Text and operators taking turns, text first and last (it may be empty)."""
     substitutions: list[str] = field(default_factory=list)
     heredocs: list[tuple[str, bool, bool]] = field(default_factory=list)
     nested: bool = False
@@ -134,7 +135,7 @@ class _Scanner:
     level: int = 0
     """How many substitutions enclose this scan (bounded by ``_MAX_NESTING``)."""
 
-    def run(self) -> list[tuple[str, str]]:
+    def run(self) -> list[str]:
         text, size = self.text, len(self.text)
         while self.i < size and not self.closed:
             token = _TOKEN.match(text, self.i)
@@ -212,7 +213,7 @@ class _Scanner:
         elif op == "(":
             self.depth += 1
         self._flush()
-        self.parts.append(("op", op))
+        self.parts.append(op)
         self.i += len(op)
         if op == "<<":
             self._heredoc_delimiter()
@@ -220,8 +221,8 @@ class _Scanner:
             self._heredoc_bodies()
 
     def _flush(self) -> None:
-        self.parts.append(("text", "".join(self.chunk)))
-        self.chunk = []
+        self.parts.append("".join(self.chunk))
+        self.chunk.clear()
 
     def _heredoc_delimiter(self) -> None:
         start = self.i
@@ -295,14 +296,14 @@ def _closing_backquote(text: str, start: int) -> int:
     raise ShellParseError("unterminated backquote substitution")
 
 
-def _assemble(parts: list[tuple[str, str]]) -> tuple[list[SimpleCommand], bool]:
+def _assemble(parts: list[str]) -> tuple[list[SimpleCommand], bool]:
     commands: list[SimpleCommand] = []
     argv: list[str] = []
     redirects: list[Redirect] = []
     function_definition = False
     pending: str | None = None
-    for index, (kind, value) in enumerate(parts):
-        if kind == "text":
+    for index, value in enumerate(parts):
+        if not index % 2:  # text, at the even places
             words = _words(value)
             if pending is not None:
                 if not words:
@@ -313,7 +314,7 @@ def _assemble(parts: list[tuple[str, str]]) -> tuple[list[SimpleCommand], bool]:
         elif value in _REDIRECTS:
             if pending is not None:
                 raise ShellParseError(f"redirection {pending!r} without a target")
-            _drop_fd_number(parts, index, argv)
+            _drop_fd_number(parts[index - 1], argv)
             pending = value
         else:
             if value == "(" and argv and _empty_parens(parts, index):
@@ -392,14 +393,13 @@ def _unescape_quoted(match: re.Match[str]) -> str:
     return match.group(1) if match.group(1) in '"\\' else match.group()
 
 
-def _drop_fd_number(parts: list[tuple[str, str]], index: int, argv: list[str]) -> None:
+def _drop_fd_number(before: str, argv: list[str]) -> None:
     """``2>file``: the digits glued to the operator name a file descriptor, not a word."""
-    before = parts[index - 1][1] if index and parts[index - 1][0] == "text" else ""
     digits = before[len(before.rstrip("0123456789")):]
     if digits and before[:-len(digits)][-1:] in ("", " ", "\t") and argv and argv[-1] == digits:
         argv.pop()
 
 
-def _empty_parens(parts: list[tuple[str, str]], index: int) -> bool:
+def _empty_parens(parts: list[str], index: int) -> bool:
     rest = parts[index + 1:index + 3]
-    return len(rest) == 2 and not rest[0][1].strip() and rest[1] == ("op", ")")
+    return len(rest) == 2 and not rest[0].strip() and rest[1] == ")"
