@@ -56,6 +56,8 @@ _MAX_NESTING = 32
 _REDIRECTS = frozenset({">", ">>", ">|", ">&", "&>", "&>>", "<", "<<", "<<<", "<>", "<&"})
 _PLAIN_QUOTED = re.compile(r'[^\\"`$]+')
 """A run inside double quotes that needs no look."""
+_SIMPLE_DOUBLE_QUOTED = re.compile(r'"(?:[^\\"`$]|\$(?!\())*"')
+"""A double-quoted string with no backslash, backquote or ``$(`` in it."""
 _BACKSLASH_OR_BACKQUOTE = re.compile(r"[\\`]")
 _EXPANSION = re.compile(r"\\|`|\$\(")
 _WORD_PIECE = re.compile(
@@ -177,6 +179,11 @@ class _Scanner:
             self.i = i + 1
 
     def _double_quoted(self) -> None:
+        simple = _SIMPLE_DOUBLE_QUOTED.match(self.text, self.i)
+        if simple is not None:  # nothing inside to look at: copied as it is
+            self.chunk.append(simple.group())
+            self.i = simple.end()
+            return
         out = ['"']
         self.i += 1
         while self.i < len(self.text):
@@ -377,7 +384,8 @@ def split_words(text: str) -> list[str]:
                 words.append("".join(pieces))
             pieces, quoted = [], False
         elif kind == "double":
-            pieces.append(_QUOTED_ESCAPE.sub(_unescape_quoted, match.group(kind)))
+            body = match.group(kind)
+            pieces.append(_QUOTED_ESCAPE.sub(_unescape_quoted, body) if "\\" in body else body)
             quoted = True
         else:
             pieces.append(match.group(kind))
