@@ -7,6 +7,7 @@ read-only command can only make it less safe.
 
 from __future__ import annotations
 
+import gc
 import re
 import shlex
 from pathlib import Path
@@ -275,3 +276,67 @@ def test_eg5_a_dangerous_command_after_a_long_harmless_prefix_is_still_caught(si
     assert _decide(harmless, mode="build", allow=["Bash(echo *)"]) == "allow config.allow[0]"
     git = "git log " + "--oneline " * (size // 10) + "&& git push --force"
     assert _decide(git, ask=["Bash(git push *)"]) == "ask config.ask[0]"
+
+
+@pytest.mark.parametrize(("command", "parsed"), [
+    # Where a run of plain text ends and an operator, a redirection or a substitution
+    # begins: the scanner's one-expression tokens split them as the shell does.
+    ("ls &>>f", [(["ls"], [("&>>", "f")])]),
+    ("ls &&>f", [(["ls"], []), ([], [(">", "f")])]),
+    ("ls|&wc;;x", [(["ls"], []), (["wc"], []), (["x"], [])]),
+    ("ls 2> f 3>&1", [(["ls"], [(">", "f"), (">&", "1")])]),
+    ("a >| b", [(["a"], [(">|", "b")])]),
+    ("diff <(ls a) >(wc)", [(["diff", "$(subst)", "$(subst)"], [])]),
+    ("a$ b;echo $x$", [(["a$", "b"], []), (["echo", "$x$"], [])]),
+    ("x=$(ls) y", [(["x=$(subst)", "y"], [])]),
+    ("echo a\\\nb", [(["echo", "ab"], [])]),
+    ("cat <>(f)", "redirection '<>' without a target"),
+    ("ls &>(f)", "redirection '&>' without a target"),
+    ("cat <<(x)", "here-document without a delimiter"),
+])
+def test_eg5_runs_operators_and_substitutions_are_told_apart(
+    command: str, parsed: list[tuple[list[str], list[tuple[str, str]]]] | str
+) -> None:
+    try:
+        commands = parse_command(command).commands
+    except ShellParseError as exc:
+        assert str(exc) == parsed
+        return
+    assert [(list(c.argv), [(r.op, r.target) for r in c.redirects]) for c in commands] == parsed
+
+
+def test_eg5_the_cyclic_collector_is_off_while_a_command_is_parsed_and_back_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A parse makes an object per simple command; the collector's full passes over a
+    # growing pile of them made a long check superlinear. Both parses of a decision (the
+    # classifier's and the rule patterns') run with it off, and its state comes back after,
+    # also when the check fails.
+    from sessionledger.permission import patterns, shell
+
+    seen: list[bool] = []
+
+    def watched(command: str) -> object:
+        seen.append(gc.isenabled())
+        return parse_command(command)
+
+    monkeypatch.setattr(shell, "parse_command", watched)
+    monkeypatch.setattr(patterns, "parse_command", watched)
+    assert gc.isenabled()
+    assert _decide("ls && echo hi", allow=["Bash(ls*)"]) == "allow tool.readOnly"
+    assert seen == [False, False] and gc.isenabled()
+
+    def broken(command: str) -> object:
+        raise RuntimeError("parser bug")
+
+    monkeypatch.setattr(patterns, "parse_command", broken)
+    with pytest.raises(RuntimeError, match="parser bug"):
+        _decide("ls")
+    assert gc.isenabled()
+    gc.disable()
+    try:  # a caller that turned it off itself keeps it off
+        monkeypatch.setattr(patterns, "parse_command", watched)
+        _decide("ls")
+        assert seen[-1] is False and not gc.isenabled()
+    finally:
+        gc.enable()

@@ -32,7 +32,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
+from fnmatch import fnmatchcase, translate
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -91,7 +91,7 @@ class RulePattern:
         texts = subjects.every if every else subjects.any
         if not texts:
             return False
-        hits = (fnmatchcase(text, self.argument) for text in texts)
+        hits = map(_text_glob(self.argument), texts)
         return all(hits) if every else any(hits)
 
 
@@ -354,3 +354,9 @@ def _anything(_char: str) -> bool:
 @lru_cache(maxsize=512)
 def _path_glob(glob: str) -> _PathGlob:
     return _PathGlob(glob)
+
+
+@lru_cache(maxsize=512)
+def _text_glob(glob: str) -> Callable[[str], re.Match[str] | None]:
+    """``fnmatchcase(text, glob)`` is ``_text_glob(glob)(text) is not None``, compiled once."""
+    return re.compile(translate(glob)).match

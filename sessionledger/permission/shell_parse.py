@@ -18,7 +18,10 @@ character at a time to a string, quadratic in the length of a word).
 
 from __future__ import annotations
 
+import gc
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "SimpleCommand",
     "parse_command",
     "split_words",
+    "without_cyclic_gc",
 ]
 
 SUBSTITUTION = "$(subst)"
@@ -40,14 +44,20 @@ _OPERATORS = sorted(
     key=len, reverse=True,
 )
 _OP_CHARS = frozenset(";&|<>()\n")
-_OPERATOR = re.compile("|".join(re.escape(op) for op in _OPERATORS))
-"""The longest operator at a position (the alternatives are tried longest first)."""
+_TOKEN = re.compile(
+    r"([^\\'\"`$;&|<>()\n]*)("
+    + "|".join(re.escape(op) + (r"(?!\()" if op in ("<", ">") else "") for op in _OPERATORS) + ")?"
+)
+"""A run the scanner copies as it is, then the longest operator there if there is one
+(alternatives are tried longest first; ``<(`` and ``>(`` start process substitutions). When
+both are empty, a quote, a backslash, a backquote or a ``$`` is next, for
+:meth:`_Scanner._step`."""
 _MAX_NESTING = 32
 _REDIRECTS = frozenset({">", ">>", ">|", ">&", "&>", "&>>", "<", "<<", "<<<", "<>", "<&"})
-_PLAIN = re.compile(r"[^\\'\"`$;&|<>()\n]+")
-"""A run the scanner copies as it is (a ``$`` is looked at on its own)."""
 _PLAIN_QUOTED = re.compile(r'[^\\"`$]+')
 """A run inside double quotes that needs no look."""
+_SIMPLE_DOUBLE_QUOTED = re.compile(r'"(?:[^\\"`$]|\$(?!\())*"')
+"""A double-quoted string with no backslash, backquote or ``$(`` in it."""
 _BACKSLASH_OR_BACKQUOTE = re.compile(r"[\\`]")
 _EXPANSION = re.compile(r"\\|`|\$\(")
 _WORD_PIECE = re.compile(
@@ -56,6 +66,8 @@ _WORD_PIECE = re.compile(
     re.DOTALL,
 )
 _QUOTED_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_BARE_WORD = re.compile(r"[^ \t\r\n]+")
+"""Without quotes or backslashes, the words are the runs between blanks."""
 _OPEN_DOUBLE_ENDING_IN_ESCAPE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*\\\Z', re.DOTALL)
 
 
@@ -86,6 +98,8 @@ class SimpleCommand:
     @property
     def text(self) -> str:
         """Words and redirections joined by single spaces, as rule patterns see them."""
+        if not self.redirects:
+            return " ".join(self.argv)
         return " ".join([*self.argv, *(f"{r.op}{r.target}" for r in self.redirects)])
 
 
@@ -112,7 +126,8 @@ class _Scanner:
     text: str
     i: int = 0
     chunk: list[str] = field(default_factory=list)
-    parts: list[tuple[str, str]] = field(default_factory=list)
+    parts: list[str] = field(default_factory=list)
+    """Text and operators taking turns, text first and last (it may be empty)."""
     substitutions: list[str] = field(default_factory=list)
     heredocs: list[tuple[str, bool, bool]] = field(default_factory=list)
     nested: bool = False
@@ -122,9 +137,19 @@ class _Scanner:
     level: int = 0
     """How many substitutions enclose this scan (bounded by ``_MAX_NESTING``)."""
 
-    def run(self) -> list[tuple[str, str]]:
-        while self.i < len(self.text) and not self.closed:
-            self._step()
+    def run(self) -> list[str]:
+        text, size = self.text, len(self.text)
+        while self.i < size and not self.closed:
+            token = _TOKEN.match(text, self.i)
+            assert token is not None  # the expression matches the empty string
+            plain, op = token.groups()
+            if plain:
+                self.chunk.append(plain)
+                self.i += len(plain)
+            if op:
+                self._operator(op)
+            elif not plain:
+                self._step()
         if self.nested and not self.closed:
             raise ShellParseError("unterminated command substitution")
         self._flush()
@@ -149,15 +174,16 @@ class _Scanner:
         elif char in "<>" and nxt == "(":
             self.i += 1
             self._substitution()
-        elif char in _OP_CHARS:
-            self._operator()
-        else:
-            plain = _PLAIN.match(text, i)
-            end = i + 1 if plain is None else plain.end()
-            self.chunk.append(text[i:end])
-            self.i = end
+        else:  # a ``$`` that starts no substitution
+            self.chunk.append(char)
+            self.i = i + 1
 
     def _double_quoted(self) -> None:
+        simple = _SIMPLE_DOUBLE_QUOTED.match(self.text, self.i)
+        if simple is not None:  # nothing inside to look at: copied as it is
+            self.chunk.append(simple.group())
+            self.i = simple.end()
+            return
         out = ['"']
         self.i += 1
         while self.i < len(self.text):
@@ -185,16 +211,16 @@ class _Scanner:
         self.substitutions.append(body)
         self.chunk.append(SUBSTITUTION)
 
-    def _operator(self) -> None:
-        found = _OPERATOR.match(self.text, self.i)
-        assert found is not None  # called at one of _OP_CHARS, each an operator itself
-        op = found.group()
-        if op == ")" and self.nested and self.depth == 0:
-            self.closed = True
-            return
-        self.depth += {"(": 1, ")": -1}.get(op, 0)
+    def _operator(self, op: str) -> None:
+        if op == ")":
+            if self.nested and self.depth == 0:
+                self.closed = True
+                return
+            self.depth -= 1
+        elif op == "(":
+            self.depth += 1
         self._flush()
-        self.parts.append(("op", op))
+        self.parts.append(op)
         self.i += len(op)
         if op == "<<":
             self._heredoc_delimiter()
@@ -202,8 +228,8 @@ class _Scanner:
             self._heredoc_bodies()
 
     def _flush(self) -> None:
-        self.parts.append(("text", "".join(self.chunk)))
-        self.chunk = []
+        self.parts.append("".join(self.chunk))
+        self.chunk.clear()
 
     def _heredoc_delimiter(self) -> None:
         start = self.i
@@ -277,14 +303,14 @@ def _closing_backquote(text: str, start: int) -> int:
     raise ShellParseError("unterminated backquote substitution")
 
 
-def _assemble(parts: list[tuple[str, str]]) -> tuple[list[SimpleCommand], bool]:
+def _assemble(parts: list[str]) -> tuple[list[SimpleCommand], bool]:
     commands: list[SimpleCommand] = []
     argv: list[str] = []
     redirects: list[Redirect] = []
     function_definition = False
     pending: str | None = None
-    for index, (kind, value) in enumerate(parts):
-        if kind == "text":
+    for index, value in enumerate(parts):
+        if not index % 2:  # text, at the even places
             words = _words(value)
             if pending is not None:
                 if not words:
@@ -295,19 +321,40 @@ def _assemble(parts: list[tuple[str, str]]) -> tuple[list[SimpleCommand], bool]:
         elif value in _REDIRECTS:
             if pending is not None:
                 raise ShellParseError(f"redirection {pending!r} without a target")
-            _drop_fd_number(parts, index, argv)
+            _drop_fd_number(parts[index - 1], argv)
             pending = value
         else:
             if value == "(" and argv and _empty_parens(parts, index):
                 function_definition = True
             if argv or redirects:
                 commands.append(SimpleCommand(tuple(argv), tuple(redirects)))
-            argv, redirects = [], []
+                argv, redirects = [], []
     if pending is not None:
         raise ShellParseError(f"redirection {pending!r} without a target")
     if argv or redirects:
         commands.append(SimpleCommand(tuple(argv), tuple(redirects)))
     return commands, function_definition
+
+
+@contextmanager
+def without_cyclic_gc() -> Iterator[None]:
+    """Hold the cyclic garbage collector off while commands are parsed and looked at.
+
+    A parse makes an object or two per simple command and no reference cycles. A command of a
+    megabyte makes hundreds of thousands of them, and each full pass of the collector walks
+    them all: the passes come more often as they pile up, so the time would grow faster
+    than the length (SPEC EG-5, D148). Dropped inside the block, they are freed by reference
+    counting and nothing is left for the collector. Another thread's block may turn the
+    collector back on early; that costs only time.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _words(text: str) -> list[str]:
@@ -320,6 +367,8 @@ def _words(text: str) -> list[str]:
 def split_words(text: str) -> list[str]:
     """``shlex.split(text)`` (POSIX, no comments), word for word and error for error, in
     time linear in ``len(text)``: each word is a list of pieces joined once."""
+    if "'" not in text and '"' not in text and "\\" not in text:
+        return _BARE_WORD.findall(text)
     words: list[str] = []
     pieces: list[str] = []
     quoted = False
@@ -335,7 +384,8 @@ def split_words(text: str) -> list[str]:
                 words.append("".join(pieces))
             pieces, quoted = [], False
         elif kind == "double":
-            pieces.append(_QUOTED_ESCAPE.sub(_unescape_quoted, match.group(kind)))
+            body = match.group(kind)
+            pieces.append(_QUOTED_ESCAPE.sub(_unescape_quoted, body) if "\\" in body else body)
             quoted = True
         else:
             pieces.append(match.group(kind))
@@ -351,14 +401,13 @@ def _unescape_quoted(match: re.Match[str]) -> str:
     return match.group(1) if match.group(1) in '"\\' else match.group()
 
 
-def _drop_fd_number(parts: list[tuple[str, str]], index: int, argv: list[str]) -> None:
+def _drop_fd_number(before: str, argv: list[str]) -> None:
     """``2>file``: the digits glued to the operator name a file descriptor, not a word."""
-    before = parts[index - 1][1] if index and parts[index - 1][0] == "text" else ""
     digits = before[len(before.rstrip("0123456789")):]
     if digits and before[:-len(digits)][-1:] in ("", " ", "\t") and argv and argv[-1] == digits:
         argv.pop()
 
 
-def _empty_parens(parts: list[tuple[str, str]], index: int) -> bool:
+def _empty_parens(parts: list[str], index: int) -> bool:
     rest = parts[index + 1:index + 3]
-    return len(rest) == 2 and not rest[0][1].strip() and rest[1] == ("op", ")")
+    return len(rest) == 2 and not rest[0].strip() and rest[1] == ")"

@@ -27,6 +27,7 @@ from .config import PermissionConfig
 from .decision import Behavior, PermissionDecision, PermissionRequest
 from .patterns import CallSubjects, RulePattern, call_subjects, normalise_path, primary_argument
 from .shell import ShellVerdict, classify
+from .shell_parse import without_cyclic_gc
 
 __all__ = ["ENTER_PLAN_REASON", "EXIT_PLAN_REASON", "RULE_IDS", "STEPS", "Call", "decide"]
 
@@ -84,13 +85,14 @@ class Call:
     def of(cls, request: PermissionRequest) -> Call:
         tool = request.tool
         kind, value = primary_argument(tool, request.input)
-        verdict = classify(value) if tool.shell else None
+        with without_cyclic_gc():  # the parses are dropped inside: nothing left to collect
+            verdict = classify(value) if tool.shell else None
+            subjects = call_subjects(tool, request.input, workspace=request.workspace)
         read_only = verdict.read_only if verdict else tool.read_only and not tool.destructive
         destructive = verdict.destructive if verdict else tool.destructive
         inside = kind == "path" and bool(value) and normalise_path(
             value, workspace=request.workspace
         )[0] is not None
-        subjects = call_subjects(tool, request.input, workspace=request.workspace)
         return cls(request, subjects, verdict, read_only, destructive, inside)
 
     def why_not_read_only(self) -> str:
