@@ -69,7 +69,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
-from .errors import InvalidWorkspaceConfig
+from .errors import InvalidWorkspaceConfig, from_os_error
 from .permission.config import PermissionConfig
 
 __all__ = [
@@ -240,6 +240,9 @@ def load_workspace_config(workspace: Path) -> WorkspaceConfig:
     except FileNotFoundError:
         return WorkspaceConfig()
     except OSError as exc:
+        shortage = from_os_error(exc)  # no descriptor left is the service's, not the file's
+        if shortage is not None:
+            raise shortage from exc
         problem = f"cannot read the file: {exc.strerror or exc}"
         raise _invalid(str(path), [("(file)", problem)]) from exc
     try:

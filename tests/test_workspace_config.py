@@ -6,6 +6,7 @@ kind of invalid configuration is a ``ConfigurationError`` whose message names th
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -23,7 +24,7 @@ from server_support import (
     sessionledger_command,
 )
 
-from sessionledger.errors import ConfigurationError
+from sessionledger.errors import ConfigurationError, OutOfDescriptors
 from sessionledger.permission import RulePattern
 from sessionledger.tool_permissions import WorkspacePermissions
 from sessionledger.tools.descriptors import SERVICE_TOOLS, host_tool
@@ -353,3 +354,17 @@ def test_eg2_the_cli_refuses_a_call_in_a_broken_workspace_naming_the_key(
         assert "permission.allowedTools[0]" in done.stderr
         assert "Traceback" not in done.stderr
         assert session_version(http, session) == before
+
+
+def test_eg5_no_descriptor_left_reading_the_config_is_service_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # EG-5: running out of descriptors is never blamed on the file
+    write_config(tmp_path, "[permission]\nallowedTools = []\n")
+
+    def exhausted(self: Path) -> bytes:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(Path, "read_bytes", exhausted)
+    with pytest.raises(OutOfDescriptors) as caught:
+        load_workspace_config(tmp_path)
+    assert caught.value.status == 503 and caught.value.code == "service_unavailable"
