@@ -86,6 +86,7 @@ from .errors import (
     StoreClosed,
     UnknownEventType,
     UnknownSchemaVersion,
+    UnreadableStore,
 )
 from .ids import new_id, new_session_id
 from .inline import InlineProjection, Progress
@@ -195,6 +196,7 @@ __all__ = [
     "Undecodable",
     "UnknownEventType",
     "UnknownSchemaVersion",
+    "UnreadableStore",
     "UpcasterRegistry",
     "UserActivityAction",
     "backend_of",

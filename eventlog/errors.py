@@ -10,6 +10,7 @@ Every error the log raises derives from one base class, so callers can catch the
     ├── StoreBusy                another process held the write lock past every retry
     ├── StoreClosed              append or read after ``close()``
     ├── StorageFault             the disk refused a read or write; nothing was appended
+    ├── UnreadableStore          not a database, or a damaged file or table the driver refuses
     ├── DescriptorsExhausted     the process has no file descriptor left (not a disk fault)
     ├── EmptyBatch               an append with no events
     ├── BackupRefused            a backup that cannot be taken as asked; nothing was written
@@ -31,6 +32,7 @@ __all__ = [
     "StoreClosed",
     "UnknownEventType",
     "UnknownSchemaVersion",
+    "UnreadableStore",
 ]
 
 
@@ -98,6 +100,18 @@ class StorageFault(EventLogError):
         super().__init__(message)
         self.reason = reason
         self.error_name = error_name
+
+
+class UnreadableStore(EventLogError):
+    """The driver refused the store itself: the file is not a database or cannot be opened
+    as one (a directory, a text file), its image is damaged, or a table is not of the shape
+    the store or a view expects. Unlike a :class:`StorageFault` it does not pass: the file
+    needs repair (or the URL another file). ``reason`` is the driver's text, also the message.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class DescriptorsExhausted(EventLogError):

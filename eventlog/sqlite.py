@@ -11,7 +11,10 @@ WAL lets them read while the writer writes. Other processes are
 waited for with a busy timeout and bounded, jittered retries: callers never see
 "database is locked". A disk that refuses a read or write (I/O error, full, read-only) is
 raised as :class:`~eventlog.errors.StorageFault`, never as the driver's error; a process out
-of file descriptors as :class:`~eventlog.errors.DescriptorsExhausted`, not as a disk fault.
+of file descriptors as :class:`~eventlog.errors.DescriptorsExhausted`, not as a disk fault; any
+other driver error (a file that is not a database, a damaged image, a table not of the shape
+the store or a view expects) as :class:`~eventlog.errors.UnreadableStore`. No ``sqlite3``
+error leaves the store.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from .envelope import (
     decode_rows,
     paged_rows,
 )
-from .errors import StoreBusy, StoreClosed
+from .errors import EventLogError, StoreBusy, StoreClosed, UnreadableStore
 from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
 from .readers import ReaderPool
@@ -85,7 +88,7 @@ class SQLiteEventStore(GroupAppends):
         self._upcasters = upcasters
         self._listeners: Subscribers[Sequence[RecordedEvent]] = Subscribers()
         self._closed = False
-        self._writer = self._connect()
+        self._writer = self._open_writer()
         self._readers: ReaderPool[sqlite3.Connection] = ReaderPool(
             self._connect, close=sqlite3.Connection.close,
             wait_s=_BUSY_TIMEOUT_MS / 1000,
@@ -119,23 +122,39 @@ class SQLiteEventStore(GroupAppends):
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
+    def _open_writer(self) -> sqlite3.Connection:
+        """The write connection. A path SQLite cannot open as a database file (a directory, a
+        file it may not read) is :class:`UnreadableStore`, like a file that is no database."""
+        try:
+            return self._connect()
+        except sqlite3.DatabaseError as exc:
+            raise UnreadableStore(str(exc)) from exc
+
     def _retry(self, action: Callable[[], Any]) -> Any:
         for attempt in range(_MAX_ATTEMPTS):
             try:
                 return action()
-            except sqlite3.OperationalError as exc:
-                self._raise_storage_fault(exc)
-                if not is_busy(exc):
-                    raise
+            except sqlite3.DatabaseError as exc:
+                self._raise_unless_busy(exc)
                 time.sleep(random.uniform(0.001, 0.01 * (attempt + 1)))
         raise StoreBusy(f"{self.path}: database stayed locked through {_MAX_ATTEMPTS} tries")
 
-    def _raise_storage_fault(self, exc: sqlite3.OperationalError) -> None:
-        """A disk that refused a read or write is a :class:`StorageFault`, not a driver error
-        (the transaction was rolled back; nothing was appended)."""
-        fault = storage_fault(self.path, exc)
-        if fault is not None:
-            raise fault from exc
+    def _raise_unless_busy(self, exc: sqlite3.DatabaseError) -> None:
+        """Return when another process holds the lock (try again); otherwise raise the log's
+        own error for ``exc``."""
+        if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
+            return
+        raise self._translated(exc) from exc
+
+    def _translated(self, exc: sqlite3.DatabaseError) -> EventLogError:
+        """The log's error for a driver error that is not "busy": a disk that refused a read
+        or write is a :class:`StorageFault` (the transaction was rolled back; nothing was
+        appended), anything else the driver refuses an :class:`UnreadableStore`."""
+        if isinstance(exc, sqlite3.OperationalError):
+            fault = storage_fault(self.path, exc)
+            if fault is not None:
+                return fault
+        return UnreadableStore(str(exc))
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -144,10 +163,8 @@ class SQLiteEventStore(GroupAppends):
             raise StoreClosed("the store is closed")
         try:
             outcomes = self._commit_once(group)
-        except sqlite3.OperationalError as exc:
-            self._raise_storage_fault(exc)
-            if not is_busy(exc):
-                raise
+        except sqlite3.DatabaseError as exc:
+            self._raise_unless_busy(exc)
             outcomes = self._retry(lambda: self._commit_once(group))
         if self._listeners:
             committed = [
@@ -348,9 +365,8 @@ class SQLiteEventStore(GroupAppends):
                 conn.text_factory = text_or_bytes
                 try:
                     batch = cursor.fetchmany(_PAGE)
-                except sqlite3.OperationalError as exc:
-                    self._raise_storage_fault(exc)
-                    raise
+                except sqlite3.DatabaseError as exc:
+                    raise self._translated(exc) from exc
                 finally:
                     conn.text_factory = str
                 if not batch:

@@ -11,7 +11,6 @@ checked over the stored text.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -110,7 +109,7 @@ def projection_differences(
         return tuple(compare_session(store, projections, session_id))
     except (StoreBusy, StoreClosed):
         raise
-    except (EventLogError, ValueError, TypeError, sqlite3.DatabaseError) as exc:
+    except (EventLogError, ValueError, TypeError) as exc:
         return (f"execution_state: {session_id} cannot be compared ({exc.__class__.__name__})",)
 
 
@@ -129,7 +128,7 @@ def log_findings(
                 undecodable.append(UndecodableAt(e.seq, e.data.stored_type, e.data.reason))
     except (StoreBusy, StoreClosed):
         raise
-    except (EventLogError, ValueError, TypeError, sqlite3.DatabaseError):
+    except (EventLogError, ValueError, TypeError):
         pass  # the projection half names what cannot be read
     return tuple(notes), tuple(undecodable)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -96,8 +95,6 @@ class LedgerGroup(click.Group):
             _fail(from_eventlog(exc))
         except SessionLedgerError as exc:
             _fail(exc)
-        except sqlite3.DatabaseError as exc:  # a damaged file or table under the store
-            _fail(CorruptLog(f"the database cannot be read: {exc}"))
         except BrokenPipeError:  # `sessionledger events … | head`: the reader left
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise click.exceptions.Exit(1) from None

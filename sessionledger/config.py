@@ -13,12 +13,11 @@ import ipaddress
 import math
 import os
 import re
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eventlog import DEFAULT_STORE_URL, EventLogError, EventStore, InvalidStoreUrl
+from eventlog import DEFAULT_STORE_URL, EventLogError, EventStore
 from projections import Projections, open_projected_store
 from statemachine.interaction import TimerConfig
 
@@ -68,11 +67,9 @@ def open_event_store(url: str) -> tuple[EventStore, Projections]:
     """
     try:
         return open_projected_store(url)
-    except InvalidStoreUrl as exc:
-        raise ConfigurationError(f"invalid store URL {url!r}: {exc}") from exc
     except EventLogError as exc:
-        raise from_eventlog(exc) from exc
-    except (OSError, sqlite3.Error) as exc:
+        raise from_eventlog(exc, opening=url) from exc
+    except OSError as exc:
         raise ConfigurationError(f"cannot open the event store {url!r}: {exc}") from exc
 
 

@@ -26,8 +26,10 @@ Errors of the event log are translated by :func:`from_eventlog`: ``ConcurrencyCo
 ``Conflict``, ``StoreBusy`` and ``StoreClosed`` → ``ServiceUnavailable``,
 ``DescriptorsExhausted`` (and an ``OSError`` EMFILE/ENFILE, :func:`from_os_error`) →
 ``OutOfDescriptors``, ``StorageFault`` → ``StorageUnavailable``, ``InvalidStoreUrl`` →
-``ConfigurationError``, unknown stored types or versions → ``CorruptLog``, a payload the
-writer refuses (``JsonShapeError``) → ``InvalidInput``.
+``ConfigurationError``, unknown stored types or versions and a store the driver cannot read
+(``UnreadableStore``: not a database, a damaged file or table) → ``CorruptLog``, a payload the
+writer refuses (``JsonShapeError``) → ``InvalidInput``. While the store is being opened, a bad
+URL or an unreadable file is the configuration's fault: ``ConfigurationError`` naming the URL.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from eventlog import (
     StoreClosed,
     UnknownEventType,
     UnknownSchemaVersion,
+    UnreadableStore,
     check_json,
     descriptors_exhausted,
 )
@@ -280,9 +283,17 @@ class StorageUnavailable(ServiceUnavailable):
         )
 
 
-def from_eventlog(exc: EventLogError) -> SessionLedgerError:
-    """Translate an event log error into the application error that answers for it."""
+def from_eventlog(exc: EventLogError, *, opening: str | None = None) -> SessionLedgerError:
+    """Translate an event log error into the application error that answers for it.
+
+    ``opening`` is the URL of a store being opened: then a URL this build cannot open or a
+    file the driver cannot read is a :class:`ConfigurationError` that names it (exit 2).
+    """
     message = str(exc)
+    if opening is not None and isinstance(exc, InvalidStoreUrl):
+        return ConfigurationError(f"invalid store URL {opening!r}: {message}")
+    if opening is not None and isinstance(exc, UnreadableStore):
+        return ConfigurationError(f"cannot open the event store {opening!r}: {message}")
     if isinstance(exc, ConcurrencyConflict):
         return Conflict(
             message,
@@ -300,6 +311,8 @@ def from_eventlog(exc: EventLogError) -> SessionLedgerError:
         return ConfigurationError(message)
     if isinstance(exc, UnknownEventType | UnknownSchemaVersion):
         return CorruptLog(message)
+    if isinstance(exc, UnreadableStore):  # a damaged file or table under the store
+        return CorruptLog(f"the database cannot be read: {message}")
     if isinstance(exc, JsonShapeError):  # the writer's last line behind the edges' check
         return shape_refused(exc, loc="data")
     return SessionLedgerError(message)
