@@ -1,0 +1,245 @@
+"""House rules checked on the source: where SQL may be written, where a retry loop may live.
+
+Issue 20 (acceptance 2 and 4): the services meet the log at one seam. SQL and the database
+drivers stay in the store backends and the view-table modules, so a service never speaks to a
+connection and never catches a driver's error (the backend raises the log's own errors,
+translated once by ``sessionledger.errors.from_eventlog``); and a lost race is retried by one
+policy, so a new hand-written ``except ConcurrencyConflict`` loop fails here.
+
+The checks read the syntax tree, not the text: ``SessionService.execute`` is a method, not
+SQL, and a word in a docstring is not an import.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from eventlog import NewEvent, SessionCreated, UnreadableStore
+from eventlog.sqlite import SQLiteEventStore
+
+ROOT = Path(__file__).resolve().parent.parent
+PRODUCT = ("eventlog", "statemachine", "projections", "sessionledger")
+"""The product packages; tests and benches may open a database as they please."""
+
+# -- SQL stays in the backends and the view tables (issue 20, acceptance 2) -------------------
+
+SQL_ALLOWED = {
+    "eventlog/sqlite.py": "the SQLite store backend",
+    "eventlog/sqlite_schema.py": "the SQLite backend's tables, SQL text and driver-error mapping",
+    "eventlog/sqlite_group.py": "the SQLite backend's group write in its append transaction",
+    "eventlog/sqlite_backup.py": "the SQLite backend's online backup (`sessionledger backup`)",
+    "eventlog/postgres.py": "the PostgreSQL store backend",
+    "eventlog/postgres_group.py": "the PostgreSQL backend's group write",
+    "eventlog/postgres_listen.py": "the PostgreSQL backend's LISTEN/NOTIFY of other commits",
+    "eventlog/appending.py": (
+        "backend code shared by both SQL backends: the idempotency-key lookup runs the SQL "
+        "text the calling backend hands it, in its placeholder style, on its connection"
+    ),
+    "projections/tables.py": "view tables: the execution-state summaries on SQLite",
+    "projections/todo_tables.py": "view tables: the todo rows on SQLite",
+    "projections/interaction_timer_tables.py": "view tables: the interaction timers on SQLite",
+    "projections/documents.py": "view tables: the keyed JSON documents on SQLite",
+    "projections/pg_tables.py": "view tables: every projection table on PostgreSQL",
+}
+"""Modules that may run SQL or import a database driver, each with its reason. Not listed:
+``eventlog/inline.py`` (it hands the backend's transaction handle to a projection and runs
+nothing on it) and ``eventlog/postgres_schema.py`` (SQL text and URL parsing; the backend runs
+the text)."""
+
+DRIVERS = ("sqlite3", "sqlite_utils", "psycopg", "psycopg2", "psycopg_pool")
+"""Top-level modules that talk to a database."""
+
+SQL_METHODS = {"execute", "executemany", "executescript"}
+CONNECTION_WORDS = {
+    "conn", "connection", "connections", "con", "connect", "cursor", "cur", "db", "database",
+    "tx", "txn", "transaction",
+}
+"""Words of a receiver's name that say it is a connection, cursor or transaction handle:
+``conn.execute``, ``self._conn.execute``, ``read_tx.execute``, ``conn.cursor().execute``."""
+
+
+def _product_modules() -> list[Path]:
+    return sorted(p for package in PRODUCT for p in (ROOT / package).rglob("*.py"))
+
+
+def _receiver_name(node: ast.expr) -> str | None:
+    """The last name of what a method is called on (``cursor`` of ``conn.cursor()``)."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _is_connection(name: str) -> bool:
+    return any(word in CONNECTION_WORDS for word in re.split(r"_+", name.lower()) if word)
+
+
+def _is_driver(module: str) -> bool:
+    return module.split(".")[0] in DRIVERS
+
+
+def sql_uses(source: str) -> list[str]:
+    """Each place ``source`` runs SQL or imports a database driver, as ``line: what``."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [f"{node.lineno}: import {a.name}" for a in node.names if _is_driver(a.name)]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if _is_driver(node.module):
+                found.append(f"{node.lineno}: from {node.module} import …")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+            if called in SQL_METHODS and isinstance(node.func, ast.Attribute):
+                receiver = _receiver_name(node.func.value)
+                if receiver is not None and _is_connection(receiver):
+                    found.append(f"{node.lineno}: {receiver}.{called}(…)")
+            elif called in {"import_module", "__import__"} and node.args:
+                first = node.args[0]
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    if _is_driver(first.value):
+                        found.append(f"{node.lineno}: {called}({first.value!r})")
+    return found
+
+
+def test_sql_appears_only_in_the_store_backends_and_the_view_tables() -> None:
+    # Issue 20, acceptance 2: no SQL or driver import outside the modules of SQL_ALLOWED.
+    wrong = {
+        str(module.relative_to(ROOT)): uses
+        for module in _product_modules()
+        if str(module.relative_to(ROOT)) not in SQL_ALLOWED
+        and (uses := sql_uses(module.read_text(encoding="utf-8")))
+    }
+    assert not wrong, f"SQL outside the store backends and view tables: {wrong}"
+
+
+@pytest.mark.parametrize("module", sorted(SQL_ALLOWED))
+def test_every_module_allowed_sql_still_uses_it(module: str) -> None:
+    # Issue 20: an allowance nobody needs any more is removed, so the list stays the truth
+    # (and the check is seen to find the SQL that is really there).
+    assert sql_uses((ROOT / module).read_text(encoding="utf-8")), f"{module} runs no SQL"
+
+
+@pytest.mark.parametrize("source", [
+    "import sqlite3\n",
+    "import psycopg.rows\n",
+    "from sqlite3 import DatabaseError\n",
+    "from psycopg import errors\n",
+    "import importlib\ndriver = importlib.import_module('psycopg')\n",
+    "def f(conn):\n    conn.execute('DELETE FROM events')\n",
+    "def f(self):\n    self._conn.executemany('INSERT INTO t VALUES (?)', [(1,)])\n",
+    "def f(self):\n    self._read_tx.execute('SELECT 1')\n",
+    "def f(db):\n    db.cursor().execute('SELECT 1')\n",
+])
+def test_the_sql_check_finds(source: str) -> None:
+    # Issue 20: what the check above must refuse outside the allowed modules.
+    assert sql_uses(source)
+
+
+@pytest.mark.parametrize("source", [
+    "def f(self):\n    self.execute(session_id, Cycle(), via='cycle')\n",
+    "def f(self):\n    return self._runtime.execute(session_id, command)\n",
+    "def f(executor):\n    executor.execute(call)\n",
+    '"""Runs on a ``sqlite3.Connection`` via ``conn.execute``."""\n',
+])
+def test_the_sql_check_leaves_alone(source: str) -> None:
+    # Issue 20: a service method named ``execute`` and a docstring are not SQL.
+    assert sql_uses(source) == []
+
+
+def test_sessionledger_catches_no_driver_error() -> None:
+    # Issue 20: the backends raise the log's errors (StorageFault, UnreadableStore, …), so
+    # no module of the services names a driver's exception class.
+    driver_error = re.compile(r"\b(sqlite3|psycopg2?)\.\w*(Error|Warning)\b")
+    wrong = [
+        f"{module.relative_to(ROOT)}:{number}"
+        for module in sorted((ROOT / "sessionledger").rglob("*.py"))
+        for number, line in enumerate(module.read_text(encoding="utf-8").splitlines(), 1)
+        if driver_error.search(line)
+    ]
+    assert not wrong, f"driver errors caught in the services: {wrong}"
+
+
+def test_no_driver_error_leaves_the_sqlite_store(tmp_path: Path) -> None:
+    # Issue 20: a file that is no database, or a table not of the store's shape, is the log's
+    # UnreadableStore (the services' CorruptLog or ConfigurationError), never sqlite3's error.
+    (tmp_path / "notes.db").write_text("not a database at all, just some text " * 40)
+    with pytest.raises(UnreadableStore, match="file is not a database") as opened:
+        SQLiteEventStore(tmp_path / "notes.db")
+    assert isinstance(opened.value.__cause__, sqlite3.DatabaseError)
+    with pytest.raises(UnreadableStore, match="unable to open database file"):
+        SQLiteEventStore(tmp_path)  # a directory
+    with closing(SQLiteEventStore(tmp_path / "ledger.db")) as store:
+        store.append("sess_x", [NewEvent(SessionCreated(workspace="w"), actor="user")])
+        with closing(sqlite3.connect(tmp_path / "ledger.db")) as conn:
+            conn.executescript("DROP TABLE streams; CREATE TABLE streams (x);")
+        with pytest.raises(UnreadableStore, match="no such column"):
+            store.session_heads()
+        with pytest.raises(UnreadableStore, match="no such column"):
+            store.append("sess_y", [NewEvent(SessionCreated(workspace="w"), actor="user")])
+
+
+# -- one retry policy (issue 20, acceptance 4) ------------------------------------------------
+
+RETRY_ALLOWED = {
+    "sessionledger/runtime/retry.py": (
+        "the one retry policy for overtaken appends (D146): read, decide, append with the "
+        "expected version, back off, within a time bound"
+    ),
+    "sessionledger/timers.py": (
+        "timers.settle keeps its own bounded loop (D146): it runs in the background and "
+        "leaves what it could not append to the scheduler's next pass"
+    ),
+}
+"""Modules allowed one ``except ConcurrencyConflict`` each, with the reason."""
+
+
+def conflict_handlers(source: str) -> list[int]:
+    """The lines of the ``except`` clauses of ``source`` that catch ``ConcurrencyConflict``
+    (alone, in a tuple, or by a dotted name)."""
+
+    def names(node: ast.expr | None) -> list[str]:
+        if node is None:
+            return []
+        if isinstance(node, ast.Tuple):
+            return [n for element in node.elts for n in names(element)]
+        if isinstance(node, ast.Attribute):
+            return [node.attr]
+        if isinstance(node, ast.Name):
+            return [node.id]
+        return []
+
+    return [
+        node.lineno for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ExceptHandler) and "ConcurrencyConflict" in names(node.type)
+    ]
+
+
+def test_a_lost_race_is_retried_by_one_policy() -> None:
+    # Issue 20, acceptance 4: `except ConcurrencyConflict` only where RETRY_ALLOWED says.
+    found = {
+        str(module.relative_to(ROOT)): lines
+        for module in _product_modules()
+        if (lines := conflict_handlers(module.read_text(encoding="utf-8")))
+    }
+    extra = {m: lines for m, lines in found.items() if m not in RETRY_ALLOWED}
+    assert not extra, f"hand-written retry on ConcurrencyConflict (use retry_overtaken): {extra}"
+    assert {m: len(lines) for m, lines in found.items()} == dict.fromkeys(RETRY_ALLOWED, 1)
+
+
+@pytest.mark.parametrize("source", [
+    "try:\n    f()\nexcept ConcurrencyConflict:\n    pass\n",
+    "try:\n    f()\nexcept (StoreBusy, ConcurrencyConflict) as exc:\n    pass\n",
+    "try:\n    f()\nexcept eventlog.ConcurrencyConflict:\n    pass\n",
+])
+def test_the_retry_check_finds(source: str) -> None:
+    # Issue 20: the shapes of a hand-written retry the check above must count.
+    assert conflict_handlers(source) == [3]
