@@ -165,7 +165,12 @@ for bad input (422 `invalid_input` for a body or parameter that fails validation
 cannot be used, 404 `session_not_found`, 409 for a refused change, 410 `session_deleted`); no
 input produces a 500. Any route that reads the store may answer 503 `service_unavailable`
 (busy, stopping, or out of file descriptors) or `storage_unavailable` (the disk failed);
-nothing was changed and the request may be retried.
+nothing was changed and the request may be retried. Every route, the page, the streams and
+`/mcp` included, answers 421 `misdirected_request` to a `Host` the server does not answer to
+(its loopback names with its port, the bound address, `--allowed-host`), and a request that is
+not GET/HEAD/OPTIONS from another origin (`Origin` not the request's own nor an
+`--allowed-origin`, or `Sec-Fetch-Site` cross-site) is 403 `forbidden_origin`; neither reads the
+body or changes anything (SPEC EG-3, docs/operations.md).
 The full machine-readable description is served at `/openapi.json`, these 503s included, and
 with a token configured its 401s and the bearer scheme; the wire shapes the tests compare are
 those of SPEC §11. `HEAD` is answered wherever `GET` is, with its status and headers and no
