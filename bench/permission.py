@@ -55,7 +55,7 @@ from dataclasses import dataclass  # noqa: E402
 from typing import Any  # noqa: E402
 
 from sessionledger import SessionService  # noqa: E402
-from sessionledger.workspace_config import config_path  # noqa: E402
+from sessionledger.config.workspace import config_path  # noqa: E402
 
 SMALL, LARGE = 100 * 1024, 1024 * 1024
 TARGET = 12.0

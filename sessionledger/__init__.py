@@ -16,7 +16,7 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 from .config import ServerSettings, resolve_store_url
 from .errors import SessionLedgerError
-from .sessions import SessionService
+from .service.sessions import SessionService
 
 __all__ = [
     "ServerSettings",

@@ -50,7 +50,7 @@ from .config import (
     ServerSettings,
     resolve_store_url,
 )
-from .documents import describe_event, state_document, state_note
+from .config.workspace import load_workspace_config
 from .errors import (
     Conflict,
     CorruptLog,
@@ -59,9 +59,9 @@ from .errors import (
     from_eventlog,
     shape_refused,
 )
-from .plan_files import restore_plan_files
-from .sessions import MAX_CURSOR, AuditReport, SessionService
-from .workspace_config import load_workspace_config
+from .service.documents import describe_event, state_document, state_note
+from .service.sessions import MAX_CURSOR, AuditReport, SessionService
+from .tools.plan_files import restore_plan_files
 
 __all__ = ["PROGRESS_THRESHOLD", "REPLAY_PROGRESS_THRESHOLD", "main"]
 
@@ -557,7 +557,7 @@ def mcp(
     person can answer, and InteractionStatus reports the outcome. See docs/mcp.md.
     """
     from .mcp import LedgerMcp, McpOptions, run_stdio  # the mcp SDK only for this command
-    from .scheduler import TimerScheduler
+    from .service.scheduler import TimerScheduler
 
     settings = ServerSettings(  # the checks serve makes of the root and the durations
         workspace_root=workspace or Path.cwd(), question_grace_s=question_grace_s,

@@ -26,11 +26,11 @@ from rich.markup import escape
 
 from statemachine.interaction import TimerConfig
 
+from .config.workspace import config_path
 from .demo_script import STEPS, DemoContext, DemoFailure, Step
 from .errors import SessionLedgerError
-from .scheduler import TimerScheduler
-from .sessions import SessionService
-from .workspace_config import config_path
+from .service.scheduler import TimerScheduler
+from .service.sessions import SessionService
 
 __all__ = ["DEMO_CONFIG", "DEMO_DEADLINE_S", "DEMO_GRACE_S", "DemoOutcome", "run_demo"]
 

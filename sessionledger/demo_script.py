@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from .errors import SessionLedgerError
-from .plan_files import plan_path
-from .sessions import SessionService
+from .service.sessions import SessionService
+from .tools.plan_files import plan_path
 
 __all__ = ["STEPS", "DemoContext", "DemoFailure", "Step"]
 

@@ -213,7 +213,7 @@ def render_http_api() -> str:
     """Every route of the HTTP service, from the app's own OpenAPI description."""
     from .config import ServerSettings
     from .http import create_app
-    from .sessions import SessionService
+    from .service.sessions import SessionService
 
     service = SessionService.open("memory://", workspace_root=Path("/"))
     try:

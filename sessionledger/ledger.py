@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from eventlog import ConcurrencyConflict
 
-from ..errors import Conflict, ServiceUnavailable
+from .errors import Conflict, ServiceUnavailable
 
 __all__ = [
     "FIRST_PAUSE_S",

@@ -28,7 +28,7 @@ import httpx
 
 from eventlog import RecordedEvent
 from projections.execution_state import fold
-from sessionledger.documents import execution_state_wire
+from sessionledger.service.documents import execution_state_wire
 
 __all__ = [
     "QUESTION",

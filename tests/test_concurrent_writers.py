@@ -6,7 +6,7 @@ fast as they are answered: none is refused (no 409, nothing but 200/201), and th
 exactly what was acknowledged. A ~3 s run is in ``make test``, the 20 s run of acceptance 7 in
 ``make verify``. A message re-sent with its ``messageId`` appends nothing and answers the
 original receipt — at once, from racing writers, and after a restart of ``serve``. The one
-retry policy (:mod:`sessionledger.runtime.retry`) is tested on its own at the end.
+retry policy (:mod:`sessionledger.ledger`) is tested on its own at the end.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from server_support import create_session as create
 from server_support import session_version as version
 
 from eventlog import ConcurrencyConflict
+from sessionledger import ledger as retry
 from sessionledger.errors import Conflict, ServiceUnavailable
-from sessionledger.runtime import retry
-from sessionledger.runtime.retry import retry_overtaken
+from sessionledger.ledger import retry_overtaken
 
 SESSIONS, WRITERS_PER_SESSION = 3, 2
 

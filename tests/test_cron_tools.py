@@ -25,11 +25,11 @@ from eventlog import (
     OffPeakPromptCreated,
 )
 from sessionledger import SessionService
+from sessionledger.config.workspace import parse_workspace_config
 from sessionledger.errors import ConfigurationError, InvalidInput
-from sessionledger.schedule_ports import CroniterCron, InvalidCronExpression, WindowOffPeak
-from sessionledger.tool_service import ToolService
 from sessionledger.tools.schedule_contract import SCHEDULE_TOOLS, schema_of
-from sessionledger.workspace_config import parse_workspace_config
+from sessionledger.tools.schedule_ports import CroniterCron, InvalidCronExpression, WindowOffPeak
+from sessionledger.tools.service import ToolService
 
 START = datetime(2026, 11, 29, 21, 7, 30, tzinfo=UTC)
 

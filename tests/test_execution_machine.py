@@ -38,7 +38,7 @@ from eventlog import (
 )
 from eventlog.envelope import build_row
 from projections import SessionSummary, compare_session, open_projected_store
-from sessionledger.runtime import ExecutionRuntime
+from sessionledger.service import ExecutionRuntime
 from statemachine.execution import (
     MODES,
     PLAN_GOAL_EXCLUSIVE,

@@ -40,7 +40,7 @@ from eventlog import (
 )
 from projections import compare_session, open_projected_store
 from sessionledger.errors import CommandRefused
-from sessionledger.runtime import CommandResult, ExecutionRuntime
+from sessionledger.service import CommandResult, ExecutionRuntime
 from statemachine.execution import (
     Command,
     Cycle,

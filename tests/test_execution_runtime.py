@@ -45,8 +45,9 @@ from projections.todo_tables import SqliteTodoTable
 from projections.todos import TodoProjection
 from projections.tool_calls import DocProjection, fold_call, fold_interaction
 from projections.turn_counters import TurnCountersProjection
+from sessionledger import ledger as retry
 from sessionledger.errors import CommandRefused, Conflict
-from sessionledger.runtime import CommandResult, ExecutionRuntime, retry
+from sessionledger.service import CommandResult, ExecutionRuntime
 from statemachine.execution import (
     Command,
     Cycle,
@@ -535,7 +536,7 @@ def test_es6_runtime_answers_conflict_only_after_every_retry_lost(
 
 @pytest.fixture
 def service(ledger: Ledger, tmp_path: Path) -> Any:
-    from sessionledger.sessions import SessionService
+    from sessionledger.service.sessions import SessionService
 
     store, projections = ledger
     return SessionService(store, projections, workspace_root=tmp_path)

@@ -190,11 +190,11 @@ def test_no_driver_error_leaves_the_sqlite_store(tmp_path: Path) -> None:
 # -- one retry policy (issue 20, acceptance 4) ------------------------------------------------
 
 RETRY_ALLOWED = {
-    "sessionledger/runtime/retry.py": (
+    "sessionledger/ledger.py": (
         "the one retry policy for overtaken appends (D146): read, decide, append with the "
         "expected version, back off, within a time bound"
     ),
-    "sessionledger/timers.py": (
+    "sessionledger/service/timers.py": (
         "timers.settle keeps its own bounded loop (D146): it runs in the background and "
         "leaves what it could not append to the scheduler's next pass"
     ),

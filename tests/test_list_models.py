@@ -20,8 +20,7 @@ from tool_support import CATALOG_TOML, FLAG_ONLY, open_service, tools_with, writ
 from eventlog import SessionModelSelected
 from sessionledger import SessionService
 from sessionledger.errors import InvalidInput
-from sessionledger.model_catalog import CatalogModel, ModelCatalog, StaticModelCatalog
-from sessionledger.tools.descriptors import SERVICE_TOOLS
+from sessionledger.permission.descriptors import SERVICE_TOOLS
 from sessionledger.tools.handlers import ToolContext
 from sessionledger.tools.list_models import (
     DESCRIPTION,
@@ -30,6 +29,7 @@ from sessionledger.tools.list_models import (
     ListModelsHandler,
     listing_text,
 )
+from sessionledger.tools.model_catalog import CatalogModel, ModelCatalog, StaticModelCatalog
 
 EXACT = (
     "This tool does NOT change the model you are running on. The session model is the user's "

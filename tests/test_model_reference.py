@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionledger.model_catalog import CatalogModel, ModelCatalog
-from sessionledger.model_reference import (
+from sessionledger.tools.model_catalog import CatalogModel, ModelCatalog
+from sessionledger.tools.model_reference import (
     MAX_LISTED,
     AmbiguousModel,
     DisabledModel,

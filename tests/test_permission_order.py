@@ -20,6 +20,7 @@ import pytest
 
 from eventlog import PermissionMode
 from sessionledger import permission
+from sessionledger.config.workspace import parse_workspace_config
 from sessionledger.permission import (
     RULE_IDS,
     PermissionConfig,
@@ -29,7 +30,6 @@ from sessionledger.permission import (
     parse_pattern,
 )
 from sessionledger.tools import HOST_TOOLS, SERVICE_TOOLS, ToolDescriptor, mcp_tool
-from sessionledger.workspace_config import parse_workspace_config
 from statemachine.execution import ExecutionState
 
 MODES: tuple[PermissionMode, ...] = ("build", "edit", "yolo", "auto")

@@ -21,10 +21,11 @@ import pytest
 
 from eventlog import AppendResult, InteractionResolved, NewEvent, RecordedEvent
 from projections import compare_session
-from sessionledger import SessionService, plan_files
-from sessionledger.documents import describe_event
+from sessionledger import SessionService
 from sessionledger.errors import ServiceUnavailable
-from sessionledger.plan_files import plan_path
+from sessionledger.service.documents import describe_event
+from sessionledger.tools import plan_files
+from sessionledger.tools.plan_files import plan_path
 
 PLAN = "# Plan\n\n1. Tests first.\n2. Then the code.\n"
 OLD_PLAN = "# The plan approved before\n"

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from test_cli import run_cli
 
-from sessionledger import SessionService, plan_files
-from sessionledger.plan_files import plan_path
+from sessionledger import SessionService
+from sessionledger.tools import plan_files
+from sessionledger.tools.plan_files import plan_path
 
 PLAN = "# Plan\n\n1. Migrate the table\n2. Backfill\n"
 APPROVED = (

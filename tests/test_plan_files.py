@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessionledger import plan_files
-from sessionledger.plan_files import (
+from sessionledger.tools import plan_files
+from sessionledger.tools.plan_files import (
     READ_LIMIT,
     PlanFiles,
     PlanWriteCancelled,

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from server_support import ServerProcess, create_session
 
-from sessionledger.plan_files import plan_path
+from sessionledger.tools.plan_files import plan_path
 
 PLAN = "# Migration plan\n\n1. Add the column ✓\n2. Backfill in batches\r\n3. Drop the old one\n"
 APPROVED = (

@@ -15,10 +15,11 @@ import pytest
 from tool_support import open_service
 
 from eventlog import RecordedEvent
-from sessionledger import SessionService, plan_files
+from sessionledger import SessionService
 from sessionledger.errors import InvalidInput, ServiceUnavailable
-from sessionledger.plan_files import READ_LIMIT, plan_path
+from sessionledger.tools import plan_files
 from sessionledger.tools.plan_contract import ENTER_DESCRIPTION
+from sessionledger.tools.plan_files import READ_LIMIT, plan_path
 
 ENTER_REASON = "EnterPlanMode switches to plan mode without a permission prompt"
 EXIT_OUTSIDE = "ExitPlanMode can only be used while plan mode is active"

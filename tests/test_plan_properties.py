@@ -31,7 +31,7 @@ from eventlog import InteractionResolved, NewEvent
 from projections import compare_session
 from sessionledger import SessionService
 from sessionledger.errors import CommandRefused, InvalidInput
-from sessionledger.plan_files import plan_path
+from sessionledger.tools.plan_files import plan_path
 
 PLANS = st.text(alphabet=st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30)
 MODES = st.sampled_from(["plan", "build", "edit", "yolo", "auto"])

@@ -35,10 +35,10 @@ from eventlog import (
 )
 from sessionledger import SessionService
 from sessionledger.errors import InvalidInput
-from sessionledger.session_material import estimate_tokens
-from sessionledger.tool_ports import ExtractionRequest
-from sessionledger.tools.descriptors import SERVICE_TOOLS
+from sessionledger.permission.descriptors import SERVICE_TOOLS
+from sessionledger.tools.ports import ExtractionRequest
 from sessionledger.tools.session_context import DESCRIPTION
+from sessionledger.tools.session_material import estimate_tokens
 
 RARE = "zorbifluxometer"
 PLAN = "1. Add the parser module.\n2. Wire it into the CLI.\n3. Write the property tests."

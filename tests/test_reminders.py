@@ -29,13 +29,13 @@ from eventlog import (
 )
 from projections.documents import MemoryDocTable
 from projections.turn_counters import TurnCounters, TurnCountersProjection, fold_turns
-from sessionledger.runtime.reminder_texts import (
+from sessionledger.service.reminder_texts import (
     PLAN_EXIT,
     PLAN_MODE_FULL,
     PLAN_MODE_SPARSE,
     TODO_REMINDER_HEADER,
 )
-from sessionledger.runtime.reminders import (
+from sessionledger.service.reminders import (
     Reminder,
     ReminderContext,
     TurnRequest,

@@ -54,7 +54,7 @@ from server_support import ServerProcess, running_server, sessionledger_command
 
 from eventlog import RecordedEvent, open_store
 from projections import open_projected_store
-from sessionledger.audit import audit_log
+from sessionledger.service.audit import audit_log
 
 CLIENTS = 4
 LOAD_S = (0.5, 2.0)

@@ -23,7 +23,7 @@ from todo_support import as_items, events, item, reopen, stored, write
 
 from sessionledger import SessionService
 from sessionledger.errors import InvalidInput
-from sessionledger.tools.descriptors import SERVICE_TOOLS
+from sessionledger.permission.descriptors import SERVICE_TOOLS
 from sessionledger.tools.todo_contract import (
     READ_DESCRIPTION,
     TODOS_DESCRIPTION,

@@ -21,12 +21,12 @@ import pytest
 
 from eventlog import HostKind, InteractionKind
 from sessionledger import SessionService
+from sessionledger.config.workspace import config_path
 from sessionledger.errors import InvalidInput
-from sessionledger.tool_service import ToolService, default_registry
-from sessionledger.tools.descriptors import SERVICE_TOOLS, ToolDescriptor
+from sessionledger.permission.descriptors import SERVICE_TOOLS, ToolDescriptor
 from sessionledger.tools.handlers import HandlerOutcome, Resolution, ToolContext
 from sessionledger.tools.registry import SurfaceOptions, ToolRegistry
-from sessionledger.workspace_config import config_path
+from sessionledger.tools.service import ToolService, default_registry
 
 HOSTS: tuple[HostKind, ...] = ("protocol", "tui", "headless")
 

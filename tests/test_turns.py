@@ -21,9 +21,9 @@ from eventlog import MessageRecorded, NewEvent, RecordedEvent, TodoItemData, Tod
 from projections import TurnCounters
 from sessionledger import SessionService
 from sessionledger.errors import InvalidInput, SessionDeleted, SessionNotFound
-from sessionledger.runtime import Reminder, ReminderContext
-from sessionledger.runtime.reminder_texts import PLAN_MODE_FULL, PLAN_MODE_SPARSE
-from sessionledger.runtime.turns import Role
+from sessionledger.service import Reminder, ReminderContext
+from sessionledger.service.reminder_texts import PLAN_MODE_FULL, PLAN_MODE_SPARSE
+from sessionledger.service.turns import Role
 
 TODO = ["TodoWrite", "Read"]
 TODO_OPENING = "The TodoWrite tool hasn't been used recently."

@@ -24,16 +24,16 @@ from server_support import (
     sessionledger_command,
 )
 
-from sessionledger.errors import ConfigurationError, OutOfDescriptors
-from sessionledger.permission import RulePattern
-from sessionledger.tool_permissions import WorkspacePermissions
-from sessionledger.tools.descriptors import SERVICE_TOOLS, host_tool
-from sessionledger.workspace_config import (
+from sessionledger.config.workspace import (
     CONFIG_PATH,
     WorkspaceConfig,
     config_path,
     load_workspace_config,
 )
+from sessionledger.errors import ConfigurationError, OutOfDescriptors
+from sessionledger.permission import RulePattern
+from sessionledger.permission.descriptors import SERVICE_TOOLS, host_tool
+from sessionledger.tools.permissions import WorkspacePermissions
 from statemachine.execution import ExecutionState
 
 VALID = """

@@ -16,9 +16,9 @@ from typing import Any
 from eventlog import Clock
 from projections import open_projected_store
 from sessionledger import SessionService
-from sessionledger.tool_ports import ToolPorts
-from sessionledger.tool_service import ToolService
-from sessionledger.workspace_config import config_path
+from sessionledger.config.workspace import config_path
+from sessionledger.tools.ports import ToolPorts
+from sessionledger.tools.service import ToolService
 
 __all__ = ["CATALOG_TOML", "FLAG_ONLY", "open_service", "tools_with", "write_config"]
 

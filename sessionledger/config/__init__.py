@@ -21,7 +21,7 @@ from eventlog import DEFAULT_STORE_URL, EventLogError, EventStore
 from projections import Projections, open_projected_store
 from statemachine.interaction import TimerConfig
 
-from .errors import ConfigurationError, from_eventlog
+from ..errors import ConfigurationError, from_eventlog
 
 __all__ = [
     "DB_ENV",

@@ -69,8 +69,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
-from .errors import InvalidWorkspaceConfig, from_os_error
-from .permission.config import PermissionConfig
+from ..errors import InvalidWorkspaceConfig, from_os_error
+from ..permission.config import PermissionConfig
 
 __all__ = [
     "CONFIG_PATH",

@@ -1,6 +1,6 @@
 """The FastAPI application factory: routes, error bodies, middleware and store listeners.
 
-:func:`create_app` wires one :class:`~sessionledger.sessions.SessionService` into an app; it
+:func:`create_app` wires one :class:`~sessionledger.service.sessions.SessionService` into an app; it
 holds no globals, so tests build as many apps as they like. Every error leaves as the JSON
 body of SPEC §11, ``{"error": {"code", "message", "details"}}``: application errors with their
 own status, FastAPI's validation errors as 422 ``invalid_input``, unknown routes as 404, and
@@ -35,8 +35,8 @@ from ..errors import (
 )
 from ..logs import batch_logger, descriptor_shortage, log_event, logger
 from ..mcp.http import MCP_PATH, McpHttpTransport
-from ..scheduler import TimerScheduler
-from ..sessions import SessionService
+from ..service.scheduler import TimerScheduler
+from ..service.sessions import SessionService
 from .execution_routes import execution_routes
 from .interaction_routes import interaction_routes
 from .middleware import (

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
-from ..sessions import RequestedMode, SessionService
+from ..service.sessions import RequestedMode, SessionService
 from .bodies import api_router
 from .schemas import (
     MAX_TEXT_CHARS,

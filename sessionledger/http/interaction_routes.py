@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from eventlog import UserActivityAction
 
-from ..sessions import SessionService
-from ..settings import SettingsUpdate
+from ..service.sessions import SessionService
+from ..service.settings import SettingsUpdate
 from .bodies import api_router
 from .schemas import (
     TOO_LARGE,

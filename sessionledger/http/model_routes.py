@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..sessions import SessionService
+from ..service.sessions import SessionService
 from .bodies import api_router
 from .schemas import (
     MAX_ID_CHARS,

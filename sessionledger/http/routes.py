@@ -1,7 +1,8 @@
 """The JSON endpoints for sessions (SPEC §11): create, list, read, delete, page events, audit.
 
 Each route validates its input with pydantic or FastAPI's parameter parsing, calls one
-:class:`~sessionledger.sessions.SessionService` method and returns its document. Handlers are
+:class:`~sessionledger.service.sessions.SessionService` method and returns its document.
+Handlers are
 plain functions, so FastAPI runs them in worker threads and the store's blocking calls never
 stall the event loop. The execution-state commands (mode, goal) are in
 :mod:`sessionledger.http.execution_routes`.
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from eventlog import HostKind
 
-from ..sessions import (
+from ..service.sessions import (
     DEFAULT_EVENTS_LIMIT,
     MAX_EVENTS_LIMIT,
     RequestedMode,

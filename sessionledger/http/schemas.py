@@ -23,8 +23,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from eventlog import Actor, InteractionKind, PermissionMode, TodoPriority, TodoStatus
 
-from ..documents import DisplayMode
 from ..permission.decision import Behavior
+from ..service.documents import DisplayMode
 from .middleware import OPEN_PATHS, SAFE_METHODS
 
 __all__ = [

@@ -27,7 +27,7 @@ import uvicorn
 
 from ..config import ServerSettings
 from ..logs import configure_logging, log_event, logger
-from ..sessions import SessionService
+from ..service.sessions import SessionService
 from .app import create_app
 
 __all__ = [

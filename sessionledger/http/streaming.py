@@ -53,7 +53,7 @@ from eventlog import EventStore, RecordedEvent
 from ..config import ServerSettings
 from ..errors import InvalidInput, SessionLedgerError
 from ..logs import log_event, logger
-from ..sessions import SessionService, check_cursor
+from ..service.sessions import SessionService, check_cursor
 from .bodies import api_router
 from .schemas import PlainInt, SessionIdPath, error_responses
 

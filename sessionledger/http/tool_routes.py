@@ -14,7 +14,7 @@ from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..sessions import SessionService
+from ..service.sessions import SessionService
 from .bodies import api_router
 from .schemas import (
     MAX_ID_CHARS,

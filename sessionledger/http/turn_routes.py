@@ -18,8 +18,8 @@ from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
-from ..runtime.turns import receipt
-from ..sessions import SessionService
+from ..service.sessions import SessionService
+from ..service.turns import receipt
 from .bodies import api_router
 from .schemas import MAX_ID_CHARS, MAX_TEXT_CHARS, TOO_LARGE, SessionIdPath, error_responses
 

@@ -5,7 +5,7 @@ and annotations from their descriptors; :mod:`.forms` maps a questionnaire or a 
 to one MCP elicitation and its answer back to a ``respond`` decision, and :mod:`.rounds` carries
 that form in a 2026-07-28 ``input_required`` round; :mod:`.results` turns a tool-call document
 into an MCP tool result; :mod:`.server` binds one MCP connection to one ledger session and runs
-every call through :meth:`ToolService.call <sessionledger.tool_service.ToolService.call>`, the
+every call through :meth:`ToolService.call <sessionledger.tools.service.ToolService.call>`, the
 path the HTTP routes take; :mod:`.http` is the streamable-HTTP endpoint ``serve`` mounts at
 ``/mcp``.
 """

@@ -16,7 +16,7 @@ from typing import Any
 from mcp_types import Tool, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..tools.descriptors import ToolDescriptor
+from ..permission.descriptors import ToolDescriptor
 from ..tools.registry import ToolRegistry
 
 __all__ = [

@@ -22,7 +22,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..sessions import SessionService
+from ..service.sessions import SessionService
 from .server import LedgerMcp, McpOptions
 
 __all__ = ["MCP_PATH", "McpHttpTransport"]

@@ -1,8 +1,8 @@
 """The MCP server: one MCP connection is one ledger session (issue 12).
 
 :class:`LedgerMcp` builds a low-level ``mcp`` :class:`~mcp.server.Server` over a
-:class:`~sessionledger.sessions.SessionService`. Every tool call goes through
-:meth:`ToolService.call <sessionledger.tool_service.ToolService.call>` with the configured host
+:class:`~sessionledger.service.sessions.SessionService`. Every tool call goes through
+:meth:`ToolService.call <sessionledger.tools.service.ToolService.call>` with the configured host
 kind (``protocol`` by default), the same path as ``POST /v1/sessions/{id}/tool-calls``, so it
 is recorded identically. A call that waits for the user (AskUserQuestion, ExitPlanMode in
 Plan) is asked through MCP elicitation when the client declared that capability (one form
@@ -40,7 +40,7 @@ from eventlog import HostKind
 
 from .. import __version__
 from ..errors import Conflict, InvalidInput, NotFound, SessionLedgerError
-from ..sessions import SessionService
+from ..service.sessions import SessionService
 from ..tools.registry import PLAN_TOOLS
 from .catalog import INTERACTION_STATUS, MCP_TOOLS, InteractionStatusInput, offered_tools
 from .forms import Form, ask_form, plan_form

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from eventlog import PermissionVerdict
 from statemachine.execution import ExecutionState
 
-from ..tools.descriptors import ToolDescriptor
+from .descriptors import ToolDescriptor
 
 __all__ = ["Behavior", "PermissionDecision", "PermissionRequest"]
 

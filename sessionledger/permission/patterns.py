@@ -37,7 +37,7 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from ..tools.descriptors import ToolDescriptor
+from .descriptors import ToolDescriptor
 from .shell_parse import ShellParseError, parse_command
 
 __all__ = [

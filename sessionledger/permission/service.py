@@ -2,7 +2,7 @@
 
 ``PermissionService(config).check(request)`` walks the ordered checks of :mod:`.steps`
 (the PM-3 order) and returns the first :class:`PermissionDecision`. It does no I/O: the
-workspace configuration is loaded beforehand (:mod:`sessionledger.workspace_config`) and paths
+workspace configuration is loaded beforehand (:mod:`sessionledger.config.workspace`) and paths
 are compared lexically. Decisions carry a stable dotted ``rule_id`` and a human ``reason``;
 :meth:`PermissionDecision.to_wire` is the ``{behavior, reason, ruleId}`` shape of SPEC §11.
 """

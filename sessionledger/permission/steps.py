@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ..tools.descriptors import ToolDescriptor
 from .config import PermissionConfig
 from .decision import Behavior, PermissionDecision, PermissionRequest
+from .descriptors import ToolDescriptor
 from .patterns import CallSubjects, RulePattern, call_subjects, normalise_path, primary_argument
 from .shell import ShellVerdict, classify
 from .shell_parse import without_cyclic_gc

@@ -29,7 +29,7 @@ from projections import Projections, SessionSummary
 from statemachine.execution import Command, ExecutionState, Refusal, decide_events
 
 from ..errors import CommandRefused, SessionDeleted, SessionNotFound
-from .retry import retry_overtaken
+from ..ledger import retry_overtaken
 
 __all__ = ["CommandResult", "ExecutionRuntime", "StateListener"]
 

@@ -1,7 +1,8 @@
 """The model catalog for hosts and clients: listing, resolving, and the session's model (§8).
 
 The HTTP routes (``GET /v1/models``, ``GET /v1/models/resolve``, ``PUT …/model``) call this;
-it is attached to :class:`~sessionledger.sessions.SessionService` as ``.models``. A session's
+it is attached to :class:`~sessionledger.service.sessions.SessionService` as ``.models``.
+A session's
 current model is the user's choice recorded on the session (``SessionModelSelected``, read
 from the tool-records projection), else the catalog's ``current``; only the user changes it
 — ListModels never does (LM-1). Which catalog: the session's workspace's, or the server's
@@ -20,12 +21,12 @@ from typing import Any
 from eventlog import EventStore, NewEvent, SessionModelSelected
 from projections import Projections, SessionSummary
 
-from .errors import InvalidInput, NotFound, eventlog_errors
-from .model_catalog import ModelCatalog, ModelCatalogPort
-from .model_reference import ModelReferenceError, ResolvedModel, resolve_model_reference
-from .runtime import ExecutionRuntime
-from .runtime.retry import retry_overtaken
-from .tools.list_models import CATALOG_UNAVAILABLE_CODE, CATALOG_UNAVAILABLE_NAME, listing_text
+from ..errors import InvalidInput, NotFound, eventlog_errors
+from ..ledger import retry_overtaken
+from ..tools.list_models import CATALOG_UNAVAILABLE_CODE, CATALOG_UNAVAILABLE_NAME, listing_text
+from ..tools.model_catalog import ModelCatalog, ModelCatalogPort
+from ..tools.model_reference import ModelReferenceError, ResolvedModel, resolve_model_reference
+from . import ExecutionRuntime
 
 __all__ = ["InvalidModelReference", "ModelCatalogUnavailable", "ModelService"]
 

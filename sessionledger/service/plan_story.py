@@ -7,7 +7,8 @@ EnterPlanMode completions — the exact text the model received, JSON-quoted so 
 An approval takes two batches (PM-7, D64): the user's ``InteractionResolved`` first (the
 generic note), then ``PlanApproved`` with the exit; one that never got its second batch is told
 by ``PlanApprovalCancelled`` (why, and that Plan stayed on and the plan was asked again).
-These describers are merged into :data:`sessionledger.documents.DESCRIBERS`; the other tools'
+These describers are merged into :data:`sessionledger.service.documents.DESCRIBERS`; the
+other tools'
 completions keep the generic payload note.
 """
 

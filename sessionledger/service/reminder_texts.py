@@ -2,7 +2,7 @@
 
 SPEC TD-5 and PM-5 fix the opening sentences (marked **exact** there; tests compare them
 literally) and what the rest must say; the remainder is ours (docs/decisions.md D32). Texts
-only: :mod:`sessionledger.runtime.reminders` decides when each is injected. The todo text is
+only: :mod:`sessionledger.service.reminders` decides when each is injected. The todo text is
 built from the current list by :func:`todo_reminder_text`.
 """
 

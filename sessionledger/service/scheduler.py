@@ -2,7 +2,7 @@
 
 DESIGN.md "Time": timers are not sleeping coroutines holding state. The state is in the log
 and its projection; this thread only asks :meth:`TimerService.run_due
-<sessionledger.timers.TimerService.run_due>` to append whatever is due now and to name the
+<sessionledger.service.timers.TimerService.run_due>` to append whatever is due now and to name the
 next due instant, then sleeps until that instant. It wakes early when this process commits
 an event that can move a timer (a question registered or resolved, a timer change, a setting
 change), and at least every ``poll_s`` seconds, which is how appends by another process on
@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 from eventlog import EventStore, RecordedEvent, StoreClosed
 
-from .logs import log_event, logger
+from ..logs import log_event, logger
 from .timers import TimerService
 
 __all__ = ["DEFAULT_POLL_S", "WAKE_TYPES", "TimerScheduler"]

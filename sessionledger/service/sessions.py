@@ -4,7 +4,7 @@ HTTP routes and CLI commands call this and nothing below it, so every rule about
 (workspace inside the root, parent must exist, cursor bounds, a deleted session answers 410)
 lives here once. Reads come from the inline projections (:mod:`projections`), never from
 folding events per request; execution-state changes go through one
-:class:`~sessionledger.runtime.ExecutionRuntime`, which keeps SPEC ES-6's order. Every log
+:class:`~sessionledger.service.ExecutionRuntime`, which keeps SPEC ES-6's order. Every log
 error becomes a :mod:`sessionledger.errors` error. Methods are synchronous: the HTTP layer
 runs them in worker threads.
 """
@@ -38,10 +38,8 @@ from projections.execution_state import fold
 from statemachine.execution import Command, Cycle, EndGoal, LeavePlan, SetMode, StartGoal
 from statemachine.interaction import TimerConfig
 
-from .audit import AuditProgress, AuditReport, audit_log, audit_session
-from .config import open_event_store
-from .documents import list_entry, session_document
-from .errors import (
+from ..config import open_event_store
+from ..errors import (
     CorruptLog,
     InvalidInput,
     SessionDeleted,
@@ -50,14 +48,16 @@ from .errors import (
     WorkspaceOutsideRoot,
     from_eventlog,
 )
-from .model_service import ModelService
-from .plan_files import plan_file_source
-from .runtime import CommandResult, ExecutionRuntime, TurnService
-from .runtime.retry import retry_overtaken
+from ..ledger import retry_overtaken
+from ..tools.plan_files import plan_file_source
+from ..tools.service import ToolService
+from . import CommandResult, ExecutionRuntime, TurnService
+from .audit import AuditProgress, AuditReport, audit_log, audit_session
+from .documents import list_entry, session_document
+from .models import ModelService
 from .settings import SettingsService
 from .timers import TimerService
 from .todos import TodoService
-from .tool_service import ToolService
 
 __all__ = [
     "DEFAULT_EVENTS_LIMIT",

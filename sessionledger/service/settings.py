@@ -32,9 +32,9 @@ from pydantic import (
 from eventlog import EventLogError, EventStore, NewEvent, SettingChanged
 from projections.interaction_timers import SETTINGS_STREAM
 
-from .errors import InvalidInput, from_eventlog
-from .executor import summarize, validation_details
-from .runtime.retry import retry_overtaken
+from ..errors import InvalidInput, from_eventlog
+from ..ledger import retry_overtaken
+from ..tools.executor import summarize, validation_details
 from .timers import TimerService
 
 __all__ = ["SETTINGS_STREAM", "SettingsService", "SettingsUpdate"]

@@ -8,13 +8,13 @@ version *first*, then the projection, and appends the due transition guarded by 
 version and by an idempotency key per interaction and state — so two processes on one
 database that decide the same transition record it once, and a decision made on a stale
 read conflicts and is made again. The auto-continue at the deadline is the executor's
-answer step (:meth:`~sessionledger.executor.ToolExecutor.auto_continue`), so the call
+answer step (:meth:`~sessionledger.tools.executor.ToolExecutor.auto_continue`), so the call
 document reads completed as soon as it is appended.
 
 :meth:`TimerService.settle` appends everything due in one session up to now, in order (after
 a restart that is every transition missed while the service was down);
 :meth:`TimerService.run_due` does it for every session with a timer that may move and
-answers the next due instant, which is all the scheduler (:mod:`sessionledger.scheduler`)
+answers the next due instant, which is all the scheduler (:mod:`sessionledger.service.scheduler`)
 needs. User activity (HO-5) is a command here too: recorded, and pausing a running timer for
 good.
 """
@@ -51,11 +51,11 @@ from statemachine.interaction import (
     activity_events,
 )
 
-from .errors import Conflict, NotFound, SessionLedgerError, eventlog_errors
-from .executor import ToolExecutor
-from .logs import log_event, logger
-from .runtime import ExecutionRuntime
-from .runtime.retry import retry_overtaken
+from ..errors import Conflict, NotFound, SessionLedgerError, eventlog_errors
+from ..ledger import retry_overtaken
+from ..logs import log_event, logger
+from ..tools.executor import ToolExecutor
+from . import ExecutionRuntime
 
 __all__ = ["MAX_STEPS", "TimerService"]
 

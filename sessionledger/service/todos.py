@@ -4,7 +4,7 @@ The list itself is the todo projection's (:mod:`projections.todos`, kept inline 
 writes only ever come through the TodoWrite tool. This module answers the readers: the
 session document's ``todos`` (SPEC §11, in list order), and the "completed/total" progress a
 host shows beside the list (TD-6) — the ``sessionledger todos`` command prints the same. It
-lives apart from :mod:`sessionledger.sessions` so that module stays about sessions.
+lives apart from :mod:`sessionledger.service.sessions` so that module stays about sessions.
 
 An unknown session is 404 (``session_not_found``) and a deleted one 410
 (``session_deleted``): a deleted session has no todos (docs/decisions.md D30).
@@ -20,8 +20,8 @@ from eventlog import EventStore, TodoItemData
 from projections import Projections, SessionSummary
 from projections.todos import as_item
 
-from .errors import SessionDeleted, SessionNotFound, eventlog_errors
-from .tools.todo_contract import item_wire, list_lines, summary
+from ..errors import SessionDeleted, SessionNotFound, eventlog_errors
+from ..tools.todo_contract import item_wire, list_lines, summary
 
 __all__ = ["TodoList", "TodoService", "progress_text"]
 

@@ -33,9 +33,9 @@ from projections.todos import current_todos
 from projections.turn_counters import fold_turns
 
 from ..errors import InvalidInput, eventlog_errors
+from ..ledger import retry_overtaken
 from .execution import ExecutionRuntime
 from .reminders import Reminder, ReminderSource, TurnRequest, decide_reminders
-from .retry import retry_overtaken
 
 __all__ = ["MESSAGE_KEY_PREFIX", "ProjectedTodos", "Role", "TodoSource", "TurnService", "receipt"]
 

@@ -7,6 +7,6 @@ permission authority, not their runner (SPEC TR-3).
 
 from __future__ import annotations
 
-from .descriptors import HOST_TOOLS, SERVICE_TOOLS, ToolDescriptor, host_tool, mcp_tool
+from ..permission.descriptors import HOST_TOOLS, SERVICE_TOOLS, ToolDescriptor, host_tool, mcp_tool
 
 __all__ = ["HOST_TOOLS", "SERVICE_TOOLS", "ToolDescriptor", "host_tool", "mcp_tool"]

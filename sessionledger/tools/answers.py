@@ -35,11 +35,11 @@ from projections import Projections, SessionSummary
 from projections.documents import Doc
 from projections.tool_calls import call_document, call_wire
 
-from .errors import ServiceUnavailable, SessionLedgerError
-from .logs import log_event
-from .runtime import ExecutionRuntime
-from .runtime.retry import retry_overtaken
-from .tools.handlers import (
+from ..errors import ServiceUnavailable, SessionLedgerError
+from ..ledger import retry_overtaken
+from ..logs import log_event
+from ..service import ExecutionRuntime
+from .handlers import (
     AbandonCause,
     DecidesFirst,
     HandlerOutcome,
@@ -47,7 +47,7 @@ from .tools.handlers import (
     ToolContext,
     ToolHandler,
 )
-from .tools.registry import ToolRegistry
+from .registry import ToolRegistry
 
 __all__ = ["DecidedAnswers", "completed_event", "resolved_event"]
 

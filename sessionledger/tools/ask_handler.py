@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from eventlog import InteractionKind
 
+from ..permission.descriptors import SERVICE_TOOLS, ToolDescriptor
 from .ask_texts import declined_text
 from .ask_user_question import (
     DESCRIPTION,
@@ -26,7 +27,6 @@ from .ask_user_question import (
     parse_model_input,
     result,
 )
-from .descriptors import SERVICE_TOOLS, ToolDescriptor
 from .handlers import HandlerOutcome, Resolution, ToolContext
 
 __all__ = ["AskUserQuestionHandler"]

@@ -42,16 +42,16 @@ from projections import Projections, SessionSummary
 from projections.tool_calls import call_document, call_key, call_wire
 from statemachine.execution import ExecutionState
 
+from ..errors import Conflict, InvalidInput, NotFound
+from ..ledger import retry_overtaken
+from ..permission.descriptors import ToolDescriptor
+from ..service import ExecutionRuntime
+from .answers import DecidedAnswers, completed_event, resolved_event
 from .brokers import Pending, broker_for
-from .decided_answers import DecidedAnswers, completed_event, resolved_event
-from .errors import Conflict, InvalidInput, NotFound
-from .runtime import ExecutionRuntime
-from .runtime.retry import retry_overtaken
-from .tool_results import call_answer
-from .tools.descriptors import ToolDescriptor
-from .tools.handlers import AskAware, DecidesFirst, Resolution, ToolContext, ToolHandler
-from .tools.registry import SurfaceOptions, ToolRegistry
-from .tools.todo_contract import TodoFields
+from .handlers import AskAware, DecidesFirst, Resolution, ToolContext, ToolHandler
+from .registry import SurfaceOptions, ToolRegistry
+from .results import call_answer
+from .todo_contract import TodoFields
 
 __all__ = [
     "CallAnswer",
@@ -307,7 +307,7 @@ class ToolExecutor:
     def resume(self, session_id: str) -> int:
         """Abandon the session's answers that are on record but never completed (the service
         stopped between a decided-first answer's two batches) and ask them again; the
-        number abandoned (:class:`~sessionledger.decided_answers.DecidedAnswers`)."""
+        number abandoned (:class:`~sessionledger.tools.answers.DecidedAnswers`)."""
         return self._decided.resume(session_id)
 
     # -- answers ---------------------------------------------------------------------------

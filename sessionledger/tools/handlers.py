@@ -23,7 +23,7 @@ from eventlog import (
 )
 from projections import SessionSummary
 
-from .descriptors import ToolDescriptor
+from ..permission.descriptors import ToolDescriptor
 from .todo_contract import TodoFields
 
 __all__ = [

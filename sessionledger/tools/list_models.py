@@ -1,7 +1,7 @@
 """ListModels (SPEC LM-1): the contract, the listing text and the handler.
 
 No parameters (input ``{}``, strict). Every call reads the host's catalog afresh through the
-:class:`~sessionledger.model_catalog.ModelCatalogPort` — bounded by the tool's 10 s timeout —
+:class:`~sessionledger.tools.model_catalog.ModelCatalogPort` — bounded by the tool's 10 s timeout —
 and answers one line per model::
 
     anthropic/claude-sonnet — Anthropic · reasoning: low, high (default low) · context 200000 tokens
@@ -26,10 +26,10 @@ from pydantic import BaseModel, ConfigDict
 
 from eventlog import InteractionKind
 
-from ..model_catalog import CatalogModel, ModelCatalog, ModelCatalogPort
-from ..tool_ports import PortTimeout, call_with_timeout
-from .descriptors import SERVICE_TOOLS, ToolDescriptor
+from ..permission.descriptors import SERVICE_TOOLS, ToolDescriptor
 from .handlers import HandlerOutcome, Resolution, ToolContext
+from .model_catalog import CatalogModel, ModelCatalog, ModelCatalogPort
+from .ports import PortTimeout, call_with_timeout
 
 __all__ = [
     "CATALOG_UNAVAILABLE_CODE",

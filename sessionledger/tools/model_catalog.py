@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .workspace_config import ModelsConfig, WorkspaceConfig, load_workspace_config
+from ..config.workspace import ModelsConfig, WorkspaceConfig, load_workspace_config
 
 __all__ = [
     "CatalogModel",

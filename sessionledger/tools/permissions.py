@@ -23,10 +23,10 @@ from typing import Any
 from eventlog import PermissionVerdict
 from statemachine.execution import ExecutionState
 
-from .permission import PermissionRequest, PermissionService
-from .permission.patterns import primary_argument
-from .tools.descriptors import ToolDescriptor
-from .workspace_config import WorkspaceConfig, config_path, load_workspace_config
+from ..config.workspace import WorkspaceConfig, config_path, load_workspace_config
+from ..permission import PermissionRequest, PermissionService
+from ..permission.descriptors import ToolDescriptor
+from ..permission.patterns import primary_argument
 
 __all__ = ["WorkspacePermissions"]
 

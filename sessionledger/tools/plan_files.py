@@ -42,7 +42,7 @@ from pathlib import Path
 from eventlog import EventStore, PlanApproved, RecordedEvent
 from projections import SessionSummary
 
-from .runtime.reminders import Reminder, ReminderContext, ReminderSource
+from ..service.reminders import Reminder, ReminderContext, ReminderSource
 
 __all__ = [
     "PLANS_DIR",

@@ -10,7 +10,7 @@ recorded with the plan. The answer is decided by :mod:`statemachine.plan_approva
 * approve (a TUI ``modify`` may edit the plan), in PM-7's literal order: the handler is
   :class:`~.handlers.DecidesFirst`, so the executor first appends the user's decision
   (``InteractionResolved``) alone; then :meth:`ExitPlanModeHandler.run` writes the plan file
-  (:mod:`sessionledger.plan_files`) and returns ``PlanApproved`` with the file outcome (after
+  (:mod:`sessionledger.tools.plan_files`) and returns ``PlanApproved`` with the file outcome (after
   ``PlanFileWriteFailed`` when the write failed) and the state change leaving Plan, appended
   with the completion in a second batch. A cancelled write raises: no exit is appended and
   Plan stays on; the approval is abandoned (``PlanApprovalCancelled``) and the plan asked
@@ -50,8 +50,7 @@ from statemachine.plan_approval import (
 )
 
 from ..errors import ServiceUnavailable
-from ..plan_files import PlanFiles, PlanWriteCancelled, last_approved_plan, put_back
-from .descriptors import SERVICE_TOOLS, ToolDescriptor
+from ..permission.descriptors import SERVICE_TOOLS, ToolDescriptor
 from .handlers import AbandonCause, Asked, HandlerOutcome, Resolution, ToolContext
 from .plan_contract import (
     APPROVE_OPTION,
@@ -68,6 +67,7 @@ from .plan_contract import (
     parse_enter_input,
     parse_exit_input,
 )
+from .plan_files import PlanFiles, PlanWriteCancelled, last_approved_plan, put_back
 
 __all__ = ["EnterPlanModeHandler", "ExitPlanModeHandler", "SessionEvents", "SessionGone"]
 

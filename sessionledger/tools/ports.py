@@ -3,7 +3,7 @@
 Handlers do no I/O of their own; what they need from outside the log comes through a port
 injected when the registry is built (:class:`ToolPorts`):
 
-* the **model catalog** (ListModels, model references) — :mod:`sessionledger.model_catalog`;
+* the **model catalog** (ListModels, model references) — :mod:`sessionledger.tools.model_catalog`;
 * an optional **auxiliary model** that extracts material for ReadSessionContext (RS-2), with
   a fallback to local material when it is absent, fails or overruns its time;
 * the **cron** port (TR-5), which validates five-field expressions and answers next-due
@@ -27,10 +27,10 @@ from typing import Literal, Protocol, TypeVar, cast
 from eventlog import Clock, HostKind, SystemClock
 from projections import SessionSummary
 
+from ..config.workspace import WorkspaceConfig, load_workspace_config
 from .model_catalog import FileModelCatalog, ModelCatalogPort
+from .registry import SurfaceOptions
 from .schedule_ports import CroniterCron, CronPort, OffPeakPorts
-from .tools.registry import SurfaceOptions
-from .workspace_config import WorkspaceConfig, load_workspace_config
 
 __all__ = [
     "AUXILIARY_TIMEOUT_S",

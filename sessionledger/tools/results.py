@@ -17,7 +17,7 @@ from eventlog import EventStore, TodoItemData, TodosWritten
 from projections.documents import Doc
 from projections.tool_calls import call_wire
 
-from .tools.todo_contract import answer_result, is_recorded_by_reference, recorded_old_seq
+from .todo_contract import answer_result, is_recorded_by_reference, recorded_old_seq
 
 __all__ = ["call_answer", "written_list"]
 

@@ -32,8 +32,8 @@ from pydantic import (
     model_validator,
 )
 
-from ..schedule_ports import CronPort, InvalidCronExpression
-from .descriptors import ToolDescriptor
+from ..permission.descriptors import ToolDescriptor
+from .schedule_ports import CronPort, InvalidCronExpression
 
 __all__ = [
     "DESCRIPTIONS",

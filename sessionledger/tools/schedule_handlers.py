@@ -33,9 +33,9 @@ from eventlog import (
 )
 from projections.documents import Doc
 
-from ..schedule_ports import CronPort, OffPeakPorts
 from .handlers import HandlerOutcome, Resolution, ToolContext
 from .schedule_contract import DESCRIPTIONS, SCHEDULE_TOOLS, parse, schema_of
+from .schedule_ports import CronPort, OffPeakPorts
 
 __all__ = ["RecordsReader", "ScheduleTools", "cron_wire", "schedule_handlers"]
 

@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, croniter  # type: ignore[import-untyped]
 
-from .workspace_config import OffPeakConfig, WorkspaceConfig
+from ..config.workspace import OffPeakConfig, WorkspaceConfig
 
 __all__ = [
     "CRON_FIELDS",

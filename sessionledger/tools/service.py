@@ -20,7 +20,7 @@ from eventlog import EventStore, HostKind, NewEvent, PermissionDecided, new_id
 from projections import Projections
 from projections.tool_calls import interaction_wire
 
-from .errors import (
+from ..errors import (
     Conflict,
     InvalidInput,
     ServiceUnavailable,
@@ -28,14 +28,14 @@ from .errors import (
     checked_input,
     eventlog_errors,
 )
+from ..logs import log_event
+from ..permission.descriptors import MCP_NAME, ToolDescriptor, host_tool, mcp_tool
+from ..service import ExecutionRuntime
 from .executor import CallAnswer, Decision, ToolExecutor
-from .logs import log_event
-from .runtime import ExecutionRuntime
-from .tool_permissions import WorkspacePermissions
-from .tool_ports import ToolPorts, WorkspaceSurface
-from .tool_set import basic_handlers, service_handlers
-from .tools.descriptors import MCP_NAME, ToolDescriptor, host_tool, mcp_tool
-from .tools.registry import ToolRegistry
+from .permissions import WorkspacePermissions
+from .ports import ToolPorts, WorkspaceSurface
+from .registry import ToolRegistry
+from .toolset import basic_handlers, service_handlers
 
 __all__ = ["QueueTimers", "ToolService", "default_registry"]
 
@@ -54,7 +54,7 @@ def default_registry(
 
 
 class QueueTimers(Protocol):
-    """The auto-continue timers of the interaction queues (:mod:`sessionledger.timers`)."""
+    """The auto-continue timers of the interaction queues (:mod:`sessionledger.service.timers`)."""
 
     def settle(self, session_id: str) -> int: ...
     def settle_quietly(self, session_id: str) -> None: ...

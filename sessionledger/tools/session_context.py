@@ -9,7 +9,8 @@ are a 422 and append nothing. The handler then refuses — a completed call with
 
 The material: with an auxiliary model configured, extraction is delegated to it, bounded by
 its share of the tool's fixed 5-minute timeout; without one, or when it raises, overruns or
-answers nothing, the answer is built from local material (:mod:`sessionledger.session_material`)
+answers nothing, the answer is built from local material
+(:mod:`sessionledger.tools.session_material`)
 and ``result.fallbackReason`` says why. Either way the whole answer — material plus the
 framing that marks it as background, not instructions (RS-3) — is at most ``maxTokens``
 tokens (UTF-8 bytes / 4) whenever the framing itself fits.
@@ -25,7 +26,16 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 from eventlog import InteractionKind, RecordedEvent
 from projections import SessionSummary
 
-from ..session_material import (
+from ..permission.descriptors import SERVICE_TOOLS, ToolDescriptor
+from .handlers import HandlerOutcome, Resolution, ToolContext
+from .ports import (
+    AUXILIARY_TIMEOUT_S,
+    AuxiliaryModel,
+    ExtractionRequest,
+    PortTimeout,
+    call_with_timeout,
+)
+from .session_material import (
     cut_utf8,
     digest,
     estimate_tokens,
@@ -33,15 +43,6 @@ from ..session_material import (
     relevant_text,
     size,
 )
-from ..tool_ports import (
-    AUXILIARY_TIMEOUT_S,
-    AuxiliaryModel,
-    ExtractionRequest,
-    PortTimeout,
-    call_with_timeout,
-)
-from .descriptors import SERVICE_TOOLS, ToolDescriptor
-from .handlers import HandlerOutcome, Resolution, ToolContext
 
 __all__ = [
     "AUXILIARY_INPUT_TOKENS",

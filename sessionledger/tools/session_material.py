@@ -8,7 +8,7 @@ completed successfully (the user's modified input if they changed it), or the ``
 session's summary.
 
 :func:`relevant_text` ranks message chunks by BM25 against the query
-(:mod:`sessionledger.relevance`) and keeps the best that fit; :func:`handoff_text` assembles
+(:mod:`sessionledger.tools.relevance`) and keeps the best that fit; :func:`handoff_text` assembles
 goal, execution state, todos with statuses, open questions, the approved plan and then as
 many recent messages as fit. Budgets are UTF-8 bytes (a token is estimated as 4 bytes,
 rounded up); a cut never splits a character.

@@ -22,7 +22,7 @@ from typing import Any
 
 from eventlog import InteractionKind, TodosWritten
 
-from .descriptors import SERVICE_TOOLS, ToolDescriptor
+from ..permission.descriptors import SERVICE_TOOLS, ToolDescriptor
 from .handlers import HandlerOutcome, Resolution, ToolContext
 from .todo_contract import (
     READ_DESCRIPTION,

@@ -3,8 +3,8 @@
 Every handler lives in :mod:`sessionledger.tools`; the ones added for SPEC §8 to §10 need
 the store (another session's events for ReadSessionContext, the session's records for the
 cron and off-peak tools, the session's chosen model for ListModels) and the host's ports
-(:class:`~sessionledger.tool_ports.ToolPorts`). This module builds them over one store and
-its projections, so :mod:`sessionledger.tool_service` stays about running calls.
+(:class:`~sessionledger.tools.ports.ToolPorts`). This module builds them over one store and
+its projections, so :mod:`sessionledger.tools.service` stays about running calls.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from eventlog import EventStore, RecordedEvent, StoreClosed
 from projections import Projections, SessionSummary
 from projections.documents import Doc
 
+from .ask_handler import AskUserQuestionHandler
+from .handlers import ToolHandler
+from .list_models import ListModelsHandler
 from .plan_files import PlanFiles
-from .tool_ports import ToolPorts
-from .tools.ask_handler import AskUserQuestionHandler
-from .tools.handlers import ToolHandler
-from .tools.list_models import ListModelsHandler
-from .tools.plan_handlers import EnterPlanModeHandler, ExitPlanModeHandler
-from .tools.schedule_handlers import ScheduleTools, schedule_handlers
-from .tools.session_context import ReadSessionContextHandler
-from .tools.todo_handler import TodoReadHandler, TodoWriteHandler
+from .plan_handlers import EnterPlanModeHandler, ExitPlanModeHandler
+from .ports import ToolPorts
+from .schedule_handlers import ScheduleTools, schedule_handlers
+from .session_context import ReadSessionContextHandler
+from .todo_handler import TodoReadHandler, TodoWriteHandler
 
 __all__ = ["StoreSessionSource", "basic_handlers", "service_handlers"]
 

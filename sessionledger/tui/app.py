@@ -1,6 +1,7 @@
 """The terminal UI host (SPEC HO-1, TD-6, ES-4): ``sessionledger tui SESSION``.
 
-An in-process approver over one :class:`~sessionledger.sessions.SessionService`: no protocol,
+An in-process approver over one :class:`~sessionledger.service.sessions.SessionService`: no
+protocol,
 no HTTP. It reads everything from the store — the session document, the todo list, the log —
 and changes nothing except through the service calls the HTTP routes use: Shift+Tab is
 ``cycle_mode`` (the execution machine decides; a refusal such as ES-5's is shown, nothing is
@@ -30,7 +31,7 @@ from textual.widgets import Footer, Header, Static
 from eventlog import RecordedEvent
 
 from ..errors import SessionDeleted, SessionLedgerError
-from ..sessions import SessionService
+from ..service.sessions import SessionService
 from .panels import Answered, Engaged, InteractionPanel, panel_for
 from .sidebar import RECENT_EVENTS, Sidebar
 

@@ -19,7 +19,7 @@ from textual.widgets import Static
 
 from eventlog import RecordedEvent
 
-from ..todos import TodoList
+from ..service.todos import TodoList
 
 __all__ = ["RECENT_EVENTS", "Sidebar", "mode_badge", "todo_lines"]
 

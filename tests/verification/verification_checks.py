@@ -18,7 +18,7 @@ from verification_model import DEADLINE, GRACE, SessionModel
 
 from eventlog import RecordedEvent, format_instant
 from sessionledger import SessionService
-from sessionledger.plan_files import plan_path
+from sessionledger.tools.plan_files import plan_path
 
 __all__ = [
     "STOP",
