@@ -22,7 +22,8 @@ SPEC §11), optional JSON-safe ``details`` and the CLI ``exit_code`` (2 bad usag
         ├── OutOfDescriptors      503 service_unavailable     exit 1
         └── StorageUnavailable    503 storage_unavailable     exit 1
 
-Errors of the event log are translated by :func:`from_eventlog`: ``ConcurrencyConflict`` →
+Errors of the event log are translated by
+:func:`sessionledger.ledger.from_eventlog`: ``ConcurrencyConflict`` →
 ``Conflict``, ``StoreBusy`` and ``StoreClosed`` → ``ServiceUnavailable``,
 ``DescriptorsExhausted`` (and an ``OSError`` EMFILE/ENFILE, :func:`from_os_error`) →
 ``OutOfDescriptors``, ``StorageFault`` → ``StorageUnavailable``, ``InvalidStoreUrl`` →
@@ -34,22 +35,11 @@ URL or an unreadable file is the configuration's fault: ``ConfigurationError`` n
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from eventlog import (
-    ConcurrencyConflict,
-    DescriptorsExhausted,
-    EventLogError,
-    InvalidStoreUrl,
     JsonShapeError,
     StorageFault,
-    StoreBusy,
-    StoreClosed,
-    UnknownEventType,
-    UnknownSchemaVersion,
-    UnreadableStore,
     check_json,
     descriptors_exhausted,
 )
@@ -74,8 +64,6 @@ __all__ = [
     "Unauthorized",
     "WorkspaceOutsideRoot",
     "checked_input",
-    "eventlog_errors",
-    "from_eventlog",
     "from_os_error",
     "shape_refused",
 ]
@@ -283,50 +271,6 @@ class StorageUnavailable(ServiceUnavailable):
         )
 
 
-def from_eventlog(exc: EventLogError, *, opening: str | None = None) -> SessionLedgerError:
-    """Translate an event log error into the application error that answers for it.
-
-    ``opening`` is the URL of a store being opened: then a URL this build cannot open or a
-    file the driver cannot read is a :class:`ConfigurationError` that names it (exit 2).
-    """
-    message = str(exc)
-    if opening is not None and isinstance(exc, InvalidStoreUrl):
-        return ConfigurationError(f"invalid store URL {opening!r}: {message}")
-    if opening is not None and isinstance(exc, UnreadableStore):
-        return ConfigurationError(f"cannot open the event store {opening!r}: {message}")
-    if isinstance(exc, ConcurrencyConflict):
-        return Conflict(
-            message,
-            details={"sessionId": exc.session_id, "expected": exc.expected, "actual": exc.actual},
-        )
-    if isinstance(exc, StoreBusy):
-        return ServiceUnavailable(f"the event store is busy: {message}")
-    if isinstance(exc, StoreClosed):
-        return ServiceUnavailable("the event store is closed: the service is stopping")
-    if isinstance(exc, DescriptorsExhausted):
-        return OutOfDescriptors(message)
-    if isinstance(exc, StorageFault):
-        return StorageUnavailable(exc)
-    if isinstance(exc, InvalidStoreUrl):
-        return ConfigurationError(message)
-    if isinstance(exc, UnknownEventType | UnknownSchemaVersion):
-        return CorruptLog(message)
-    if isinstance(exc, UnreadableStore):  # a damaged file or table under the store
-        return CorruptLog(f"the database cannot be read: {message}")
-    if isinstance(exc, JsonShapeError):  # the writer's last line behind the edges' check
-        return shape_refused(exc, loc="data")
-    return SessionLedgerError(message)
-
-
 def from_os_error(exc: OSError) -> OutOfDescriptors | None:
     """The application error of an ``OSError`` that means "no descriptor left", else None."""
     return OutOfDescriptors(str(exc)) if descriptors_exhausted(exc) else None
-
-
-@contextmanager
-def eventlog_errors() -> Iterator[None]:
-    """Raise what reading or appending raises as the application error answering for it."""
-    try:
-        yield
-    except EventLogError as exc:
-        raise from_eventlog(exc) from exc

@@ -1,5 +1,22 @@
-"""One policy for a decide-and-append that another writer overtook (SPEC ES-6, EG-6).
+"""The ledger: the event store and its read models bound together, the one seam services use.
 
+Every service (sessions, execution, turns, tools, timers, settings, models) takes a
+:class:`Ledger`, not a store and projections. It answers four questions once:
+
+* :meth:`Ledger.live` — the session's summary, or 404 ``session_not_found`` / 410
+  ``session_deleted``: the live-session check, written here only;
+* :meth:`Ledger.retry` — read → decide → append with the expected version, again on a fresh
+  read while another writer overtook it (the policy below);
+* :meth:`Ledger.append` — append a batch, then tell the after-append observers
+  (:meth:`Ledger.after_append`: the execution runtime's memory, the executor's held todo
+  lists) in the appending thread, once the append returned;
+* :meth:`Ledger.on_commit` — the store's commit publication (every writer's batches).
+
+It also holds the one translation of the log's errors into application errors
+(:func:`from_eventlog`; :func:`eventlog_errors` around a service's entry point, and the
+faces' last-resort handlers for what they read from the store directly, the streams).
+
+The retry policy, for a decide-and-append that another writer overtook (SPEC ES-6, EG-6).
 Every command that changes a session reads it, decides, and appends guarded by the version
 it read; when another writer appended first the store raises ``ConcurrencyConflict`` and
 nothing was appended. :func:`retry_overtaken` calls the attempt again on a fresh read after
@@ -21,15 +38,50 @@ two writers per session, issue 19).
 from __future__ import annotations
 
 import random
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TypeVar
 
-from eventlog import ConcurrencyConflict
+from eventlog import (
+    AppendResult,
+    ConcurrencyConflict,
+    DescriptorsExhausted,
+    EventLogError,
+    EventStore,
+    InvalidStoreUrl,
+    JsonShapeError,
+    NewEvent,
+    RecordedEvent,
+    StorageFault,
+    StoreBusy,
+    StoreClosed,
+    UnknownEventType,
+    UnknownSchemaVersion,
+    UnreadableStore,
+)
+from eventlog.subscribers import Subscribers
+from projections import Projections, SessionSummary, open_projected_store
 
-from .errors import Conflict, ServiceUnavailable
+from .errors import (
+    ConfigurationError,
+    Conflict,
+    CorruptLog,
+    OutOfDescriptors,
+    ServiceUnavailable,
+    SessionDeleted,
+    SessionLedgerError,
+    SessionNotFound,
+    StorageUnavailable,
+    shape_refused,
+)
 
 __all__ = [
+    "AfterAppend",
+    "Ledger",
+    "eventlog_errors",
+    "from_eventlog",
     "FIRST_PAUSE_S",
     "LONGEST_PAUSE_S",
     "PATIENCE_S",
@@ -77,3 +129,149 @@ def retry_overtaken(
         )
     raise Conflict(f"session {session_id!r} kept changing; try again",
                    details={"sessionId": session_id})
+
+
+def from_eventlog(exc: EventLogError, *, opening: str | None = None) -> SessionLedgerError:
+    """Translate an event log error into the application error that answers for it.
+
+    ``opening`` is the URL of a store being opened: then a URL this build cannot open or a
+    file the driver cannot read is a :class:`ConfigurationError` that names it (exit 2).
+    """
+    message = str(exc)
+    if opening is not None and isinstance(exc, InvalidStoreUrl):
+        return ConfigurationError(f"invalid store URL {opening!r}: {message}")
+    if opening is not None and isinstance(exc, UnreadableStore):
+        return ConfigurationError(f"cannot open the event store {opening!r}: {message}")
+    if isinstance(exc, ConcurrencyConflict):
+        return Conflict(
+            message,
+            details={"sessionId": exc.session_id, "expected": exc.expected, "actual": exc.actual},
+        )
+    if isinstance(exc, StoreBusy):
+        return ServiceUnavailable(f"the event store is busy: {message}")
+    if isinstance(exc, StoreClosed):
+        return ServiceUnavailable("the event store is closed: the service is stopping")
+    if isinstance(exc, DescriptorsExhausted):
+        return OutOfDescriptors(message)
+    if isinstance(exc, StorageFault):
+        return StorageUnavailable(exc)
+    if isinstance(exc, InvalidStoreUrl):
+        return ConfigurationError(message)
+    if isinstance(exc, UnknownEventType | UnknownSchemaVersion):
+        return CorruptLog(message)
+    if isinstance(exc, UnreadableStore):  # a damaged file or table under the store
+        return CorruptLog(f"the database cannot be read: {message}")
+    if isinstance(exc, JsonShapeError):  # the writer's last line behind the edges' check
+        return shape_refused(exc, loc="data")
+    return SessionLedgerError(message)
+
+
+@contextmanager
+def eventlog_errors() -> Iterator[None]:
+    """Raise what reading or appending raises as the application error answering for it."""
+    try:
+        yield
+    except EventLogError as exc:
+        raise from_eventlog(exc) from exc
+
+
+AfterAppend = Callable[[str, Sequence[RecordedEvent]], None]
+"""Told, in the appending thread, a session's batch once :meth:`Ledger.append` returned."""
+
+
+class Ledger:
+    """The event store and its inline projections, as the services see them."""
+
+    def __init__(self, store: EventStore, projections: Projections) -> None:
+        self.store = store
+        self.projections = projections
+        self._after: Subscribers[tuple[str, Sequence[RecordedEvent]]] = Subscribers()
+        self._quiet = threading.local()
+
+    @classmethod
+    def open(cls, url: str) -> Ledger:
+        """The ledger over the store ``url`` names, every inline projection attached.
+
+        A URL or file that cannot be opened is a clear :class:`ConfigurationError`. Opening
+        rebuilds a projection whose schema version changed (SPEC EL-9).
+        """
+        try:
+            return cls(*open_projected_store(url))
+        except EventLogError as exc:
+            raise from_eventlog(exc, opening=url) from exc
+        except OSError as exc:
+            raise ConfigurationError(f"cannot open the event store {url!r}: {exc}") from exc
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def find(self, session_id: str) -> SessionSummary | None:
+        """The session's projected summary, deleted or not; ``None`` if it has none."""
+        with eventlog_errors():
+            return self.projections.summary(self.store, session_id)
+
+    def known(self, session_id: str) -> None:
+        """404 ``session_not_found`` unless the log holds the session (deleted or not)."""
+        with eventlog_errors():
+            head = self.store.session_head(session_id)
+        if head is None:
+            raise SessionNotFound(session_id)
+
+    def live(
+        self, session_id: str, *, field: str | None = None, allow_deleted: bool = False
+    ) -> SessionSummary:
+        """The session's summary; 404 if unknown, 410 if deleted (unless ``allow_deleted``).
+
+        ``field`` names the input that named the session (``parentSessionId``) in the 404.
+        """
+        found = self.find(session_id)
+        if found is None:
+            raise SessionNotFound(session_id, field=field)
+        if found.deleted and not allow_deleted:
+            raise SessionDeleted(session_id)
+        return found
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def append(
+        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        """Append ``events`` to the session (guarded by ``expected_version``, deduplicated by
+        ``idempotency_key``, when given), then
+        tell the after-append observers. What the log raises passes through as it is (a
+        ``ConcurrencyConflict`` is what :meth:`retry` decides again on; the service's entry
+        point translates the rest with :func:`eventlog_errors`)."""
+        appended = self.store.append(
+            session_id, events, expected_version=expected_version, idempotency_key=idempotency_key
+        )
+        if getattr(self._quiet, "session", None) != session_id:
+            self._after.publish((session_id, appended.events))
+        return appended
+
+    def retry(
+        self, session_id: str, attempt: Callable[[], T], *, unconditional: bool = False
+    ) -> T:
+        """``attempt()`` under the one retry policy (:func:`retry_overtaken`)."""
+        return retry_overtaken(session_id, attempt, unconditional=unconditional)
+
+    @contextmanager
+    def telling_itself(self, session_id: str) -> Iterator[None]:
+        """Appends of ``session_id`` in this thread skip the after-append observers: their
+        appender publishes its own result (the execution runtime's commands)."""
+        self._quiet.session = session_id
+        try:
+            yield
+        finally:
+            self._quiet.session = None
+
+    # -- observers -------------------------------------------------------------------------
+
+    def after_append(self, observer: AfterAppend) -> Callable[[], None]:
+        """Tell ``observer`` each batch appended through :meth:`append`; returns the
+        unsubscribe function. An observer that raises is logged and skipped."""
+        return self._after.add(lambda told: observer(*told))
+
+    def on_commit(self, observer: Callable[[Sequence[RecordedEvent]], None]) -> Callable[[], None]:
+        """Tell ``observer`` every committed batch of every writer (the store's publication);
+        returns the unsubscribe function."""
+        return self.store.subscribe(observer)

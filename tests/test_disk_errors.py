@@ -34,7 +34,7 @@ from server_support import ServerProcess, TestClient, in_process_client, running
 from eventlog import open_store
 from eventlog.readers import ReaderPool
 from eventlog.sqlite_schema import storage_fault
-from sessionledger.errors import from_eventlog
+from sessionledger.ledger import from_eventlog
 from sessionledger.tools.ask_texts import result_text
 
 ARGS = ("--question-grace-s", "0.3", "--question-deadline-s", "1")

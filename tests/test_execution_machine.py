@@ -38,6 +38,7 @@ from eventlog import (
 )
 from eventlog.envelope import build_row
 from projections import SessionSummary, compare_session, open_projected_store
+from sessionledger.ledger import Ledger
 from sessionledger.service import ExecutionRuntime
 from statemachine.execution import (
     MODES,
@@ -395,7 +396,7 @@ def test_es2_legacy_row_in_a_sqlite_log_decodes_and_projects_as_plan(tmp_path: P
         )
         assert compare_session(store, projections, "ses_legacy") == []
         # ES-2 + ES-3: approval leaves Plan for build; nothing written names "plan" as a mode.
-        runtime = ExecutionRuntime(store, projections)
+        runtime = ExecutionRuntime(Ledger(store, projections))
         result = runtime.execute("ses_legacy", LeavePlan(), via="plan_approval")
         assert result.state == BUILD
         written = [json.loads(row[5]) for row in store.raw_session("ses_legacy")][1:]

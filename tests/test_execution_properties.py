@@ -40,6 +40,7 @@ from eventlog import (
 )
 from projections import compare_session, open_projected_store
 from sessionledger.errors import CommandRefused
+from sessionledger.ledger import Ledger
 from sessionledger.service import CommandResult, ExecutionRuntime
 from statemachine.execution import (
     Command,
@@ -167,7 +168,7 @@ class ExecutionLedger(RuleBasedStateMachine):
 
     def _open(self) -> None:
         self.store, self.projections = open_projected_store(self.url)
-        self.runtime = ExecutionRuntime(self.store, self.projections)
+        self.runtime = ExecutionRuntime(Ledger(self.store, self.projections))
         self.runtime.subscribe(self.published.append)
 
     def _store(self) -> EventStore:

@@ -47,6 +47,7 @@ from projections.tool_calls import DocProjection, fold_call, fold_interaction
 from projections.turn_counters import TurnCountersProjection
 from sessionledger import ledger as retry
 from sessionledger.errors import CommandRefused, Conflict
+from sessionledger.ledger import Ledger as ServiceLedger
 from sessionledger.service import CommandResult, ExecutionRuntime
 from statemachine.execution import (
     Command,
@@ -147,7 +148,7 @@ def test_es6_failed_append_leaves_memory_projection_and_subscribers_untouched(
     store, projections = ledger
     session = create(store, mode="yolo")
     failing = FailingAppendStore(store, error)
-    runtime = ExecutionRuntime(failing, projections)  # type: ignore[arg-type]
+    runtime = ExecutionRuntime(ServiceLedger(failing, projections))  # type: ignore[arg-type]
     seen = Recorder().attach(store, runtime)
     if warm:
         assert runtime.state(session) == ExecutionState("yolo")
@@ -202,7 +203,7 @@ def test_es6_append_failing_inside_the_store_transaction_rolls_back_everything(
     try:
         projections = Projections(execution, calls, interactions, turns, todos)
         session = create(store, mode="auto")
-        runtime = ExecutionRuntime(store, projections)
+        runtime = ExecutionRuntime(ServiceLedger(store, projections))
         seen = Recorder().attach(store, runtime)
         assert runtime.state(session) == ExecutionState("auto")
         before = snapshot(store, projections, session)
@@ -224,7 +225,7 @@ def test_es6_append_failing_inside_the_store_transaction_rolls_back_everything(
 def test_es6_order_is_append_then_memory_then_publish(ledger: Ledger) -> None:
     store, projections = ledger
     session = create(store, mode="edit")
-    runtime = ExecutionRuntime(store, projections)
+    runtime = ExecutionRuntime(ServiceLedger(store, projections))
     assert runtime.state(session) == ExecutionState("edit")
     order: list[str] = []
 
@@ -253,7 +254,7 @@ def test_es6_order_is_append_then_memory_then_publish(ledger: Ledger) -> None:
 def test_es6_a_failing_subscriber_does_not_undo_the_change(ledger: Ledger) -> None:
     store, projections = ledger
     session = create(store)
-    runtime = ExecutionRuntime(store, projections)
+    runtime = ExecutionRuntime(ServiceLedger(store, projections))
     later: list[CommandResult] = []
 
     def broken(result: CommandResult) -> None:
@@ -291,7 +292,7 @@ def test_es5_plan_and_goal_refused_with_the_exact_message_and_nothing_appended(
 ) -> None:
     store, projections = ledger
     session = create(store, **initial)
-    runtime = ExecutionRuntime(store, projections)
+    runtime = ExecutionRuntime(ServiceLedger(store, projections))
     seen = Recorder().attach(store, runtime)
     before_state = runtime.state(session)
     before = snapshot(store, projections, session)
@@ -315,7 +316,7 @@ def test_es3_entering_plan_while_in_plan_succeeds_and_appends_nothing(
 ) -> None:
     store, projections = ledger
     session = create(store, mode="auto", planEnabled=True)
-    runtime = ExecutionRuntime(store, projections)
+    runtime = ExecutionRuntime(ServiceLedger(store, projections))
     seen = Recorder().attach(store, runtime)
     result = runtime.execute(session, command, via="enter_plan_tool")
     assert result.state == ExecutionState("auto", True)
@@ -328,7 +329,7 @@ def test_es3_entering_plan_while_in_plan_succeeds_and_appends_nothing(
 def test_es3_approval_returns_to_the_mode_under_plan(ledger: Ledger, mode: str) -> None:
     store, projections = ledger
     session = create(store, mode=mode)
-    runtime = ExecutionRuntime(store, projections)
+    runtime = ExecutionRuntime(ServiceLedger(store, projections))
     runtime.execute(session, EnterPlan(), via="enter_plan_tool")
     result = runtime.execute(session, LeavePlan(), via="plan_approval")
     assert result.state == ExecutionState(mode)  # type: ignore[arg-type]
@@ -341,7 +342,7 @@ def test_es3_approval_returns_to_the_mode_under_plan(ledger: Ledger, mode: str) 
 def test_es4_plan_task_records_the_task_in_the_same_batch(ledger: Ledger) -> None:
     store, projections = ledger
     session = create(store, mode="edit")
-    runtime = ExecutionRuntime(store, projections)
+    runtime = ExecutionRuntime(ServiceLedger(store, projections))
     seen = Recorder().attach(store, runtime)
     result = runtime.execute(
         session, SetMode("plan"), via="plan_command", message="write the migration"
@@ -366,7 +367,7 @@ def test_es4_plan_task_records_the_task_in_the_same_batch(ledger: Ledger) -> Non
 def test_es3_es4_plan_task_while_in_plan_records_only_the_message(ledger: Ledger) -> None:
     store, projections = ledger
     session = create(store, mode="plan")
-    runtime = ExecutionRuntime(store, projections)
+    runtime = ExecutionRuntime(ServiceLedger(store, projections))
     result = runtime.execute(session, SetMode("plan"), via="plan_command", message="again")
     assert [e.type for e in result.events] == ["MessageRecorded"]
     assert not result.changed and result.state == ExecutionState("build", True)
@@ -410,7 +411,9 @@ class Race:
 
     def __init__(self, url: str, *, threads_per_runtime: int, commands: int) -> None:
         self.ledgers = [open_projected_store(url) for _ in range(2)]  # two "processes"
-        self.runtimes = [ExecutionRuntime(store, proj) for store, proj in self.ledgers]
+        self.runtimes = [
+            ExecutionRuntime(ServiceLedger(store, proj)) for store, proj in self.ledgers
+        ]
         self.session = create(self.ledgers[0][0], mode="yolo")
         self.threads_per_runtime, self.commands = threads_per_runtime, commands
         self.results: list[CommandResult] = []
@@ -522,7 +525,7 @@ def test_es6_runtime_answers_conflict_only_after_every_retry_lost(
             return getattr(store, name)
 
     behind = AlwaysBehind()
-    runtime = ExecutionRuntime(behind, projections)  # type: ignore[arg-type]
+    runtime = ExecutionRuntime(ServiceLedger(behind, projections))  # type: ignore[arg-type]
     with pytest.raises(Conflict) as raised:
         runtime.execute(session, EnterPlan(), via="enter_plan_tool")
     assert not isinstance(raised.value, CommandRefused)
@@ -549,7 +552,7 @@ def execution_of(document: dict[str, Any]) -> tuple[str, bool, Any]:
 
 def test_es7_subagent_of_a_parent_that_entered_plan_starts_in_plan(service: Any) -> None:
     parent = service.create_session(mode="yolo")["sessionId"]
-    runtime = ExecutionRuntime(service.store, service.projections)
+    runtime = ExecutionRuntime(ServiceLedger(service.store, service.projections))
     runtime.execute(parent, EnterPlan(), via="enter_plan_tool")  # by event, not at creation
     child = service.create_session(parent_session_id=parent)
     assert execution_of(child) == ("yolo", True, None)
@@ -564,7 +567,7 @@ def test_es7_a_requested_mode_sets_only_the_mode_underneath(service: Any) -> Non
 
 def test_es7_the_plan_switch_is_a_snapshot_at_spawn(service: Any) -> None:
     parent = service.create_session(mode="plan")["sessionId"]
-    runtime = ExecutionRuntime(service.store, service.projections)
+    runtime = ExecutionRuntime(ServiceLedger(service.store, service.projections))
     child = service.create_session(parent_session_id=parent)["sessionId"]
     runtime.execute(parent, LeavePlan(), via="plan_approval")
     assert runtime.state(child) == ExecutionState("build", True)
@@ -574,7 +577,7 @@ def test_es7_the_plan_switch_is_a_snapshot_at_spawn(service: Any) -> None:
 
 def test_es7_a_subagent_does_not_inherit_the_goal(service: Any) -> None:
     parent = service.create_session(mode="auto")["sessionId"]
-    runtime = ExecutionRuntime(service.store, service.projections)
+    runtime = ExecutionRuntime(ServiceLedger(service.store, service.projections))
     runtime.execute(parent, StartGoal("ship it"), via="mode_command")
     child = service.create_session(parent_session_id=parent)
     assert execution_of(child) == ("auto", False, None)

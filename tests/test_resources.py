@@ -243,7 +243,8 @@ _EXHAUSTION_SCRIPT = textwrap.dedent('''
     import asyncio, io, json, logging, resource, socket, sys, time
     from eventlog import DescriptorsExhausted, StorageFault, NewEvent, SessionCreated
     from eventlog.sqlite import SQLiteEventStore
-    from sessionledger.errors import from_eventlog, from_os_error
+    from sessionledger.errors import from_os_error
+    from sessionledger.ledger import from_eventlog
     from sessionledger.logs import configure_logging, descriptor_shortage
 
     out = {}

@@ -305,7 +305,7 @@ def test_tr1_es7_executor_applies_the_session_host_and_parent(
     """With every handler registered, a session's surface follows its host and parent: the
     executor injects a cron port for protocol sessions only, no off-peak port and no flag."""
     tools = ToolService(
-        store=service.store, projections=service.projections, runtime=service.runtime,
+        ledger=service.ledger,
         registry=full_registry(),
     )
     main = service.create_session(host=host, mode="plan")["sessionId"]

@@ -90,6 +90,6 @@ def open_service(
 def tools_with(service: SessionService, **ports: Any) -> ToolService:
     """A tool service over ``service``'s store whose ports are ``ports`` (else the defaults)."""
     return ToolService(
-        store=service.store, projections=service.projections, runtime=service.runtime,
+        ledger=service.ledger,
         ports=ToolPorts(config=service.tools.permissions.config, **ports),
     )

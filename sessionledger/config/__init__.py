@@ -1,8 +1,8 @@
 """Where the service's settings come from, decided in one place.
 
 Two things are configured: which event store to open (``--db`` beats ``SESSIONLEDGER_DB``
-beats the embedded default, SPEC EL-8 and §11; it is always opened with its inline
-projections attached) and how ``serve`` runs (:class:`ServerSettings`:
+beats the embedded default, SPEC EL-8 and §11; :meth:`sessionledger.ledger.Ledger.open` opens
+it with its inline projections attached) and how ``serve`` runs (:class:`ServerSettings`:
 address, workspace root, question timer durations, bearer token). Settings are validated when
 built, so a server never starts on values it cannot honour.
 """
@@ -17,11 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eventlog import DEFAULT_STORE_URL, EventLogError, EventStore
-from projections import Projections, open_projected_store
+from eventlog import DEFAULT_STORE_URL
 from statemachine.interaction import TimerConfig
 
-from ..errors import ConfigurationError, from_eventlog
+from ..errors import (
+    ConfigurationError,
+)
 
 __all__ = [
     "DB_ENV",
@@ -32,7 +33,6 @@ __all__ = [
     "TOKEN_ENV",
     "ServerSettings",
     "is_loopback",
-    "open_event_store",
     "parse_authority",
     "parse_origin",
     "resolve_store_url",
@@ -57,20 +57,6 @@ def resolve_store_url(option: str | None, *, env: Mapping[str, str] | None = Non
         return option
     environ = os.environ if env is None else env
     return environ.get(DB_ENV) or DEFAULT_STORE_URL
-
-
-def open_event_store(url: str) -> tuple[EventStore, Projections]:
-    """Open the store ``url`` names with every inline projection attached.
-
-    A URL or file that cannot be opened is a clear :class:`ConfigurationError`. Opening
-    rebuilds a projection whose schema version changed (SPEC EL-9).
-    """
-    try:
-        return open_projected_store(url)
-    except EventLogError as exc:
-        raise from_eventlog(exc, opening=url) from exc
-    except OSError as exc:
-        raise ConfigurationError(f"cannot open the event store {url!r}: {exc}") from exc
 
 
 def is_loopback(host: str) -> bool:

@@ -29,10 +29,10 @@ from ..config import ServerSettings
 from ..errors import (
     OutOfDescriptors,
     SessionLedgerError,
-    from_eventlog,
     from_os_error,
     shape_refused,
 )
+from ..ledger import from_eventlog
 from ..logs import batch_logger, descriptor_shortage, log_event, logger
 from ..mcp.http import MCP_PATH, McpHttpTransport
 from ..service.scheduler import TimerScheduler

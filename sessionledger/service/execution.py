@@ -6,7 +6,7 @@ which keeps SPEC ES-6's order: the state machine decides, the events are appende
 the session's expected version), and only after the append succeeded is the in-memory state
 changed and the change published. A failed append leaves memory, projections and subscribers
 untouched. A version conflict (another writer got there first) re-reads the state from the
-log and decides again (:mod:`.retry`).
+log and decides again (:meth:`~sessionledger.ledger.Ledger.retry`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from eventlog import (
     Event,
-    EventStore,
     MessageRecorded,
     ModeChangeVia,
     NewEvent,
@@ -25,11 +24,11 @@ from eventlog import (
 )
 from eventlog.envelope import Actor
 from eventlog.subscribers import Subscribers
-from projections import Projections, SessionSummary
+from projections import SessionSummary
 from statemachine.execution import Command, ExecutionState, Refusal, decide_events
 
-from ..errors import CommandRefused, SessionDeleted, SessionNotFound
-from ..ledger import retry_overtaken
+from ..errors import CommandRefused
+from ..ledger import Ledger
 
 __all__ = ["CommandResult", "ExecutionRuntime", "StateListener"]
 
@@ -57,12 +56,12 @@ StateListener = Callable[[CommandResult], None]
 class ExecutionRuntime:
     """Applies execution-state commands to sessions of one store (ES-6)."""
 
-    def __init__(self, store: EventStore, projections: Projections) -> None:
-        self._store = store
-        self._projections = projections
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
         self._memory: dict[str, tuple[ExecutionState, int]] = {}
         self._listeners: Subscribers[CommandResult] = Subscribers()
         self._lock = threading.Lock()
+        ledger.after_append(self.observe)  # the plan tools' mode changes (#7)
 
     def subscribe(self, listener: StateListener) -> Callable[[], None]:
         """Call ``listener`` after each change; returns the unsubscribe function."""
@@ -70,12 +69,7 @@ class ExecutionRuntime:
 
     def summary(self, session_id: str) -> SessionSummary:
         """The session's summary from the log's projection; 404 or 410 when unusable."""
-        summary = self._projections.summary(self._store, session_id)
-        if summary is None:
-            raise SessionNotFound(session_id)
-        if summary.deleted:
-            raise SessionDeleted(session_id)
-        return summary
+        return self._ledger.live(session_id)
 
     def state(self, session_id: str) -> ExecutionState:
         """The in-memory state (loaded from the projection on first use)."""
@@ -100,7 +94,8 @@ class ExecutionRuntime:
     def observe(self, session_id: str, events: Sequence[RecordedEvent]) -> None:
         """A batch appended by another path (a plan tool's completion, #7) that may change
         the state: after the append, remember the projection's new state and publish it,
-        as :meth:`execute` would (ES-6). Batches without a state event cost one scan."""
+        as :meth:`execute` would (ES-6). Batches without a state event cost one scan. The
+        ledger calls it after every append but those of :meth:`execute` itself."""
         changes = tuple(e for e in events if e.type in _STATE_EVENTS)
         if not changes:
             return
@@ -141,15 +136,16 @@ class ExecutionRuntime:
                 batch.append(MessageRecorded(role="user", content=message, source="plan_command"))
             if not batch:
                 return CommandResult(session_id, current, version, ())
-            appended = self._store.append(  # overtaken: decided again afresh
-                session_id,
-                [NewEvent(e, actor=actor, causation_id=causation_id) for e in batch],
-                expected_version=version,
-            )
+            with self._ledger.telling_itself(session_id):
+                appended = self._ledger.append(  # overtaken: decided again afresh
+                    session_id,
+                    [NewEvent(e, actor=actor, causation_id=causation_id) for e in batch],
+                    expected_version=version,
+                )
             result = CommandResult(session_id, after, appended.version, appended.events)
             self._remember(session_id, after, appended.version)
             self._listeners.publish(result)
             return result
 
-        return retry_overtaken(session_id, attempt)
+        return self._ledger.retry(session_id, attempt)
 

@@ -18,15 +18,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from eventlog import EventStore, NewEvent, SessionModelSelected
-from projections import Projections, SessionSummary
+from eventlog import NewEvent, SessionModelSelected
+from projections import SessionSummary
 
-from ..errors import InvalidInput, NotFound, eventlog_errors
-from ..ledger import retry_overtaken
+from ..errors import (
+    InvalidInput,
+    NotFound,
+)
+from ..ledger import Ledger, eventlog_errors
 from ..tools.list_models import CATALOG_UNAVAILABLE_CODE, CATALOG_UNAVAILABLE_NAME, listing_text
 from ..tools.model_catalog import ModelCatalog, ModelCatalogPort
 from ..tools.model_reference import ModelReferenceError, ResolvedModel, resolve_model_reference
-from . import ExecutionRuntime
 
 __all__ = ["InvalidModelReference", "ModelCatalogUnavailable", "ModelService"]
 
@@ -61,12 +63,11 @@ class ModelService:
     """Lists and resolves models, and records the user's choice of a session's model."""
 
     def __init__(
-        self, store: EventStore, projections: Projections, runtime: ExecutionRuntime, *,
-        catalog: ModelCatalogPort, workspace_root: Path,
+        self, ledger: Ledger, *, catalog: ModelCatalogPort, workspace_root: Path,
     ) -> None:
-        self._store = store
-        self._projections = projections
-        self._runtime = runtime
+        self._ledger = ledger
+        self._store = ledger.store
+        self._projections = ledger.projections
         self._catalog = catalog
         self._root = workspace_root
 
@@ -78,7 +79,7 @@ class ModelService:
         return None if doc is None else str(doc.body["model"])
 
     def _catalog_of(self, session_id: str | None) -> tuple[ModelCatalog, SessionSummary | None]:
-        session = None if session_id is None else self._runtime.summary(session_id)
+        session = None if session_id is None else self._ledger.live(session_id)
         workspace = self._root if session is None else Path(session.workspace)
         catalog = self._catalog.read(workspace)
         if catalog is None:
@@ -112,14 +113,14 @@ class ModelService:
     def select(self, session_id: str, ref: str) -> dict[str, Any]:
         """The user sets the session's model: resolved by LM-2, recorded on the session."""
         def attempt() -> dict[str, Any]:
-            session = self._runtime.summary(session_id)
+            session = self._ledger.live(session_id)
             resolved = self.resolve(ref, session_id)
             event = SessionModelSelected(level=resolved.level, model=resolved.id)
-            appended = self._store.append(
+            appended = self._ledger.append(
                 session_id, [NewEvent(event, actor="user")], expected_version=session.version
             )
             return {"sessionId": session_id, "model": resolved.id, "level": resolved.level,
                     "version": appended.version}
 
         with eventlog_errors():
-            return retry_overtaken(session_id, attempt)
+            return self._ledger.retry(session_id, attempt)

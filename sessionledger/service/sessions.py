@@ -38,17 +38,13 @@ from projections.execution_state import fold
 from statemachine.execution import Command, Cycle, EndGoal, LeavePlan, SetMode, StartGoal
 from statemachine.interaction import TimerConfig
 
-from ..config import open_event_store
 from ..errors import (
     CorruptLog,
     InvalidInput,
-    SessionDeleted,
     SessionNotDeleted,
-    SessionNotFound,
     WorkspaceOutsideRoot,
-    from_eventlog,
 )
-from ..ledger import retry_overtaken
+from ..ledger import Ledger, from_eventlog
 from ..tools.plan_files import plan_file_source
 from ..tools.service import ToolService
 from . import CommandResult, ExecutionRuntime, TurnService
@@ -116,35 +112,32 @@ class SessionService:
         self, store: EventStore, projections: Projections, *, workspace_root: Path | str,
         timer_config: TimerConfig | None = None, clock: Clock | None = None,
     ) -> None:
+        self.ledger = Ledger(store, projections)
         self._store = store
         self._projections = projections
-        self._runtime = ExecutionRuntime(store, projections)
+        self._runtime = ExecutionRuntime(self.ledger)
         self._root = Path(workspace_root).resolve()
-        self.tools = ToolService(
-            store=store, projections=projections, runtime=self._runtime,
-            workspace_root=self._root,
-        )
+        self.tools = ToolService(ledger=self.ledger, workspace_root=self._root)
         self.models = ModelService(
-            store, projections, self._runtime, catalog=self.tools.ports.model_catalog(),
-            workspace_root=self._root,
+            self.ledger, catalog=self.tools.ports.model_catalog(), workspace_root=self._root,
         )
-        self.todos = TodoService(store, projections)
-        self.turns = TurnService(store, projections, self._runtime, sources=[plan_file_source()])
+        self.todos = TodoService(self.ledger)
+        self.turns = TurnService(self.ledger, sources=[plan_file_source()])
         self.timers = TimerService(
-            store=store, projections=projections, runtime=self._runtime,
-            executor=self.tools.executor, config=timer_config or TimerConfig(),
-            clock=clock or SystemClock(),
+            ledger=self.ledger, executor=self.tools.executor,
+            config=timer_config or TimerConfig(), clock=clock or SystemClock(),
         )
         self.tools.timers = self.timers
-        self.settings = SettingsService(store, self.timers)
+        self.settings = SettingsService(self.ledger, self.timers)
 
     @classmethod
     def open(
         cls, url: str, *, workspace_root: Path | str, timer_config: TimerConfig | None = None
     ) -> SessionService:
         """A service over the store ``url`` names, opened with its projections."""
-        store, projections = open_event_store(url)
-        return cls(store, projections, workspace_root=workspace_root, timer_config=timer_config)
+        ledger = Ledger.open(url)
+        return cls(ledger.store, ledger.projections, workspace_root=workspace_root,
+                   timer_config=timer_config)
 
     def close(self) -> None:
         """Close the store (waits for a commit in flight)."""
@@ -249,10 +242,7 @@ class SessionService:
 
     def require_session(self, session_id: str) -> None:
         """Raise :class:`SessionNotFound` unless the log holds the session (deleted or not)."""
-        with _log_errors():
-            head = self._store.session_head(session_id)
-        if head is None:
-            raise SessionNotFound(session_id)
+        self.ledger.known(session_id)
 
     def find_summary(self, session_id: str) -> SessionSummary | None:
         """The session's projected summary, deleted or not; ``None`` if it has none."""
@@ -263,12 +253,8 @@ class SessionService:
         self, session_id: str, *, field: str | None = None, allow_deleted: bool = False
     ) -> SessionSummary:
         """The session's projected summary; 404 if unknown, 410 if deleted (unless allowed)."""
-        found = self.find_summary(session_id)
-        if found is None:
-            raise SessionNotFound(session_id, field=field)
-        if found.deleted and not allow_deleted:
-            raise SessionDeleted(session_id)
-        return found
+        with _log_errors():
+            return self.ledger.live(session_id, field=field, allow_deleted=allow_deleted)
 
     def require_live(self, session_id: str) -> None:
         """Raise 404 for an unknown session and 410 for a deleted one."""
@@ -435,7 +421,7 @@ class SessionService:
             return {"sessionId": session_id, "deleted": True, "version": result.version}
 
         with _log_errors():
-            return retry_overtaken(session_id, attempt)
+            return self.ledger.retry(session_id, attempt)
 
     def purge_session(self, session_id: str) -> int:
         """Remove a deleted session's events (other chains untouched); the events removed.
@@ -464,9 +450,8 @@ class SessionService:
         """Check one session: its hash chain (EL-4) and its projections against the log."""
         with _log_errors():
             report = audit_session(self._store, self._projections, session_id)
-            head = self._store.session_head(session_id)
-        if head is None and report.ok and report.events == 0:
-            raise SessionNotFound(session_id)
+        if report.ok and report.events == 0:
+            self.ledger.known(session_id)
         return report
 
     def audit(self, session_id: str) -> dict[str, Any]:

@@ -29,11 +29,13 @@ from pydantic import (
     field_validator,
 )
 
-from eventlog import EventLogError, EventStore, NewEvent, SettingChanged
+from eventlog import EventLogError, NewEvent, SettingChanged
 from projections.interaction_timers import SETTINGS_STREAM
 
-from ..errors import InvalidInput, from_eventlog
-from ..ledger import retry_overtaken
+from ..errors import (
+    InvalidInput,
+)
+from ..ledger import Ledger, from_eventlog
 from ..tools.executor import summarize, validation_details
 from .timers import TimerService
 
@@ -62,8 +64,9 @@ class SettingsUpdate(BaseModel):
 class SettingsService:
     """Reads and changes the settings recorded in the settings stream."""
 
-    def __init__(self, store: EventStore, timers: TimerService) -> None:
-        self._store = store
+    def __init__(self, ledger: Ledger, timers: TimerService) -> None:
+        self._ledger = ledger
+        self._store = ledger.store
         self._timers = timers
 
     def current(self) -> dict[str, Any]:
@@ -100,9 +103,9 @@ class SettingsService:
             if current == wanted:
                 return False
             event = SettingChanged(name="autoContinueQuestions", previous=current, value=wanted)
-            self._store.append(
+            self._ledger.append(
                 SETTINGS_STREAM, [NewEvent(event, actor="user")], expected_version=version
             )
             return not wanted
 
-        return retry_overtaken(SETTINGS_STREAM, attempt)
+        return self._ledger.retry(SETTINGS_STREAM, attempt)

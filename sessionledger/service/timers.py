@@ -28,12 +28,10 @@ from eventlog import (
     Clock,
     ConcurrencyConflict,
     EventLogError,
-    EventStore,
     NewEvent,
     StoreClosed,
     UserActivityAction,
 )
-from projections import Projections
 from projections.interaction_timers import (
     SETTINGS_STREAM,
     auto_resolution_wire,
@@ -51,11 +49,14 @@ from statemachine.interaction import (
     activity_events,
 )
 
-from ..errors import Conflict, NotFound, SessionLedgerError, eventlog_errors
-from ..ledger import retry_overtaken
+from ..errors import (
+    Conflict,
+    NotFound,
+    SessionLedgerError,
+)
+from ..ledger import Ledger, eventlog_errors
 from ..logs import log_event, logger
 from ..tools.executor import ToolExecutor
-from . import ExecutionRuntime
 
 __all__ = ["MAX_STEPS", "TimerService"]
 
@@ -73,16 +74,14 @@ class TimerService:
     def __init__(
         self,
         *,
-        store: EventStore,
-        projections: Projections,
-        runtime: ExecutionRuntime,
+        ledger: Ledger,
         executor: ToolExecutor,
         config: TimerConfig,
         clock: Clock,
     ) -> None:
-        self._store = store
-        self._projections = projections
-        self._runtime = runtime
+        self._ledger = ledger
+        self._store = ledger.store
+        self._projections = ledger.projections
         self._executor = executor
         self.config = config
         self.clock = clock
@@ -134,7 +133,7 @@ class TimerService:
                 idempotency_key=due.idempotency_key,
             )
             return
-        self._store.append(
+        self._ledger.append(
             session_id,
             [NewEvent(due.event, actor="timer", causation_id=due.call_id)],
             expected_version=version, idempotency_key=due.idempotency_key,
@@ -183,7 +182,7 @@ class TimerService:
         ineligible; a paused or ineligible one only records the action.
         """
         with eventlog_errors():
-            self._runtime.summary(session_id)
+            self._ledger.live(session_id)
             self.settle(session_id)
 
             def attempt() -> dict[str, Any]:
@@ -192,14 +191,14 @@ class TimerService:
                 events = activity_events(timer, action, self.clock.now())
                 if isinstance(events, Refusal):
                     raise Conflict(events.message, details={"interactionId": interaction_id})
-                self._store.append(
+                self._ledger.append(
                     session_id,
                     [NewEvent(e, actor="user", causation_id=timer.call_id) for e in events],
                     expected_version=version,
                 )
                 return self.interaction(session_id, interaction_id)
 
-            return retry_overtaken(session_id, attempt)
+            return self._ledger.retry(session_id, attempt)
 
     def _pending_timer(self, session_id: str, interaction_id: str) -> InteractionTimer:
         found = self._projections.interaction(self._store, interaction_id)

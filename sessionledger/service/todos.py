@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eventlog import EventStore, TodoItemData
-from projections import Projections, SessionSummary
+from eventlog import TodoItemData
+from projections import SessionSummary
 from projections.todos import as_item
 
-from ..errors import SessionDeleted, SessionNotFound, eventlog_errors
+from ..ledger import Ledger, eventlog_errors
 from ..tools.todo_contract import item_wire, list_lines, summary
 
 __all__ = ["TodoList", "TodoService", "progress_text"]
@@ -73,18 +73,13 @@ class TodoList:
 class TodoService:
     """The todo lists of one store's sessions, read from the todo projection."""
 
-    def __init__(self, store: EventStore, projections: Projections) -> None:
-        self._store = store
-        self._projections = projections
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+        self._store = ledger.store
+        self._projections = ledger.projections
 
     def _require_live(self, session_id: str) -> SessionSummary:
-        with eventlog_errors():
-            found = self._projections.summary(self._store, session_id)
-        if found is None:
-            raise SessionNotFound(session_id)
-        if found.deleted:
-            raise SessionDeleted(session_id)
-        return found
+        return self._ledger.live(session_id)
 
     def current(self, session_id: str) -> TodoList:
         """The live session's list (404 unknown, 410 deleted)."""

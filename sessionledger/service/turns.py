@@ -32,9 +32,10 @@ from projections import Projections, SessionSummary, TurnCounters
 from projections.todos import current_todos
 from projections.turn_counters import fold_turns
 
-from ..errors import InvalidInput, eventlog_errors
-from ..ledger import retry_overtaken
-from .execution import ExecutionRuntime
+from ..errors import (
+    InvalidInput,
+)
+from ..ledger import Ledger, eventlog_errors
 from .reminders import Reminder, ReminderSource, TurnRequest, decide_reminders
 
 __all__ = ["MESSAGE_KEY_PREFIX", "ProjectedTodos", "Role", "TodoSource", "TurnService", "receipt"]
@@ -77,25 +78,23 @@ class TurnService:
 
     def __init__(
         self,
-        store: EventStore,
-        projections: Projections,
-        runtime: ExecutionRuntime,
+        ledger: Ledger,
         *,
         todos: TodoSource | None = None,
         sources: Sequence[ReminderSource] = (),
     ) -> None:
-        self._store = store
-        self._projections = projections
-        self._runtime = runtime
+        self._ledger = ledger
+        self._store = ledger.store
+        self._projections = ledger.projections
         self.todo_source: TodoSource = (
-            todos if todos is not None else ProjectedTodos(store, projections)
+            todos if todos is not None else ProjectedTodos(ledger.store, ledger.projections)
         )
         self.sources: list[ReminderSource] = list(sources)
         """Reminders between the Plan and the todo reminder, in order (issue 7 adds one)."""
 
     def counters(self, session_id: str) -> TurnCounters:
         """The session's turn counters now; 404 unknown, 410 deleted."""
-        summary = self._runtime.summary(session_id)
+        summary = self._ledger.live(session_id)
         return self._counters(summary.session_id)
 
     def _counters(self, session_id: str) -> TurnCounters:
@@ -191,17 +190,17 @@ class TurnService:
         make the append conflict, never let a stale decision through.
         """
         def attempt() -> AppendResult | None:
-            summary = self._runtime.summary(session_id)  # 404 / 410
+            summary = self._ledger.live(session_id)  # 404 / 410
             batch = decide(summary, self._counters(session_id))
             if not batch:
                 return None
-            return self._store.append(
+            return self._ledger.append(
                 session_id, batch, expected_version=summary.version,
                 idempotency_key=idempotency_key,
             )
 
         with eventlog_errors():  # what the retry does not take (a busy or broken store)
-            return retry_overtaken(session_id, attempt, unconditional=True)
+            return self._ledger.retry(session_id, attempt, unconditional=True)
 
 
 def _reminder_events(reminders: Sequence[Reminder]) -> list[NewEvent]:

@@ -24,21 +24,19 @@ from typing import Any
 
 from eventlog import (
     EventLogError,
-    EventStore,
     InteractionRequested,
     InteractionResolved,
     NewEvent,
     ToolCallCompleted,
     new_id,
 )
-from projections import Projections, SessionSummary
+from projections import SessionSummary
 from projections.documents import Doc
 from projections.tool_calls import call_document, call_wire
 
 from ..errors import ServiceUnavailable, SessionLedgerError
-from ..ledger import retry_overtaken
+from ..ledger import Ledger
 from ..logs import log_event
-from ..service import ExecutionRuntime
 from .handlers import (
     AbandonCause,
     DecidesFirst,
@@ -80,12 +78,11 @@ class DecidedAnswers:
     """The second step of answers decided first, and the abandonment of unfinished ones."""
 
     def __init__(
-        self, *, store: EventStore, projections: Projections, runtime: ExecutionRuntime,
-        registry: ToolRegistry, context: ContextOf,
+        self, *, ledger: Ledger, registry: ToolRegistry, context: ContextOf,
     ) -> None:
-        self._store = store
-        self._projections = projections
-        self._runtime = runtime
+        self._ledger = ledger
+        self._store = ledger.store
+        self._projections = ledger.projections
         self._registry = registry
         self._context = context
 
@@ -119,16 +116,15 @@ class DecidedAnswers:
                 raise self._cancelled(session_id, call_id, exc) from exc
             ran = True
             events = [*outcome.events, completed_event(handler.descriptor.name, call_id, outcome)]
-            appended = self._store.append(  # overtaken: run again from the new state
+            appended = self._ledger.append(  # overtaken: run again from the new state
                 session_id, [NewEvent(e, actor="user", causation_id=call_id) for e in events],
                 expected_version=session.version,
             )
-            self._runtime.observe(session_id, appended.events)
             done = call_document(appended.events, session_id, call_id, before=call)
             assert done is not None
             return call_wire(done)
 
-        return retry_overtaken(session_id, attempt, unconditional=True)
+        return self._ledger.retry(session_id, attempt, unconditional=True)
 
     def _cancelled(
         self, session_id: str, call_id: str, error: ServiceUnavailable
@@ -175,14 +171,13 @@ class DecidedAnswers:
                 undo.append((handler, context, raw))
             if not batch:
                 return []
-            appended = self._store.append(session_id, batch, expected_version=session.version)
-            self._runtime.observe(session_id, appended.events)
+            self._ledger.append(session_id, batch, expected_version=session.version)
             for undoer, context, raw in undo:
                 undoer.undo(context, raw)
             return [e.event.interaction_id for e in batch
                     if isinstance(e.event, InteractionRequested)]
 
-        return retry_overtaken(session_id, attempt)
+        return self._ledger.retry(session_id, attempt)
 
     def _unfinished(self, session_id: str, only: str | None) -> list[tuple[Doc, Doc]]:
         """Pending calls whose interaction is resolved, each with that interaction."""

@@ -25,7 +25,6 @@ from pydantic import ValidationError
 
 from eventlog import (
     Event,
-    EventStore,
     HostKind,
     InteractionRequested,
     NewEvent,
@@ -38,14 +37,13 @@ from eventlog import (
     new_id,
 )
 from eventlog.envelope import Actor
-from projections import Projections, SessionSummary
+from projections import SessionSummary
 from projections.tool_calls import call_document, call_key, call_wire
 from statemachine.execution import ExecutionState
 
 from ..errors import Conflict, InvalidInput, NotFound
-from ..ledger import retry_overtaken
+from ..ledger import Ledger
 from ..permission.descriptors import ToolDescriptor
-from ..service import ExecutionRuntime
 from .answers import DecidedAnswers, completed_event, resolved_event
 from .brokers import Pending, broker_for
 from .handlers import AskAware, DecidesFirst, Resolution, ToolContext, ToolHandler
@@ -110,16 +108,14 @@ class ToolExecutor:
     def __init__(
         self,
         *,
-        store: EventStore,
-        projections: Projections,
-        runtime: ExecutionRuntime,
+        ledger: Ledger,
         registry: ToolRegistry,
         permissions: PermissionAuthority,
         surface: Callable[[SessionSummary, HostKind | None], SurfaceOptions] | None = None,
     ) -> None:
-        self._store = store
-        self._projections = projections
-        self._runtime = runtime
+        self._ledger = ledger
+        self._store = ledger.store
+        self._projections = ledger.projections
         self._registry = registry
         self._permissions = permissions
         self._surface = surface
@@ -127,11 +123,9 @@ class ToolExecutor:
         knows them; otherwise only its host and parent decide."""
         self._paths: dict[str, Path] = {}
         self._lists: dict[str, tuple[int, tuple[TodoFields, ...]]] = {}
-        """Per session, the last todo list a batch of this executor wrote, by its seq."""
-        self._decided = DecidedAnswers(
-            store=store, projections=projections, runtime=runtime, registry=registry,
-            context=self._context,
-        )
+        """Per session, the last todo list a batch through the ledger wrote, by its seq."""
+        ledger.after_append(self._hold_lists)
+        self._decided = DecidedAnswers(ledger=ledger, registry=registry, context=self._context)
 
     @property
     def registry(self) -> ToolRegistry:
@@ -166,7 +160,7 @@ class ToolExecutor:
     ) -> CallAnswer:
         """Run one call; ``host`` overrides the session's host (``sessionledger call``)."""
         def attempt() -> CallAnswer:
-            session = self._runtime.summary(session_id)
+            session = self._ledger.live(session_id)
             if call_id is not None:
                 existing = self._projections.call(self._store, session_id, call_id)
                 if existing is not None:
@@ -183,12 +177,10 @@ class ToolExecutor:
             events, answer = self._first_step(
                 session, handler, raw_input, cid, host or cast(HostKind, session.host)
             )
-            appended = self._store.append(  # overtaken: decided again afresh
+            appended = self._ledger.append(  # overtaken: decided again afresh
                 session_id, [NewEvent(e, actor=actor, causation_id=cid) for e in events],
                 expected_version=session.version,
             )
-            self._runtime.observe(session_id, appended.events)  # EnterPlanMode (#7)
-            self._hold_lists(session_id, appended.events)
             # The id was free at this version, so the view folded the call from nothing:
             # what it saved for this batch, or the same fold of the appended events.
             found = self._projections.tool_calls.folded(
@@ -200,7 +192,7 @@ class ToolExecutor:
                 wire["result"] = answer  # what the log refers to rather than repeats (D70)
             return _answer(wire)
 
-        return retry_overtaken(session_id, attempt, unconditional=True)
+        return self._ledger.retry(session_id, attempt, unconditional=True)
 
     def _handler(
         self, tool: str, session: SessionSummary, host: HostKind | None
@@ -298,7 +290,7 @@ class ToolExecutor:
 
     def get(self, session_id: str, call_id: str) -> CallAnswer:
         """The call's document as it is now."""
-        self._runtime.summary(session_id)
+        self._ledger.live(session_id)
         found = self._projections.call(self._store, session_id, call_id)
         if found is None:
             raise NotFound(f"no tool call {call_id!r} in session {session_id!r}")
@@ -323,7 +315,7 @@ class ToolExecutor:
     ) -> dict[str, Any]:
         """Record the user's answer and complete the call; the call document afterwards."""
         def attempt() -> dict[str, Any]:
-            session = self._runtime.summary(session_id)
+            session = self._ledger.live(session_id)
             interaction = self._projections.interaction(self._store, interaction_id)
             if interaction is None or interaction.session_id != session_id:
                 raise NotFound(f"no interaction {interaction_id!r} in session {session_id!r}")
@@ -342,12 +334,10 @@ class ToolExecutor:
                 [resolved_event(interaction.key, call_id, resolution)] if first
                 else self._answer_step(session, handler, raw, call_id, interaction.key, resolution)
             )
-            appended = self._store.append(  # overtaken: decided again afresh
+            self._ledger.append(  # overtaken: decided again afresh
                 session_id, [NewEvent(e, actor="user", causation_id=call_id) for e in events],
                 expected_version=session.version,
             )
-            self._runtime.observe(session_id, appended.events)  # a plan approval's exit (#7)
-            self._hold_lists(session_id, appended.events)
             if first:  # the decision is on record; now run and complete (PM-7)
                 return self._decided.carry_out(
                     session_id, handler, raw, call_id, interaction.key, resolution
@@ -356,7 +346,7 @@ class ToolExecutor:
             assert done is not None
             return call_answer(self._store, done)
 
-        return retry_overtaken(session_id, attempt)
+        return self._ledger.retry(session_id, attempt)
 
     def auto_continue(
         self, session_id: str, interaction_id: str, *, expected_version: int,
@@ -366,7 +356,7 @@ class ToolExecutor:
         same answer step as a user's, recorded as ``autoContinued`` by the ``timer`` in one
         batch guarded by ``expected_version`` and ``idempotency_key`` (a conflict is raised
         for the caller to decide again). ``None`` when the interaction is not pending."""
-        session = self._runtime.summary(session_id)
+        session = self._ledger.live(session_id)
         interaction = self._projections.interaction(self._store, interaction_id)
         if interaction is None or interaction.session_id != session_id:
             return None
@@ -384,7 +374,7 @@ class ToolExecutor:
             handler, call.body["input"], interaction, "autoContinued", None, None
         )
         events = self._answer_step(session, handler, raw, call_id, interaction.key, resolution)
-        self._store.append(
+        self._ledger.append(
             session_id, [NewEvent(e, actor="timer", causation_id=call_id) for e in events],
             expected_version=expected_version, idempotency_key=idempotency_key,
         )

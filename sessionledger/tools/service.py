@@ -26,11 +26,10 @@ from ..errors import (
     ServiceUnavailable,
     SessionLedgerError,
     checked_input,
-    eventlog_errors,
 )
+from ..ledger import Ledger, eventlog_errors
 from ..logs import log_event
 from ..permission.descriptors import MCP_NAME, ToolDescriptor, host_tool, mcp_tool
-from ..service import ExecutionRuntime
 from .executor import CallAnswer, Decision, ToolExecutor
 from .permissions import WorkspacePermissions
 from .ports import ToolPorts, WorkspaceSurface
@@ -75,23 +74,21 @@ class ToolService:
     def __init__(
         self,
         *,
-        store: EventStore,
-        projections: Projections,
-        runtime: ExecutionRuntime,
+        ledger: Ledger,
         registry: ToolRegistry | None = None,
         ports: ToolPorts | None = None,
         workspace_root: Path | None = None,
     ) -> None:
-        self._store = store
-        self._projections = projections
-        self._runtime = runtime
+        self._ledger = ledger
+        self._store = ledger.store
+        self._projections = ledger.projections
         self.permissions = WorkspacePermissions()
         self.ports = ports or ToolPorts(
             config=self.permissions.config, workspace_root=workspace_root
         )
         self.executor = ToolExecutor(
-            store=store, projections=projections, runtime=runtime,
-            registry=registry or default_registry(store, projections, self.ports),
+            ledger=ledger,
+            registry=registry or default_registry(ledger.store, ledger.projections, self.ports),
             permissions=self.permissions,
             surface=WorkspaceSurface(self.ports.config).options,
         )
@@ -120,7 +117,7 @@ class ToolService:
 
     def surface(self, session_id: str) -> list[str]:
         """The tools the session is offered (TR-1)."""
-        return self.executor.surface(self._runtime.summary(session_id))
+        return self.executor.surface(self._ledger.live(session_id))
 
     def call(
         self, session_id: str, tool: str, raw_input: Mapping[str, Any], *,
@@ -184,7 +181,7 @@ class ToolService:
     ) -> dict[str, Any]:
         """Decide a host tool call (TR-3) and record the decision with its call id."""
         checked_input(raw_input)
-        session = self._runtime.summary(session_id)
+        session = self._ledger.live(session_id)
         descriptor = _host_descriptor(tool, read_only=read_only, destructive=destructive)
         verdict = self.permissions.decide(
             tool=descriptor, input=raw_input, state=session.execution,
