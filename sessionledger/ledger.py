@@ -167,12 +167,20 @@ def from_eventlog(exc: EventLogError, *, opening: str | None = None) -> SessionL
 
 
 @contextmanager
-def eventlog_errors() -> Iterator[None]:
-    """Raise what reading or appending raises as the application error answering for it."""
+def eventlog_errors(*, payloads: bool = False) -> Iterator[None]:
+    """Raise what reading or appending raises as the application error answering for it.
+
+    ``payloads``: the block reads stored payloads into their models, so a ``ValueError`` or
+    ``TypeError`` it raises is a stored event its model rejects (``CorruptLog``).
+    """
     try:
         yield
     except EventLogError as exc:
         raise from_eventlog(exc) from exc
+    except (ValueError, TypeError) as exc:
+        if not payloads:
+            raise
+        raise CorruptLog(f"a stored event cannot be read: {exc.__class__.__name__}") from exc
 
 
 AfterAppend = Callable[[str, Sequence[RecordedEvent]], None]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import re
 import sqlite3
+import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -243,3 +244,184 @@ def test_a_lost_race_is_retried_by_one_policy() -> None:
 def test_the_retry_check_finds(source: str) -> None:
     # Issue 20: the shapes of a hand-written retry the check above must count.
     assert conflict_handlers(source) == [3]
+
+
+# -- the rooms of sessionledger and their one-way floors (issue 20, acceptance 2) -------------
+
+FLOORS: dict[str, int] = {
+    # faces: what a user or a host talks to
+    "__init__": 6, "__main__": 6, "cli": 6, "demo": 6, "demo_script": 6, "docgen": 6,
+    "http": 6, "mcp": 6, "tui": 6, "web": 6,
+    "service": 5,  # sessions, execution, turns and reminders, timers, settings, models, audit
+    "tools": 4,  # a tool call end to end: service, executor, handlers, registry, ports
+    "ledger": 3,  # the store and its views, the retry policy, the error translation
+    "config": 2,  # where settings come from: the store URL, serve's settings, the workspace
+    "permission": 1,  # pure rules and the tool descriptors they read
+    "errors": 0, "logs": 0,  # what every floor raises and logs
+}
+"""Each room of ``sessionledger/`` (a subpackage or a top-level module) and its floor: a module
+imports its own room and lower floors only (faces may use one another)."""
+FACES = 6
+
+
+def _room(module: str) -> str:
+    """``sessionledger.tools.executor`` → ``tools``; ``sessionledger`` → ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def sessionledger_imports(path: Path) -> list[tuple[int, str]]:
+    """Each import of a ``sessionledger`` module by ``path``, absolute, with its line."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            targets = [target] if node.module else [
+                f"{target}.{a.name}" if _is_module(f"{target}.{a.name}") else target
+                for a in node.names
+            ]
+        elif isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        else:
+            continue
+        found += [(node.lineno, t) for t in targets if t.split(".")[0] == "sessionledger"]
+    return found
+
+
+def floor_breaches(path: Path) -> list[str]:
+    """The imports of ``path`` that run up a floor or into a room of the same floor."""
+    here = _room(_module_name(path))
+    wrong = []
+    for line, target in sessionledger_imports(path):
+        there = _room(target)
+        if target == "sessionledger" and here != "__init__":
+            there = "__init__"  # the package's face, never imported from inside
+        if there == here or (FLOORS[here] == FACES and FLOORS[there] == FACES):
+            continue
+        if FLOORS[there] >= FLOORS[here]:
+            wrong.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+    return wrong
+
+
+def test_every_room_has_a_floor() -> None:
+    # Issue 20: a new module or folder at the top of sessionledger/ is given its room here.
+    rooms = {p.stem if p.suffix == ".py" else p.name
+             for p in (ROOT / "sessionledger").iterdir()
+             if (p.suffix == ".py" or (p / "__init__.py").exists())}
+    assert rooms == set(FLOORS)
+
+
+def test_imports_run_down_the_floors_of_sessionledger() -> None:
+    # Issue 20, acceptance 2: faces → service → tools → ledger → config → permission →
+    # errors/logs → the three lower packages (their own order is test_docs' check).
+    wrong = [b for p in sorted((ROOT / "sessionledger").rglob("*.py")) for b in floor_breaches(p)]
+    assert not wrong, "imports against the floors:\n" + "\n".join(wrong)
+
+
+def test_no_import_loops_between_sessionledger_modules() -> None:
+    # Issue 20: no two modules import each other, directly or around a loop.
+    graph: dict[str, set[str]] = {}
+    paths = sorted((ROOT / "sessionledger").rglob("*.py"))
+    names = {_module_name(p) for p in paths}
+    for path in paths:
+        edges = set()
+        for _line, target in sessionledger_imports(path):
+            while target and target not in names:
+                target = target.rpartition(".")[0]
+            if target and target != _module_name(path):
+                edges.add(target)
+        graph[_module_name(path)] = edges
+    loops = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if nxt.startswith(node + ".") or node.startswith(nxt + "."):
+                continue  # a package and its own modules (its __init__ re-exports them)
+            if state.get(nxt) == 1:
+                loops.append(" → ".join([*trail[trail.index(nxt):], nxt]))
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    assert not loops, "import loops:\n" + "\n".join(loops)
+
+
+@pytest.mark.parametrize(("module", "source", "breach"), [
+    ("sessionledger/tools/x.py", "from ..service import sessions\n", True),
+    ("sessionledger/tools/x.py", "from sessionledger.http import app\n", True),
+    ("sessionledger/permission/x.py", "from ..config import workspace\n", True),
+    ("sessionledger/ledger.py", "from .tools import executor\n", True),
+    ("sessionledger/errors.py", "from .logs import log_event\n", True),
+    ("sessionledger/tools/x.py", "from ..ledger import Ledger\n", False),
+    ("sessionledger/service/x.py", "from ..tools.executor import ToolExecutor\n", False),
+    ("sessionledger/http/x.py", "from ..mcp.http import McpHttpTransport\n", False),
+    ("sessionledger/tools/x.py", "from .registry import ToolRegistry\n", False),
+])
+def test_the_floor_check(tmp_path: Path, module: str, source: str, breach: bool,
+                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 20: what the floor check refuses and what it lets through.
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    path = tmp_path / module
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source, encoding="utf-8")
+    assert bool(floor_breaches(path)) is breach
+
+
+# -- one error translation, one live-session check (issue 20, acceptance 4) -------------------
+
+def _calls_and_raises(name: str) -> dict[str, int]:
+    """Per product module, how many times it calls ``name(…)`` or raises ``name(…)``."""
+    counts: dict[str, int] = {}
+    for module in sorted((ROOT / "sessionledger").rglob("*.py")):
+        found = sum(
+            1 for node in ast.walk(ast.parse(module.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Call)
+            and (node.func.id if isinstance(node.func, ast.Name)
+                 else node.func.attr if isinstance(node.func, ast.Attribute) else "") == name
+        )
+        if found:
+            counts[str(module.relative_to(ROOT))] = found
+    return counts
+
+
+def test_the_log_errors_are_translated_in_one_place() -> None:
+    # Issue 20, acceptance 4: `from_eventlog` is written in the ledger and called by the ledger
+    # (its `eventlog_errors` block and `Ledger.open`) and by the faces' last-resort handlers
+    # for what they read from the store directly (the HTTP app, the CLI) — nowhere else.
+    assert _calls_and_raises("from_eventlog") == {
+        "sessionledger/ledger.py": 2, "sessionledger/http/app.py": 1, "sessionledger/cli.py": 1,
+    }
+
+
+def test_the_live_session_check_is_written_once() -> None:
+    # Issue 20, acceptance 4: 404 session_not_found and 410 session_deleted are raised by the
+    # ledger's `known` and `live` only; every service asks the ledger.
+    assert _calls_and_raises("SessionDeleted") == {"sessionledger/ledger.py": 1}
+    assert _calls_and_raises("SessionNotFound") == {"sessionledger/ledger.py": 2}
+
+
+def test_the_retry_policy_is_called_through_the_ledger() -> None:
+    # Issue 20, acceptance 4: services call `Ledger.retry`; the policy function itself is
+    # called by the ledger alone.
+    assert _calls_and_raises("retry_overtaken") == {"sessionledger/ledger.py": 1}

@@ -9,10 +9,12 @@ built from the current list by :func:`todo_reminder_text`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from eventlog import TodoItemData
 
 __all__ = [
+    "plan_file_reference_text",
     "PLAN_EXIT",
     "PLAN_MODE_FULL",
     "PLAN_MODE_FULL_OPENING",
@@ -101,3 +103,13 @@ def todo_reminder_text(todos: Sequence[TodoItemData]) -> str:
     lines = [todo_line(i, item) for i, item in enumerate(todos, start=1)]
     body = "\n".join(lines) if lines else TODO_EMPTY
     return f"{TODO_REMINDER_HEADER}\n\n{body}"
+
+
+def plan_file_reference_text(path: Path, content: str) -> str:
+    """PM-10's reminder: the exact opening, the path, the content, then carry on."""
+    return (
+        f"A plan file exists from plan mode at: {path}\n\n"
+        f"Plan contents:\n\n{content}\n\n"
+        "If this plan is relevant to the current work and not already complete, "
+        "continue working on it."
+    )

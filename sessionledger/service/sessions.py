@@ -12,14 +12,12 @@ runs them in worker threads.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
 from eventlog import (
     Actor,
     Clock,
-    EventLogError,
     EventStore,
     ExecutionStateData,
     HostKind,
@@ -39,13 +37,11 @@ from statemachine.execution import Command, Cycle, EndGoal, LeavePlan, SetMode, 
 from statemachine.interaction import TimerConfig
 
 from ..errors import (
-    CorruptLog,
     InvalidInput,
     SessionNotDeleted,
     WorkspaceOutsideRoot,
 )
-from ..ledger import Ledger, from_eventlog
-from ..tools.plan_files import plan_file_source
+from ..ledger import Ledger, eventlog_errors
 from ..tools.service import ToolService
 from . import CommandResult, ExecutionRuntime, TurnService
 from .audit import AuditProgress, AuditReport, audit_log, audit_session
@@ -54,6 +50,7 @@ from .models import ModelService
 from .settings import SettingsService
 from .timers import TimerService
 from .todos import TodoService
+from .turns import plan_file_source
 
 __all__ = [
     "DEFAULT_EVENTS_LIMIT",
@@ -92,17 +89,6 @@ def _not_blank(value: str, name: str) -> str:
             f"{name} must not be empty", details=[{"loc": [name], "message": "empty"}]
         )
     return value
-
-
-@contextmanager
-def _log_errors() -> Iterator[None]:
-    """Translate what reading or appending can raise into application errors."""
-    try:
-        yield
-    except EventLogError as exc:
-        raise from_eventlog(exc) from exc
-    except (ValueError, TypeError) as exc:  # a stored payload its model rejects
-        raise CorruptLog(f"a stored event cannot be read: {exc.__class__.__name__}") from exc
 
 
 class SessionService:
@@ -192,7 +178,7 @@ class SessionService:
             execution_state=execution,
         )
         session_id = new_session_id()
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             result = self._store.append(
                 session_id, [NewEvent(event, actor="host")], expected_version=0
             )
@@ -246,14 +232,14 @@ class SessionService:
 
     def find_summary(self, session_id: str) -> SessionSummary | None:
         """The session's projected summary, deleted or not; ``None`` if it has none."""
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             return self._projections.summary(self._store, session_id)
 
     def summary(
         self, session_id: str, *, field: str | None = None, allow_deleted: bool = False
     ) -> SessionSummary:
         """The session's projected summary; 404 if unknown, 410 if deleted (unless allowed)."""
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             return self.ledger.live(session_id, field=field, allow_deleted=allow_deleted)
 
     def require_live(self, session_id: str) -> None:
@@ -270,7 +256,7 @@ class SessionService:
 
     def summaries(self, *, include_deleted: bool = False) -> list[SessionSummary]:
         """Every session's summary, most recently written first (by global position)."""
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             rows = self._projections.summaries(self._store)
         return rows if include_deleted else [s for s in rows if not s.deleted]
 
@@ -299,7 +285,7 @@ class SessionService:
             )
         self.require_session(session_id)
         page = self.session_page(session_id, after=after, limit=limit)
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             version = self._store.version(session_id)
         return {"events": [event.to_wire() for event in page], "version": version}
 
@@ -316,17 +302,17 @@ class SessionService:
         return self._stream(session_id, after, limit)
 
     def _stream(self, session_id: str, after: int, limit: int | None) -> Iterator[RecordedEvent]:
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             yield from self._store.read_session(session_id, after=after, limit=limit)
 
     def session_page(self, session_id: str, *, after: int, limit: int) -> list[RecordedEvent]:
         """Up to ``limit`` events of one session after ``seq`` ``after`` (for streams)."""
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             return list(self._store.read_session(session_id, after=after, limit=limit))
 
     def global_page(self, *, after: int, limit: int) -> list[RecordedEvent]:
         """Up to ``limit`` events of every session after global position ``after``."""
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             return list(self._store.read_all(after=after, limit=limit))
 
     # -- execution state (SPEC §3) ---------------------------------------------------------
@@ -342,7 +328,7 @@ class SessionService:
         causation_id: str | None = None,
     ) -> CommandResult:
         """Run one command through the runtime; 409 ``refused`` when the machine says no."""
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             return self._runtime.execute(
                 session_id, command, via=via, actor=actor, message=message,
                 causation_id=causation_id,
@@ -420,7 +406,7 @@ class SessionService:
             self._runtime.forget(session_id)
             return {"sessionId": session_id, "deleted": True, "version": result.version}
 
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             return self.ledger.retry(session_id, attempt)
 
     def purge_session(self, session_id: str) -> int:
@@ -430,25 +416,25 @@ class SessionService:
         the one destructive operation, so it trusts nothing derived.
         """
         self.require_session(session_id)
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             folded = fold(self._store.read_session(session_id))
         if folded is None or not folded.deleted:
             raise SessionNotDeleted(session_id)
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             removed = self._store.purge(session_id)
         self._runtime.forget(session_id)
         return removed
 
     def rebuild_projections(self, *, progress: AuditProgress | None = None) -> int:
         """Drop every projection and fold the whole log again; the events folded."""
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             return self._store.rebuild_projections(progress=progress)
 
     # -- auditing --------------------------------------------------------------------------
 
     def audit_report(self, session_id: str) -> AuditReport:
         """Check one session: its hash chain (EL-4) and its projections against the log."""
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             report = audit_session(self._store, self._projections, session_id)
         if report.ok and report.events == 0:
             self.ledger.known(session_id)
@@ -460,5 +446,5 @@ class SessionService:
 
     def audit_all(self, *, progress: AuditProgress | None = None) -> list[AuditReport]:
         """Audit every session, calling ``progress(done, total)`` after each."""
-        with _log_errors():
+        with eventlog_errors(payloads=True):
             return audit_log(self._store, self._projections, progress=progress)

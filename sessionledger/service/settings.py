@@ -29,13 +29,13 @@ from pydantic import (
     field_validator,
 )
 
-from eventlog import EventLogError, NewEvent, SettingChanged
+from eventlog import NewEvent, SettingChanged
 from projections.interaction_timers import SETTINGS_STREAM
 
 from ..errors import (
     InvalidInput,
 )
-from ..ledger import Ledger, from_eventlog
+from ..ledger import Ledger, eventlog_errors
 from ..tools.executor import summarize, validation_details
 from .timers import TimerService
 
@@ -71,10 +71,8 @@ class SettingsService:
 
     def current(self) -> dict[str, Any]:
         """``{"autoContinueQuestions": bool}`` as the log says now."""
-        try:
+        with eventlog_errors():
             return {"autoContinueQuestions": self._timers.settings().current}
-        except EventLogError as exc:
-            raise from_eventlog(exc) from exc
 
     def update(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         """Apply a partial update; the settings afterwards. Bad input is 422, nothing appended."""
@@ -87,12 +85,10 @@ class SettingsService:
         wanted = update.auto_continue_questions
         if wanted is None:
             return self.current()
-        try:
+        with eventlog_errors():
             turned_off = self._set_auto_continue(wanted)
             if turned_off:  # HO-6: what it pauses is appended before the answer
                 self._timers.run_due()
-        except EventLogError as exc:
-            raise from_eventlog(exc) from exc
         return self.current()
 
     def _set_auto_continue(self, wanted: bool) -> bool:

@@ -36,9 +36,20 @@ from ..errors import (
     InvalidInput,
 )
 from ..ledger import Ledger, eventlog_errors
-from .reminders import Reminder, ReminderSource, TurnRequest, decide_reminders
+from ..tools.plan_files import read_plan_file
+from .reminder_texts import plan_file_reference_text
+from .reminders import (
+    Reminder,
+    ReminderContext,
+    ReminderSource,
+    TurnRequest,
+    decide_reminders,
+)
 
-__all__ = ["MESSAGE_KEY_PREFIX", "ProjectedTodos", "Role", "TodoSource", "TurnService", "receipt"]
+__all__ = [
+    "MESSAGE_KEY_PREFIX", "ProjectedTodos", "Role", "TodoSource", "TurnService",
+    "plan_file_source", "receipt",
+]
 
 Role = Literal["assistant", "user"]
 ROLES: tuple[str, ...] = ("assistant", "user")
@@ -216,3 +227,18 @@ def _reminder_events(reminders: Sequence[Reminder]) -> list[NewEvent]:
                                      content=reminder.text)
             batch.append(NewEvent(notice, actor="system", correlation_id=correlation))
     return batch
+
+
+def plan_file_source() -> ReminderSource:
+    """The ``plan_file_reference`` source: on the first request after a compaction, when
+    the session's plan file exists."""
+
+    def source(context: ReminderContext) -> Reminder | None:
+        if not context.counters.compacted or not context.workspace:
+            return None
+        found = read_plan_file(context.workspace, context.session_id)
+        if found is None:
+            return None
+        return Reminder("plan_file_reference", plan_file_reference_text(*found))
+
+    return source

@@ -24,7 +24,8 @@ removed, and the caller appends no exit (Plan stays on). An approval abandoned a
 was renamed in place (the service stopped before ``PlanApproved`` was appended) is put back as
 the log says by :func:`put_back`. After a context compaction the file is
 read back (at most :data:`READ_LIMIT` bytes, a trailing partial UTF-8 character dropped) for
-the ``plan_file_reference`` reminder (:func:`plan_file_source`).
+the ``plan_file_reference`` reminder
+(:func:`sessionledger.service.turns.plan_file_source`).
 """
 
 from __future__ import annotations
@@ -42,8 +43,6 @@ from pathlib import Path
 from eventlog import EventStore, PlanApproved, RecordedEvent
 from projections import SessionSummary
 
-from ..service.reminders import Reminder, ReminderContext, ReminderSource
-
 __all__ = [
     "PLANS_DIR",
     "READ_LIMIT",
@@ -52,8 +51,6 @@ __all__ = [
     "PlanWriteCancelled",
     "last_approved_plan",
     "plan_file_name",
-    "plan_file_reference_text",
-    "plan_file_source",
     "plan_path",
     "put_back",
     "read_plan_file",
@@ -207,31 +204,6 @@ def read_plan_file(workspace: str, session_id: str) -> tuple[Path, str] | None:
         return None
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     return path, decoder.decode(data, final=False)  # a trailing partial character waits
-
-
-def plan_file_reference_text(path: Path, content: str) -> str:
-    """PM-10's reminder: the exact opening, the path, the content, then carry on."""
-    return (
-        f"A plan file exists from plan mode at: {path}\n\n"
-        f"Plan contents:\n\n{content}\n\n"
-        "If this plan is relevant to the current work and not already complete, "
-        "continue working on it."
-    )
-
-
-def plan_file_source() -> ReminderSource:
-    """The ``plan_file_reference`` source: on the first request after a compaction, when
-    the session's plan file exists."""
-
-    def source(context: ReminderContext) -> Reminder | None:
-        if not context.counters.compacted or not context.workspace:
-            return None
-        found = read_plan_file(context.workspace, context.session_id)
-        if found is None:
-            return None
-        return Reminder("plan_file_reference", plan_file_reference_text(*found))
-
-    return source
 
 
 def restore_plan_files(
