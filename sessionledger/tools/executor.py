@@ -12,10 +12,18 @@ approval, PM-7) takes two batches: the decision alone, then the handler's events
 completion. One that never gets its second batch is abandoned — at once when its run was
 cancelled, else by :meth:`ToolExecutor.resume` on the session's next access — and its
 request asked again, so no call waits for an interaction that is no longer pending.
+
+The module holds the whole path, in the order a call meets it: the brokers (how each kind of
+host answers a call that needs the user: a pending interaction for protocol hosts and the TUI,
+a refusal at once for a headless run), a recorded call as its caller sees it (a TodoWrite's
+result is recorded by reference, D70, and completed here from its two ``TodosWritten``), the
+answers decided first (the decision on record, then the run and its completion, and the
+abandonment of one that never got its second batch), and the executor itself.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +33,16 @@ from pydantic import ValidationError
 
 from eventlog import (
     Event,
+    EventLogError,
+    EventStore,
     HostKind,
     InteractionRequested,
+    InteractionResolved,
     NewEvent,
     PermissionDecided,
     PermissionVerdict,
     RecordedEvent,
+    TodoItemData,
     TodosWritten,
     ToolCallCompleted,
     ToolCallRequested,
@@ -38,27 +50,271 @@ from eventlog import (
 )
 from eventlog.envelope import Actor
 from projections import SessionSummary
+from projections.documents import Doc
 from projections.tool_calls import call_document, call_key, call_wire
 from statemachine.execution import ExecutionState
 
-from ..errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, InvalidInput, NotFound, ServiceUnavailable, SessionLedgerError
 from ..ledger import Ledger
+from ..logs import log_event
 from ..permission.descriptors import ToolDescriptor
-from .answers import DecidedAnswers, completed_event, resolved_event
-from .brokers import Pending, broker_for
-from .handlers import AskAware, DecidesFirst, Resolution, ToolContext, ToolHandler
+from .handlers import (
+    AbandonCause,
+    AskAware,
+    DecidesFirst,
+    HandlerOutcome,
+    Resolution,
+    ToolContext,
+    ToolHandler,
+)
 from .registry import SurfaceOptions, ToolRegistry
-from .results import call_answer
-from .todo_contract import TodoFields
+from .todo_contract import TodoFields, answer_result, is_recorded_by_reference, recorded_old_seq
 
 __all__ = [
+    "BROKERS",
+    "Broker",
     "CallAnswer",
+    "DecidedAnswers",
     "Decision",
+    "DenyBroker",
+    "Pending",
+    "PendingBroker",
     "PermissionAuthority",
     "ToolExecutor",
+    "broker_for",
+    "call_answer",
+    "completed_event",
+    "resolved_event",
     "summarize",
     "validation_details",
+    "written_list",
 ]
+
+
+# -- brokers: how each kind of host answers a call that needs the user (HO-1 … HO-3) -----------
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """The call waits for the user."""
+
+
+class Broker(Protocol):
+    """Answers "this call needs the user" for one kind of host."""
+
+    def on_ask(self, tool: str) -> Pending | PermissionVerdict: ...
+
+
+class PendingBroker:
+    """Protocol and TUI hosts: the call waits in the session's interaction queue."""
+
+    def on_ask(self, tool: str) -> Pending | PermissionVerdict:
+        return Pending()
+
+
+class DenyBroker:
+    """Headless hosts: no permission client, so every ask is denied at once (HO-3)."""
+
+    def on_ask(self, tool: str) -> Pending | PermissionVerdict:
+        return PermissionVerdict(
+            behavior="deny",
+            reason=f"No permission client configured for {tool}",
+            rule_id="host.headless.noPermissionClient",
+        )
+
+
+BROKERS: dict[HostKind, Broker] = {
+    "protocol": PendingBroker(),
+    "tui": PendingBroker(),
+    "headless": DenyBroker(),
+}
+
+
+def broker_for(host: HostKind) -> Broker:
+    """The broker of a host kind."""
+    return BROKERS[host]
+
+
+# -- a recorded call as its caller sees it (D70) -----------------------------------------------
+
+def written_list(store: EventStore, session_id: str, seq: int) -> tuple[TodoItemData, ...]:
+    """The list the ``TodosWritten`` at ``seq`` of the session wrote."""
+    for event in store.read_session(session_id, after=seq - 1, limit=1):
+        if isinstance(event.data, TodosWritten):
+            return event.data.todos
+    raise LookupError(f"{session_id} seq {seq} is not the TodosWritten a TodoWrite names")
+
+
+def call_answer(store: EventStore, doc: Doc) -> dict[str, Any]:
+    """The SPEC §11 tool-call document of ``doc``, its result complete."""
+    wire = call_wire(doc)
+    result = wire.get("result")
+    todos_seq = doc.body.get("todosSeq")
+    if todos_seq is None or result is None or not is_recorded_by_reference(result):
+        return wire
+    old_seq = recorded_old_seq(result)
+    old = () if old_seq is None else written_list(store, doc.session_id, old_seq)
+    wire["result"] = answer_result(result, old, written_list(store, doc.session_id, todos_seq))
+    return wire
+
+
+# -- answers decided first: the decision on record, then the run (PM-7) ------------------------
+
+_log = logging.getLogger("sessionledger.executor")
+
+ContextOf = Callable[[SessionSummary, str], ToolContext]
+
+
+def resolved_event(
+    interaction_id: str, call_id: str, resolution: Resolution
+) -> InteractionResolved:
+    """The user's (or the timer's) decision on an interaction."""
+    return InteractionResolved(
+        interaction_id=interaction_id, call_id=call_id, decision=resolution.decision,
+        input=dict(resolution.input) if resolution.input is not None else None,
+        feedback=resolution.feedback,
+    )
+
+
+def completed_event(tool: str, call_id: str, outcome: HandlerOutcome) -> ToolCallCompleted:
+    """The call's completion with what the handler produced."""
+    return ToolCallCompleted(
+        call_id=call_id, tool=tool, status="completed", success=outcome.success,
+        result=outcome.result, model_content=outcome.model_content,
+        turn_control=outcome.turn_control, follow_up_user_input=outcome.follow_up,
+    )
+
+
+class DecidedAnswers:
+    """The second step of answers decided first, and the abandonment of unfinished ones."""
+
+    def __init__(
+        self, *, ledger: Ledger, registry: ToolRegistry, context: ContextOf,
+    ) -> None:
+        self._ledger = ledger
+        self._store = ledger.store
+        self._projections = ledger.projections
+        self._registry = registry
+        self._context = context
+
+    def carry_out(
+        self, session_id: str, handler: ToolHandler, raw: Mapping[str, Any], call_id: str,
+        interaction_id: str, resolution: Resolution,
+    ) -> dict[str, Any]:
+        """Run the handler, then append its events with the completion, guarded (a lost race
+        runs it again from the new state); the call document. A run that raises
+        ServiceUnavailable (a cancellation) is abandoned; so is one whose request another
+        writer asked again meanwhile (its run is then undone)."""
+        assert isinstance(handler, DecidesFirst)
+        ran = False
+
+        def attempt() -> dict[str, Any]:
+            nonlocal ran
+            session = self._projections.summary(self._store, session_id)
+            call = self._projections.call(self._store, session_id, call_id)
+            assert session is not None and call is not None
+            context = self._context(session, call_id)
+            if call.body["interactionId"] != interaction_id:
+                if ran:
+                    handler.undo(context, raw)
+                raise ServiceUnavailable(
+                    "the answer was abandoned before it completed; it is asked again",
+                    details={"callId": call_id, "interactionId": call.body["interactionId"]},
+                )
+            try:
+                outcome = handler.run(context, raw, resolution)
+            except ServiceUnavailable as exc:
+                raise self._cancelled(session_id, call_id, exc) from exc
+            ran = True
+            events = [*outcome.events, completed_event(handler.descriptor.name, call_id, outcome)]
+            appended = self._ledger.append(  # overtaken: run again from the new state
+                session_id, [NewEvent(e, actor="user", causation_id=call_id) for e in events],
+                expected_version=session.version,
+            )
+            done = call_document(appended.events, session_id, call_id, before=call)
+            assert done is not None
+            return call_wire(done)
+
+        return self._ledger.retry(session_id, attempt, unconditional=True)
+
+    def _cancelled(
+        self, session_id: str, call_id: str, error: ServiceUnavailable
+    ) -> ServiceUnavailable:
+        """The run was cancelled: abandon it now if the store still takes appends (a deleted
+        session needs nothing; a closed store leaves it to :meth:`resume`)."""
+        try:
+            asked = self._abandon(session_id, "cancelled", only=call_id)
+        except (EventLogError, SessionLedgerError) as exc:
+            log_event(_log, "abandon deferred", sessionId=session_id, callId=call_id,
+                      error=exc.__class__.__name__)
+            asked = []
+        details = {"callId": call_id, "interactionId": asked[0] if asked else None}
+        return ServiceUnavailable(error.message, details=details)
+
+    def resume(self, session_id: str) -> int:
+        """Abandon the session's answers that are on record but were never completed (the
+        service stopped between the two batches), as ``interrupted``; the number."""
+        return len(self._abandon(session_id, "interrupted"))
+
+    def _abandon(
+        self, session_id: str, cause: AbandonCause, *, only: str | None = None
+    ) -> list[str]:
+        """Append each unfinished answer's abandonment and its request again, then let the
+        handlers undo their runs; the new interaction ids."""
+        def attempt() -> list[str]:
+            session = self._projections.summary(self._store, session_id)
+            if session is None or session.deleted:
+                return []
+            batch: list[NewEvent] = []
+            undo: list[tuple[DecidesFirst, ToolContext, Mapping[str, Any]]] = []
+            for call, interaction in self._unfinished(session_id, only):
+                handler = self._registry.handler(call.body["tool"])
+                if not isinstance(handler, DecidesFirst):
+                    continue  # other answers are one batch: never unfinished
+                call_id, raw = call.body["callId"], _answered_input(call)
+                context = self._context(session, call_id)
+                again = InteractionRequested(
+                    interaction_id=new_id("int"), call_id=call_id,
+                    kind=interaction.body["kind"], payload=interaction.body["payload"],
+                )
+                batch += [NewEvent(e, actor="system", causation_id=call_id)
+                          for e in (*handler.abandoned(context, raw, cause), again)]
+                undo.append((handler, context, raw))
+            if not batch:
+                return []
+            self._ledger.append(session_id, batch, expected_version=session.version)
+            for undoer, context, raw in undo:
+                undoer.undo(context, raw)
+            return [e.event.interaction_id for e in batch
+                    if isinstance(e.event, InteractionRequested)]
+
+        return self._ledger.retry(session_id, attempt)
+
+    def _unfinished(self, session_id: str, only: str | None) -> list[tuple[Doc, Doc]]:
+        """Pending calls whose interaction is resolved, each with that interaction."""
+        view = self._projections.tool_calls
+        pending = self._store.read_view(lambda tx: view.of_session(tx, session_id, "pending"))
+        found = []
+        for call in pending:
+            interaction_id = call.body.get("interactionId")
+            if interaction_id is None or only not in (None, call.body["callId"]):
+                continue
+            interaction = self._projections.interaction(self._store, interaction_id)
+            if interaction is not None and interaction.status == "resolved":
+                found.append((call, interaction))
+        return found
+
+
+def _answered_input(call: Doc) -> Mapping[str, Any]:
+    """The input an answer on record runs with: the user's modified input, else the call's."""
+    answer = call.body.get("resolution") or {}
+    modified = answer.get("input")
+    if answer.get("decision") == "modify" and isinstance(modified, Mapping):
+        return modified
+    original: Mapping[str, Any] = call.body["input"]
+    return original
+
+
+# -- the executor ------------------------------------------------------------------------------
 
 _LISTS_HELD = 4096
 Decision = Literal["modify", "approve", "deny", "feedback"]
@@ -299,7 +555,7 @@ class ToolExecutor:
     def resume(self, session_id: str) -> int:
         """Abandon the session's answers that are on record but never completed (the service
         stopped between a decided-first answer's two batches) and ask them again; the
-        number abandoned (:class:`~sessionledger.tools.answers.DecidedAnswers`)."""
+        number abandoned (:class:`~DecidedAnswers`)."""
         return self._decided.resume(session_id)
 
     # -- answers ---------------------------------------------------------------------------
