@@ -56,9 +56,8 @@ from .errors import (
     CorruptLog,
     InvalidInput,
     SessionLedgerError,
-    shape_refused,
 )
-from .ledger import from_eventlog
+from .ledger import from_eventlog, shape_refused
 from .service.documents import describe_event, state_document, state_note
 from .service.sessions import MAX_CURSOR, AuditReport, SessionService
 from .tools.plan_files import restore_plan_files

@@ -37,12 +37,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from eventlog import (
-    JsonShapeError,
-    StorageFault,
-    check_json,
-    descriptors_exhausted,
-)
+from eventlog import StorageFault, descriptors_exhausted
 
 __all__ = [
     "CommandRefused",
@@ -63,9 +58,7 @@ __all__ = [
     "StorageUnavailable",
     "Unauthorized",
     "WorkspaceOutsideRoot",
-    "checked_input",
     "from_os_error",
-    "shape_refused",
 ]
 
 
@@ -92,25 +85,6 @@ class InvalidInput(SessionLedgerError):
     status = 422
     code = "invalid_input"
     exit_code = 2
-
-
-def shape_refused(exc: JsonShapeError, *, loc: str) -> InvalidInput:
-    """EG-1's refusal of a JSON value that would not read back as sent: 422 ``invalid_input``
-    whose one detail names the path under ``loc`` (``body``, ``input``, ``data``), like a
-    validation error's."""
-    return InvalidInput(
-        f"the {loc} cannot be accepted: {exc}",
-        details=[{"loc": [loc, *exc.path], "message": exc.reason, "type": "json_shape"}],
-    )
-
-
-def checked_input(value: Any, *, loc: str = "input") -> None:
-    """The shape check of EG-1 on a JSON value from outside (a tool input, an answer's
-    ``modify`` input), refused as :func:`shape_refused`."""
-    try:
-        check_json(value)
-    except JsonShapeError as exc:
-        raise shape_refused(exc, loc=loc) from None
 
 
 class WorkspaceOutsideRoot(InvalidInput):

@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from eventlog import (
     AppendResult,
@@ -60,6 +60,7 @@ from eventlog import (
     UnknownEventType,
     UnknownSchemaVersion,
     UnreadableStore,
+    check_json,
 )
 from eventlog.subscribers import Subscribers
 from projections import Projections, SessionSummary, open_projected_store
@@ -68,16 +69,18 @@ from .errors import (
     ConfigurationError,
     Conflict,
     CorruptLog,
+    InvalidInput,
     OutOfDescriptors,
     ServiceUnavailable,
     SessionDeleted,
     SessionLedgerError,
     SessionNotFound,
     StorageUnavailable,
-    shape_refused,
 )
 
 __all__ = [
+    "checked_input",
+    "shape_refused",
     "AfterAppend",
     "Ledger",
     "eventlog_errors",
@@ -164,6 +167,25 @@ def from_eventlog(exc: EventLogError, *, opening: str | None = None) -> SessionL
     if isinstance(exc, JsonShapeError):  # the writer's last line behind the edges' check
         return shape_refused(exc, loc="data")
     return SessionLedgerError(message)
+
+
+def shape_refused(exc: JsonShapeError, *, loc: str) -> InvalidInput:
+    """EG-1's refusal of a JSON value that would not read back as sent: 422 ``invalid_input``
+    whose one detail names the path under ``loc`` (``body``, ``input``, ``data``), like a
+    validation error's."""
+    return InvalidInput(
+        f"the {loc} cannot be accepted: {exc}",
+        details=[{"loc": [loc, *exc.path], "message": exc.reason, "type": "json_shape"}],
+    )
+
+
+def checked_input(value: Any, *, loc: str = "input") -> None:
+    """The shape check of EG-1 on a JSON value from outside (a tool input, an answer's
+    ``modify`` input), refused as :func:`shape_refused`."""
+    try:
+        check_json(value)
+    except JsonShapeError as exc:
+        raise shape_refused(exc, loc=loc) from None
 
 
 @contextmanager

@@ -33,7 +33,7 @@ from sessionledger.config.workspace import (
 from sessionledger.errors import ConfigurationError, OutOfDescriptors
 from sessionledger.permission import RulePattern
 from sessionledger.permission.descriptors import SERVICE_TOOLS, host_tool
-from sessionledger.tools.permissions import WorkspacePermissions
+from sessionledger.tools.service import WorkspacePermissions
 from statemachine.execution import ExecutionState
 
 VALID = """

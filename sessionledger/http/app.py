@@ -30,9 +30,8 @@ from ..errors import (
     OutOfDescriptors,
     SessionLedgerError,
     from_os_error,
-    shape_refused,
 )
-from ..ledger import from_eventlog
+from ..ledger import from_eventlog, shape_refused
 from ..logs import batch_logger, descriptor_shortage, log_event, logger
 from ..mcp.http import MCP_PATH, McpHttpTransport
 from ..service.scheduler import TimerScheduler

@@ -6,37 +6,127 @@ errors, and records the permission decisions the host asks for about its own too
 The first time this process touches a session's calls or interactions, answers left on
 record but never completed by an earlier process (a stop between PM-7's two batches) are
 abandoned and asked again (:meth:`ToolExecutor.resume`).
+
+The permission authority the executor asks is here too (:class:`WorkspacePermissions`): a
+workspace's rules (``.sessionledger/config.toml``, SPEC TR-4) applied to one call, loaded on
+first use and reloaded when the file changes; an invalid file is an
+:class:`~sessionledger.errors.InvalidWorkspaceConfig` naming the key. A decision depends on
+the call's input only through its primary argument
+(:func:`~sessionledger.permission.patterns.primary_argument`), so a call without one — every
+TodoWrite — reuses the decision kept with the loaded rules until the file changes (D73).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from eventlog import EventStore, HostKind, NewEvent, PermissionDecided, new_id
+from eventlog import EventStore, HostKind, NewEvent, PermissionDecided, PermissionVerdict, new_id
 from projections import Projections
 from projections.tool_calls import interaction_wire
+from statemachine.execution import ExecutionState
 
+from ..config.workspace import WorkspaceConfig, config_path, load_workspace_config
 from ..errors import (
     Conflict,
     InvalidInput,
     ServiceUnavailable,
     SessionLedgerError,
-    checked_input,
 )
-from ..ledger import Ledger, eventlog_errors
+from ..ledger import Ledger, checked_input, eventlog_errors
 from ..logs import log_event
+from ..permission import PermissionRequest, PermissionService
 from ..permission.descriptors import MCP_NAME, ToolDescriptor, host_tool, mcp_tool
+from ..permission.patterns import primary_argument
 from .executor import CallAnswer, Decision, ToolExecutor
-from .permissions import WorkspacePermissions
 from .ports import ToolPorts, WorkspaceSurface
 from .registry import ToolRegistry
 from .toolset import basic_handlers, service_handlers
 
-__all__ = ["QueueTimers", "ToolService", "default_registry"]
+__all__ = [
+    "QueueTimers",
+    "ToolService",
+    "WorkspacePermissions",
+    "default_registry",
+]
+
+
+# -- the permission authority: a workspace's rules applied to one call (TR-4, D73) ---------
+
+_NO_ARGUMENT = ("text", "")
+_MEMO_LIMIT = 1024
+"""Decisions kept per loaded configuration (tools x execution states: a few dozen in use)."""
+
+
+class _Rules:
+    """One workspace's loaded configuration, its permission service and the decisions of
+    calls without a primary argument, by (tool, execution state)."""
+
+    __slots__ = ("config", "decided", "service", "stamp")
+
+    def __init__(self, stamp: float | None, config: WorkspaceConfig) -> None:
+        self.stamp = stamp
+        self.config = config
+        self.service = PermissionService(config.permission)
+        self.decided: dict[tuple[ToolDescriptor, ExecutionState], PermissionVerdict] = {}
+
+
+class WorkspacePermissions:
+    """Decides calls with the rules of the session's workspace (cached by file mtime)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, _Rules] = {}
+        self._files: dict[str, str] = {}
+        """Each workspace's configuration file as a string, for a plain ``os.stat`` (every
+        call stats it, some twice: building the path each time cost more than the stat)."""
+        self._lock = threading.Lock()
+
+    def config(self, workspace: Path) -> WorkspaceConfig:
+        """The workspace's configuration (defaults when it has no file)."""
+        return self._entry(workspace).config
+
+    def _entry(self, workspace: Path) -> _Rules:
+        key = str(workspace)
+        file = self._files.get(key)
+        if file is None:
+            file = self._files[key] = str(config_path(workspace))
+        try:
+            stamp: float | None = os.stat(file).st_mtime
+        except OSError:
+            stamp = None
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached is not None and cached.stamp == stamp:
+            return cached
+        entry = _Rules(stamp, load_workspace_config(workspace))
+        with self._lock:
+            self._cache[key] = entry
+        return entry
+
+    def decide(
+        self, *, tool: ToolDescriptor, input: Mapping[str, Any], state: ExecutionState,
+        workspace: Path,
+    ) -> PermissionVerdict:
+        rules = self._entry(workspace)
+        memo = not tool.shell and primary_argument(tool, input) == _NO_ARGUMENT
+        if memo:
+            known = rules.decided.get((tool, state))
+            if known is not None:
+                return known
+        request = PermissionRequest(tool=tool, input=input, state=state, workspace=workspace)
+        verdict = rules.service.check(request).to_verdict()
+        if memo:
+            if len(rules.decided) >= _MEMO_LIMIT:
+                rules.decided.clear()
+            rules.decided[(tool, state)] = verdict
+        return verdict
+
+
+# -- service -------------------------------------------------------------------------------------
 
 _log = logging.getLogger("sessionledger.tools")
 
