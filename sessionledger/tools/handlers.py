@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from eventlog import (
     Event,
@@ -24,7 +24,9 @@ from eventlog import (
 from projections import SessionSummary
 
 from ..permission.descriptors import ToolDescriptor
-from .todo_contract import TodoFields
+
+if TYPE_CHECKING:  # the todo contract imports ask.py, which builds on this module
+    from .todo_contract import TodoFields
 
 __all__ = [
     "AbandonCause",

@@ -4,7 +4,7 @@ Pure code for the handlers to call, no I/O.
 
 * :class:`TodoWriteInput` — ``{"todos": [item…]}`` (TD-1), strict: no coercion, unknown
   fields rejected at both levels. An item has no id: ``content`` (non-empty, not blank as
-  :func:`.ask_texts.visible` sees it: only zero-width characters is blank),
+  :func:`.ask.visible` sees it: only zero-width characters is blank),
   ``status`` and ``priority``. The schema description of ``todos`` is the exact TD-2 sentence.
   More than one ``in_progress`` item is accepted: the rule is advisory (parallel subagents).
 * :class:`TodoReadInput` — ``{}``, strict.
@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from eventlog import TodoItemData
 
-from .ask_texts import visible
+from .ask import visible
 
 __all__ = [
     "READ_DESCRIPTION",

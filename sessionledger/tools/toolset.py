@@ -16,7 +16,7 @@ from eventlog import EventStore, RecordedEvent, StoreClosed
 from projections import Projections, SessionSummary
 from projections.documents import Doc
 
-from .ask_handler import AskUserQuestionHandler
+from .ask import AskUserQuestionHandler
 from .handlers import ToolHandler
 from .list_models import ListModelsHandler
 from .plan_files import PlanFiles
