@@ -33,9 +33,8 @@ from ..permission.descriptors import MCP_NAME, ToolDescriptor, host_tool, mcp_to
 from ..service import ExecutionRuntime
 from .executor import CallAnswer, Decision, ToolExecutor
 from .permissions import WorkspacePermissions
-from .ports import ToolPorts, WorkspaceSurface
-from .registry import ToolRegistry
-from .toolset import basic_handlers, service_handlers
+from .ports import ToolPorts
+from .registry import ToolRegistry, WorkspaceSurface, basic_handlers, service_handlers
 
 __all__ = ["QueueTimers", "ToolService", "default_registry"]
 
