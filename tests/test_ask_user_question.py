@@ -14,9 +14,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from sessionledger.tools import SERVICE_TOOLS
-from sessionledger.tools import ask_user_question as aq
-from sessionledger.tools.ask_texts import text_key, visible
-from sessionledger.tools.ask_user_question import (
+from sessionledger.tools import ask as aq
+from sessionledger.tools.ask import (
     DESCRIPTION,
     MISSING_ANSWERS,
     TOOL_NAME,
@@ -29,6 +28,8 @@ from sessionledger.tools.ask_user_question import (
     parse_model_input,
     result,
     result_text,
+    text_key,
+    visible,
 )
 
 AQ1_FIRST = (

@@ -25,8 +25,7 @@ from server_support import ServerProcess, TestClient, in_process_client
 from server_support import create_session as create
 from server_support import session_version as version
 
-from sessionledger.tools.ask_texts import text_key, visible
-from sessionledger.tools.ask_user_question import parse_model_input
+from sessionledger.tools.ask import parse_model_input, text_key, visible
 from sessionledger.tools.todo_contract import parse_write_input
 
 CAFE_NFC = unicodedata.normalize("NFC", "Café or tea?")

@@ -35,7 +35,7 @@ from eventlog import open_store
 from eventlog.readers import ReaderPool
 from eventlog.sqlite_schema import storage_fault
 from sessionledger.ledger import from_eventlog
-from sessionledger.tools.ask_texts import result_text
+from sessionledger.tools.ask import result_text
 
 ARGS = ("--question-grace-s", "0.3", "--question-deadline-s", "1")
 QUESTION_TEXT = "Which database?"

@@ -24,7 +24,7 @@ from eventlog import (
     ToolCallRequested,
 )
 from sessionledger.errors import Conflict, NotFound, SessionDeleted
-from sessionledger.tools.ask_texts import result_text
+from sessionledger.tools.ask import result_text
 
 MISSING_ANSWERS = "AskUserQuestion requires user answers before execution"
 

@@ -14,7 +14,7 @@ from mcp_types._v2025_11_25 import PrimitiveSchemaDefinition
 from pydantic import TypeAdapter
 
 from sessionledger.mcp.forms import Answer, ask_form, plan_form
-from sessionledger.tools.ask_user_question import parse_handler_input
+from sessionledger.tools.ask import parse_handler_input
 
 FIELD = TypeAdapter[Any](PrimitiveSchemaDefinition)
 QUESTIONS: dict[str, Any] = {"questions": [

@@ -38,7 +38,7 @@ from tool_support import CATALOG_TOML
 from sessionledger import SessionService
 from sessionledger.mcp import SESSION_META
 from sessionledger.permission.descriptors import SERVICE_TOOLS
-from sessionledger.tools.ask_texts import ALL_ANSWERED_PREFIX
+from sessionledger.tools.ask import ALL_ANSWERED_PREFIX
 from sessionledger.tools.plan_contract import APPROVED_PREFIX, NOT_APPROVED, REVIEW_QUESTION
 from sessionledger.tools.service import default_registry
 

@@ -22,7 +22,7 @@ import httpx
 from httpx_sse import connect_sse
 from server_support import ServerProcess, running_server
 
-from sessionledger.tools.ask_texts import result_text
+from sessionledger.tools.ask import result_text
 
 ARGS = ("--question-grace-s", "1", "--question-deadline-s", "3")
 QUESTION_TEXT = "Which database?"

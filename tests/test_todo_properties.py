@@ -37,7 +37,7 @@ from projections import compare_session, open_projected_store
 from projections.todos import TodoRow
 from sessionledger import SessionService
 from sessionledger.errors import InvalidInput, SessionDeleted
-from sessionledger.tools.ask_texts import visible
+from sessionledger.tools.ask import visible
 
 Item = dict[str, str]
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from eventlog import RecordedEvent
 from sessionledger import SessionService
 from sessionledger.errors import Conflict, InvalidInput, NotFound, SessionDeleted
-from sessionledger.tools.ask_user_question import parse_model_input
+from sessionledger.tools.ask import parse_model_input
 
 ASK = "AskUserQuestion"
 MISSING_ANSWERS = "AskUserQuestion requires user answers before execution"

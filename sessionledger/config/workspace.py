@@ -70,7 +70,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
 from ..errors import InvalidWorkspaceConfig, from_os_error
-from ..permission.config import PermissionConfig
+from ..permission.authority import PermissionConfig
 
 __all__ = [
     "CONFIG_PATH",

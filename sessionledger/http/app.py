@@ -153,7 +153,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 400 and isinstance(exc.__cause__, JsonShapeError):
-            # FastAPI's "error parsing the body" when the strict decoder (bodies.py) refused
+            # FastAPI's "error parsing the body" when the strict decoder (middleware.py) refused
             # it, bytes that are not UTF-8 included: EG-1's 422 naming the path.
             return await ledger_error(request, shape_refused(exc.__cause__, loc="body"))
         code = _HTTP_CODES.get(exc.status_code, "http_error")

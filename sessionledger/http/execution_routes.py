@@ -16,7 +16,7 @@ from fastapi import APIRouter, Body
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from ..service.sessions import RequestedMode, SessionService
-from .bodies import api_router
+from .middleware import api_router
 from .schemas import (
     MAX_TEXT_CHARS,
     TOO_LARGE,

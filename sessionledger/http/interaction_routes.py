@@ -24,7 +24,7 @@ from eventlog import UserActivityAction
 
 from ..service.sessions import SessionService
 from ..service.settings import SettingsUpdate
-from .bodies import api_router
+from .middleware import api_router
 from .schemas import (
     TOO_LARGE,
     InteractionDocument,

@@ -1,8 +1,10 @@
-"""ASGI middleware: a structured log line per request, the Host and Origin checks, the bearer
-token check, the body cap, HEAD answered like GET without the body.
+"""What every request passes before its route: ASGI middleware and the strict JSON body decoder.
 
-All are plain ASGI callables rather than ``BaseHTTPMiddleware`` so they never buffer or
-break the streaming (SSE) responses: they only watch and decorate the messages going out.
+The middleware logs a structured line per request, checks Host and Origin and the bearer token,
+caps the body and answers HEAD like GET without the body. All are plain ASGI callables rather
+than ``BaseHTTPMiddleware`` so they never buffer or break the streaming (SSE) responses: they
+only watch and decorate the messages going out. Every router is an :func:`api_router`, whose
+routes decode a JSON body once, by :func:`eventlog.loads_json` (SPEC EG-1).
 """
 
 from __future__ import annotations
@@ -12,30 +14,36 @@ import ipaddress
 import json
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any
 
+from fastapi import APIRouter, Request, Response
+from fastapi.routing import APIRoute
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from eventlog import new_id
+from eventlog import loads_json, new_id
 
 from ..config import DEFAULT_PORTS, ServerSettings, parse_authority, parse_origin
 from ..errors import ForbiddenOrigin, MisdirectedRequest, SessionLedgerError, Unauthorized
 from ..logs import log_event, logger
 
 __all__ = [
+    "LOOPBACK_NAMES",
     "MAX_BODY_BYTES",
     "OPEN_PATHS",
     "REQUEST_ID_HEADER",
+    "SAFE_METHODS",
     "BearerAuthMiddleware",
     "BodyLimitMiddleware",
     "BodyTooLarge",
     "HeadAsGetMiddleware",
     "HostOriginMiddleware",
-    "LOOPBACK_NAMES",
     "RequestLogMiddleware",
-    "SAFE_METHODS",
+    "StrictJsonRequest",
+    "StrictJsonRoute",
+    "api_router",
 ]
 
 REQUEST_ID_HEADER = "x-request-id"
@@ -346,3 +354,39 @@ class HeadAsGetMiddleware:
             await send(message)
 
         await self.app({**scope, "method": "GET"}, receive, headers_only)
+
+# -- the strict JSON body decoder (SPEC EG-1) -------------------------------------------------
+#
+# FastAPI reads a JSON body with ``await request.json()`` (Starlette's ``json.loads``, which
+# takes ``NaN``, any nesting its stack allows, any integer, lone surrogates, and UTF-16). Every
+# route here is a StrictJsonRoute, whose requests decode with eventlog.loads_json instead: the
+# same one parse, with the shape check of every JSON value from outside. A body it refuses
+# never reaches validation or a handler; FastAPI reports the failure as an HTTP error caused by
+# the eventlog.JsonShapeError, which the app answers as 422 ``invalid_input`` naming the path
+# (``app.py``). A syntax error stays FastAPI's own 422 ``json_invalid``.
+
+
+class StrictJsonRequest(Request):
+    """A request whose JSON body is decoded by :func:`eventlog.loads_json`."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = loads_json(await self.body())
+        return self._json
+
+
+class StrictJsonRoute(APIRoute):
+    """A route handing its handler a :class:`StrictJsonRequest`."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def strict(request: Request) -> Response:
+            return await handler(StrictJsonRequest(request.scope, request.receive))
+
+        return strict
+
+
+def api_router(**options: Any) -> APIRouter:
+    """An ``APIRouter`` of :class:`StrictJsonRoute` routes; every router of the app is one."""
+    return APIRouter(route_class=StrictJsonRoute, **options)

@@ -19,7 +19,7 @@ from fastapi import APIRouter, Body, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..service.sessions import SessionService
-from .bodies import api_router
+from .middleware import api_router
 from .schemas import (
     MAX_ID_CHARS,
     TOO_LARGE,

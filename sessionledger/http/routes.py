@@ -26,7 +26,7 @@ from ..service.sessions import (
     RequestedMode,
     SessionService,
 )
-from .bodies import api_router
+from .middleware import api_router
 from .schemas import (
     TOO_LARGE,
     AuditDocument,

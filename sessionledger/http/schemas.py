@@ -23,7 +23,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from eventlog import Actor, InteractionKind, PermissionMode, TodoPriority, TodoStatus
 
-from ..permission.decision import Behavior
+from ..permission.authority import Behavior
 from ..service.documents import DisplayMode
 from .middleware import OPEN_PATHS, SAFE_METHODS
 

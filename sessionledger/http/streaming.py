@@ -54,7 +54,7 @@ from ..config import ServerSettings
 from ..errors import InvalidInput, SessionLedgerError
 from ..logs import log_event, logger
 from ..service.sessions import SessionService, check_cursor
-from .bodies import api_router
+from .middleware import api_router
 from .schemas import PlainInt, SessionIdPath, error_responses
 
 __all__ = [

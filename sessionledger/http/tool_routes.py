@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..service.sessions import SessionService
-from .bodies import api_router
+from .middleware import api_router
 from .schemas import (
     MAX_ID_CHARS,
     MAX_TEXT_CHARS,

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from ..service.sessions import SessionService
 from ..service.turns import receipt
-from .bodies import api_router
+from .middleware import api_router
 from .schemas import MAX_ID_CHARS, MAX_TEXT_CHARS, TOO_LARGE, SessionIdPath, error_responses
 
 __all__ = [

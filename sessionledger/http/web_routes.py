@@ -27,7 +27,7 @@ from starlette.types import Scope
 from eventlog import CATALOG, UNDECODABLE
 
 from ..web import INDEX_FILE, STATIC_DIR
-from .bodies import api_router
+from .middleware import api_router
 from .schemas import EventTypes
 
 __all__ = ["CONTENT_SECURITY_POLICY", "STATIC_PREFIX", "install_web_client", "web_routes"]

@@ -1,19 +1,26 @@
 """The permission service: who may run which tool call, in which mode (SPEC PM-1 … PM-4, TR-3).
 
 Pure and I/O-free: :class:`PermissionService` decides a :class:`PermissionRequest` into a
-:class:`PermissionDecision` by the ordered checks of :mod:`.steps`, with the project rules of a
-:class:`PermissionConfig` (the ``[permission]`` table of ``.sessionledger/config.toml``), the
+:class:`PermissionDecision` by the ordered checks of :mod:`.authority`, with the project rules of
+a :class:`PermissionConfig` (the ``[permission]`` table of ``.sessionledger/config.toml``), the
 rule patterns of :mod:`.patterns` and the shell classifier of :mod:`.shell`.
 """
 
 from __future__ import annotations
 
-from .config import PermissionConfig
-from .decision import Behavior, PermissionDecision, PermissionRequest
+from .authority import (
+    ENTER_PLAN_REASON,
+    EXIT_PLAN_REASON,
+    RULE_IDS,
+    Behavior,
+    HasPermissionConfig,
+    PermissionConfig,
+    PermissionDecision,
+    PermissionRequest,
+    PermissionService,
+)
 from .patterns import RulePattern, parse_pattern
-from .service import HasPermissionConfig, PermissionService
 from .shell import ShellClass, ShellVerdict, classify
-from .steps import ENTER_PLAN_REASON, EXIT_PLAN_REASON, RULE_IDS
 
 __all__ = [
     "ENTER_PLAN_REASON",

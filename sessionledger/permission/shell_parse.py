@@ -18,10 +18,7 @@ character at a time to a string, quadratic in the length of a word).
 
 from __future__ import annotations
 
-import gc
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -32,7 +29,6 @@ __all__ = [
     "SimpleCommand",
     "parse_command",
     "split_words",
-    "without_cyclic_gc",
 ]
 
 SUBSTITUTION = "$(subst)"
@@ -334,27 +330,6 @@ def _assemble(parts: list[str]) -> tuple[list[SimpleCommand], bool]:
     if argv or redirects:
         commands.append(SimpleCommand(tuple(argv), tuple(redirects)))
     return commands, function_definition
-
-
-@contextmanager
-def without_cyclic_gc() -> Iterator[None]:
-    """Hold the cyclic garbage collector off while commands are parsed and looked at.
-
-    A parse makes an object or two per simple command and no reference cycles. A command of a
-    megabyte makes hundreds of thousands of them, and each full pass of the collector walks
-    them all: the passes come more often as they pile up, so the time would grow faster
-    than the length (SPEC EG-5, D148). Dropped inside the block, they are freed by reference
-    counting and nothing is left for the collector. Another thread's block may turn the
-    collector back on early; that costs only time.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _words(text: str) -> list[str]:

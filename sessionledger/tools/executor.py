@@ -64,11 +64,12 @@ from .handlers import (
     DecidesFirst,
     HandlerOutcome,
     Resolution,
+    TodoFields,
     ToolContext,
     ToolHandler,
 )
 from .registry import SurfaceOptions, ToolRegistry
-from .todo_contract import TodoFields, answer_result, is_recorded_by_reference, recorded_old_seq
+from .todo_contract import answer_result, is_recorded_by_reference, recorded_old_seq
 
 __all__ = [
     "BROKERS",

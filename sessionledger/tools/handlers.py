@@ -24,7 +24,6 @@ from eventlog import (
 from projections import SessionSummary
 
 from ..permission.descriptors import ToolDescriptor
-from .todo_contract import TodoFields
 
 __all__ = [
     "AbandonCause",
@@ -33,9 +32,22 @@ __all__ = [
     "DecidesFirst",
     "HandlerOutcome",
     "Resolution",
+    "TodoFields",
     "ToolContext",
     "ToolHandler",
 ]
+
+
+class TodoFields(Protocol):
+    """A todo's three fields: the catalog's :class:`~eventlog.TodoItemData`, or a stored row
+    of the todo table read as it is (the executor's current list, never revalidated)."""
+
+    @property
+    def content(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def priority(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

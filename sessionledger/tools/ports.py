@@ -1,4 +1,4 @@
-"""The ports the later service tools reach the host through, and which tools a session sees.
+"""The ports the later service tools reach the host through.
 
 Handlers do no I/O of their own; what they need from outside the log comes through a port
 injected when the registry is built (:class:`ToolPorts`):
@@ -11,9 +11,8 @@ injected when the registry is built (:class:`ToolPorts`):
 * the **off-peak** port, open only when the host declares its off-peak windows (the
   ``[offPeak]`` table of the workspace configuration) and only on protocol sessions.
 
-:class:`WorkspaceSurface` turns a session's host and workspace configuration into the
-:class:`~sessionledger.tools.registry.SurfaceOptions` the registry decides on (TR-1).
-:func:`call_with_timeout` bounds a port call by a wall-clock budget.
+:func:`call_with_timeout` bounds a port call by a wall-clock budget. Which tools a session
+sees, from its host and these ports, is the registry's (:mod:`sessionledger.tools.registry`).
 """
 
 from __future__ import annotations
@@ -24,12 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar, cast
 
-from eventlog import Clock, HostKind, SystemClock
-from projections import SessionSummary
+from eventlog import Clock, SystemClock
 
 from ..config.workspace import WorkspaceConfig, load_workspace_config
 from .model_catalog import FileModelCatalog, ModelCatalogPort
-from .registry import SurfaceOptions
 from .schedule_ports import CroniterCron, CronPort, OffPeakPorts
 
 __all__ = [
@@ -38,7 +35,6 @@ __all__ = [
     "ExtractionRequest",
     "PortTimeout",
     "ToolPorts",
-    "WorkspaceSurface",
     "call_with_timeout",
 ]
 
@@ -117,20 +113,3 @@ class ToolPorts:
 
     def off_peak(self) -> OffPeakPorts:
         return OffPeakPorts(self.config)
-
-
-class WorkspaceSurface:
-    """A session's surface options from its host, its parent and its workspace's config."""
-
-    def __init__(self, config: ConfigLoader = load_workspace_config) -> None:
-        self._config = config
-
-    def options(self, session: SessionSummary, host: HostKind | None = None) -> SurfaceOptions:
-        kind = host or cast(HostKind, session.host)
-        config = self._config(Path(session.workspace))
-        return SurfaceOptions(
-            host=kind,
-            subagent=session.parent_session_id is not None,
-            dynamic_workflows=config.features.dynamic_workflows,
-            off_peak_port=kind == "protocol" and config.off_peak is not None,
-        )

@@ -1,22 +1,53 @@
-"""Which tools a session is offered (SPEC TR-1), and the handler behind each name.
+"""Which tools exist, what each is built over, and which a session is offered (SPEC TR-1).
 
-The registry only offers a tool once its handler exists; each later issue registers its
-handlers. On top of that the surface depends on the host and its ports: ``ListModels`` only
-with the dynamic-workflow feature, cron tools only with a cron port (protocol hosts always
-have one), off-peak tools only when the host opens that port; TUI and headless hosts inject
-neither; a subagent's surface never holds ``EnterPlanMode`` or ``ExitPlanMode`` (ES-7).
+:func:`service_handlers` builds every service tool over one store, its projections and the
+host's ports (:class:`~sessionledger.tools.ports.ToolPorts`), so
+:mod:`sessionledger.tools.service` stays about running calls; :class:`ToolRegistry` holds them
+by name and answers each session's surface from its :class:`SurfaceOptions`, which
+:class:`WorkspaceSurface` reads from the session's host, parent and workspace configuration.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
 
-from eventlog import HostKind
+from eventlog import EventStore, HostKind, RecordedEvent, StoreClosed
+from projections import Projections, SessionSummary
+from projections.documents import Doc
 
+from ..config.workspace import load_workspace_config
+from .ask import AskUserQuestionHandler
 from .handlers import ToolHandler
+from .list_models import ListModelsHandler
+from .plan_files import PlanFiles
+from .plan_handlers import EnterPlanModeHandler, ExitPlanModeHandler
+from .ports import ConfigLoader, ToolPorts
+from .schedule_handlers import ScheduleTools, schedule_handlers
+from .session_context import ReadSessionContextHandler
+from .todo_handler import TodoReadHandler, TodoWriteHandler
 
-__all__ = ["CRON_TOOLS", "OFF_PEAK_TOOLS", "PLAN_TOOLS", "SurfaceOptions", "ToolRegistry"]
+__all__ = [
+    "CRON_TOOLS",
+    "OFF_PEAK_TOOLS",
+    "PLAN_TOOLS",
+    "StoreSessionSource",
+    "SurfaceOptions",
+    "ToolRegistry",
+    "WorkspaceSurface",
+    "basic_handlers",
+    "service_handlers",
+]
+
+# -- the surface: which tools a session is offered (SPEC TR-1) --------------------------------
+#
+# The registry only offers a tool once its handler exists; each later issue registers its
+# handlers. On top of that the surface depends on the host and its ports: ``ListModels`` only
+# with the dynamic-workflow feature, cron tools only with a cron port (protocol hosts always
+# have one), off-peak tools only when the host opens that port; TUI and headless hosts inject
+# neither; a subagent's surface never holds ``EnterPlanMode`` or ``ExitPlanMode`` (ES-7).
 
 CRON_TOOLS = frozenset({"CronCreate", "CronList", "CronUpdate", "CronDelete"})
 OFF_PEAK_TOOLS = frozenset({"OffPeakCreate", "OffPeakList"})
@@ -80,3 +111,83 @@ class ToolRegistry:
         """The handler of ``name`` whether or not a session is offered it (answers to old
         calls still run after a surface changes)."""
         return self._handlers.get(name)
+
+
+class WorkspaceSurface:
+    """A session's surface options from its host, its parent and its workspace's config."""
+
+    def __init__(self, config: ConfigLoader = load_workspace_config) -> None:
+        self._config = config
+
+    def options(self, session: SessionSummary, host: HostKind | None = None) -> SurfaceOptions:
+        kind = host or cast(HostKind, session.host)
+        config = self._config(Path(session.workspace))
+        return SurfaceOptions(
+            host=kind,
+            subagent=session.parent_session_id is not None,
+            dynamic_workflows=config.features.dynamic_workflows,
+            off_peak_port=kind == "protocol" and config.off_peak is not None,
+        )
+
+
+# -- the toolset: which service tools exist and what each is built over ----------------------
+#
+# Every handler lives in :mod:`sessionledger.tools`; the ones added for SPEC §8 to §10 need
+# the store (another session's events for ReadSessionContext, the session's records for the
+# cron and off-peak tools, the session's chosen model for ListModels) and the host's ports.
+
+@dataclass(frozen=True, slots=True)
+class StoreSessionSource:
+    """Sessions, their events and their records as the handlers read them."""
+
+    store: EventStore
+    projections: Projections
+
+    def summary(self, session_id: str) -> SessionSummary | None:
+        return self.projections.summary(self.store, session_id)
+
+    def events(self, session_id: str) -> Iterator[RecordedEvent]:
+        return self.store.read_session(session_id)
+
+    def records(self, session_id: str, status: str) -> list[Doc]:
+        records = self.projections.records
+        return self.store.read_view(lambda tx: records.records(tx, session_id, status))
+
+    def gone(self, session_id: str) -> bool:
+        """Deleted or unknown: a plan file write for it is cancelled (PM-7)."""
+        try:
+            summary = self.summary(session_id)
+        except StoreClosed:  # the service is shutting down
+            return True
+        return summary is None or summary.deleted
+
+    def chosen_model(self, session_id: str) -> str | None:
+        records = self.projections.records
+        doc = self.store.read_view(lambda tx: records.chosen_model(tx, session_id))
+        return None if doc is None else str(doc.body["model"])
+
+
+def basic_handlers() -> list[ToolHandler]:
+    """The tools that need nothing but the session: todos and questions."""
+    return [TodoReadHandler(), TodoWriteHandler(), AskUserQuestionHandler()]
+
+
+def service_handlers(
+    store: EventStore, projections: Projections, ports: ToolPorts
+) -> list[ToolHandler]:
+    """Every service tool over ``store``, reaching the host through ``ports``."""
+    source = StoreSessionSource(store, projections)
+    schedules = ScheduleTools(
+        cron=ports.cron, off_peak=ports.off_peak(), clock=ports.clock, records=source.records
+    )
+    return [
+        *basic_handlers(),
+        ListModelsHandler(ports.model_catalog(), source.chosen_model),
+        ReadSessionContextHandler(
+            source, auxiliary=ports.auxiliary, auxiliary_timeout_s=ports.auxiliary_timeout_s
+        ),
+        *schedule_handlers(schedules),
+        EnterPlanModeHandler(),
+        ExitPlanModeHandler(PlanFiles(ports.workspace_root), session_gone=source.gone,
+                            session_events=source.events),
+    ]

@@ -43,9 +43,8 @@ from ..permission import PermissionRequest, PermissionService
 from ..permission.descriptors import MCP_NAME, ToolDescriptor, host_tool, mcp_tool
 from ..permission.patterns import primary_argument
 from .executor import CallAnswer, Decision, ToolExecutor
-from .ports import ToolPorts, WorkspaceSurface
-from .registry import ToolRegistry
-from .toolset import basic_handlers, service_handlers
+from .ports import ToolPorts
+from .registry import ToolRegistry, WorkspaceSurface, basic_handlers, service_handlers
 
 __all__ = [
     "QueueTimers",

@@ -4,7 +4,7 @@ Pure code for the handlers to call, no I/O.
 
 * :class:`TodoWriteInput` — ``{"todos": [item…]}`` (TD-1), strict: no coercion, unknown
   fields rejected at both levels. An item has no id: ``content`` (non-empty, not blank as
-  :func:`.ask_texts.visible` sees it: only zero-width characters is blank),
+  :func:`.ask.visible` sees it: only zero-width characters is blank),
   ``status`` and ``priority``. The schema description of ``todos`` is the exact TD-2 sentence.
   More than one ``in_progress`` item is accepted: the rule is advisory (parallel subagents).
 * :class:`TodoReadInput` — ``{}``, strict.
@@ -27,13 +27,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from eventlog import TodoItemData
 
-from .ask_texts import visible
+from .ask import visible
+from .handlers import TodoFields
 
 __all__ = [
     "READ_DESCRIPTION",
@@ -43,7 +44,6 @@ __all__ = [
     "WRITE_DESCRIPTION",
     "answer_result",
     "is_recorded_by_reference",
-    "TodoFields",
     "TodoItem",
     "TodoReadInput",
     "TodoResult",
@@ -155,18 +155,6 @@ def read_model_schema() -> dict[str, Any]:
 
 
 # -- results ---------------------------------------------------------------------------------
-
-
-class TodoFields(Protocol):
-    """A todo's three fields: the catalog's :class:`~eventlog.TodoItemData`, or a stored row
-    of the todo table read as it is (the executor's current list, never revalidated)."""
-
-    @property
-    def content(self) -> str: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def priority(self) -> str: ...
 
 
 def item_wire(item: TodoFields) -> dict[str, str]:

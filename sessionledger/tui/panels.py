@@ -26,7 +26,7 @@ from textual.widgets import Input, Static
 
 from eventlog import UserActivityAction
 
-from ..tools.ask_user_question import HEADER_CHIP_WIDTH
+from ..tools.ask import HEADER_CHIP_WIDTH
 from ..tools.executor import Decision
 from .approval import Approval, ApprovalEffect
 from .questionnaire import Effect, Questionnaire

@@ -21,8 +21,7 @@ import pytest
 from server_support import ServerProcess, create_session, running_server
 from web_support import Shots, session_url
 
-from sessionledger.tools.ask_texts import result_text
-from sessionledger.tools.ask_user_question import AnswerAnnotation
+from sessionledger.tools.ask import AnswerAnnotation, result_text
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page

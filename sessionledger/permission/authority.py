@@ -1,35 +1,174 @@
-"""The ordered checks of SPEC PM-3, one small function each; the first that decides wins.
+"""What the permission authority decides: may this tool call run, in this mode (SPEC PM-1 … PM-4).
 
-Order (:data:`STEPS`): ``disallowedTools`` deny → plan transition policy (PM-1, PM-2) →
-requiresUserInteraction ask (AQ-5) → project ``deny`` rules → project ``ask`` rules → Plan
-check → project ``allow`` rules → WebFetch pre-approval → ``allowedTools`` → mode default
-(PM-4). Every decision names its rule (:data:`RULE_IDS`, ``<i>`` is the index in the list).
-
-A call is *read-only* when its tool declares read-only and not destructive; for a shell tool
-the classifier of :mod:`.shell` decides both flags instead of the descriptor. In Plan the
-check passes read-only calls and session controls declared ``allowed_in_plan_mode``, and
-denies everything else, whatever the mode underneath.
-
-A read-only tool whose side-effect scope is ``network`` (WebFetch) passes the Plan check but
-is not allowed by the read-only mode default: ``build`` and ``edit`` ask unless a domain is
-pre-approved, ``auto`` and ``yolo`` allow it. Otherwise the WebFetch pre-approval of PM-3
-would never change an outcome, and a fetch can carry workspace data out.
+A :class:`PermissionRequest` (one call in context) is decided by a :class:`PermissionService`
+into a :class:`PermissionDecision` (``allow``, ``ask`` or ``deny``, a human reason and a stable
+dotted rule id of :data:`RULE_IDS`), with the project rules of a :class:`PermissionConfig`,
+walking the ordered checks of :data:`STEPS` (PM-3). Pure and I/O-free: the workspace
+configuration is loaded beforehand (:mod:`sessionledger.config.workspace`) and paths are
+compared lexically; rule patterns are :mod:`.patterns`, the shell classifier :mod:`.shell`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Protocol
 from urllib.parse import urlsplit
 
-from .config import PermissionConfig
-from .decision import Behavior, PermissionDecision, PermissionRequest
-from .descriptors import ToolDescriptor
-from .patterns import CallSubjects, RulePattern, call_subjects, normalise_path, primary_argument
-from .shell import ShellVerdict, classify
-from .shell_parse import without_cyclic_gc
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    PlainSerializer,
+    PlainValidator,
+    StrictStr,
+)
+from pydantic.alias_generators import to_camel
 
-__all__ = ["ENTER_PLAN_REASON", "EXIT_PLAN_REASON", "RULE_IDS", "STEPS", "Call", "decide"]
+from eventlog import PermissionVerdict
+from statemachine.execution import ExecutionState
+
+from .descriptors import ToolDescriptor
+from .patterns import (
+    CallSubjects,
+    RulePattern,
+    call_subjects,
+    normalise_path,
+    parse_pattern,
+    primary_argument,
+)
+from .shell import ShellVerdict, classify
+
+__all__ = [
+    "ENTER_PLAN_REASON",
+    "EXIT_PLAN_REASON",
+    "RULE_IDS",
+    "STEPS",
+    "Behavior",
+    "Call",
+    "Domain",
+    "HasPermissionConfig",
+    "Pattern",
+    "PermissionConfig",
+    "PermissionDecision",
+    "PermissionRequest",
+    "PermissionService",
+    "decide",
+    "validate_domain",
+    "validate_pattern",
+    "without_cyclic_gc",
+]
+
+# -- what the authority is asked and what it answers (SPEC PM-3, TR-3, §11) -----------------
+
+Behavior = Literal["allow", "ask", "deny"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PermissionRequest:
+    """A tool call to decide on: the tool's flags, its input, the session state, the workspace."""
+
+    tool: ToolDescriptor
+    input: Mapping[str, Any]
+    state: ExecutionState
+    workspace: Path
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionDecision:
+    """``allow``, ``ask`` or ``deny``, why (for humans and the model), and which rule decided."""
+
+    behavior: Behavior
+    reason: str
+    rule_id: str
+
+    def to_wire(self) -> dict[str, str]:
+        """The JSON shape of SPEC §11: ``{"behavior", "reason", "ruleId"}``."""
+        return {"behavior": self.behavior, "reason": self.reason, "ruleId": self.rule_id}
+
+    def to_verdict(self) -> PermissionVerdict:
+        """The decision as recorded in a ``PermissionDecided`` event."""
+        return PermissionVerdict(behavior=self.behavior, reason=self.reason, rule_id=self.rule_id)
+
+# -- the rules: the ``[permission]`` table of the workspace configuration (SPEC TR-4) --------
+#
+# Validated at load time. Keys are camelCase exactly as in ``config.toml``; unknown keys are
+# refused. Pattern lists (``disallowedTools``, ``allowedTools``, ``allow``, ``ask``, ``deny``)
+# hold strings parsed by :func:`.patterns.parse_pattern`; ``webFetchPreapproved`` holds bare
+# domain names (lower-cased, a trailing dot dropped), each also admitting its subdomains.
+# Build one from a mapping with ``PermissionConfig.model_validate``; ``PermissionConfig()`` is
+# the empty default.
+
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_DOMAIN = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*$")
+
+
+def validate_pattern(value: Any) -> RulePattern:
+    """Pydantic validator: a :class:`RulePattern` as is, or a string parsed into one."""
+    if isinstance(value, RulePattern):
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"a pattern must be a string, not {type(value).__name__}")
+    return parse_pattern(value)
+
+
+def validate_domain(value: str) -> str:
+    """Pydantic validator: a bare domain name such as ``docs.python.org``, lower-cased."""
+    domain = value.strip().lower().removesuffix(".")
+    if not _DOMAIN.match(domain):
+        raise ValueError(
+            f"{value!r} is not a domain name like 'docs.python.org' "
+            "(no scheme, port, path or wildcard; subdomains are included anyway)"
+        )
+    return domain
+
+
+Pattern = Annotated[
+    RulePattern, PlainValidator(validate_pattern), PlainSerializer(str, return_type=str)
+]
+"""A rule pattern as a configuration value: parsed from its string, serialised back to it."""
+
+Domain = Annotated[StrictStr, AfterValidator(validate_domain)]
+"""A WebFetch pre-approved domain."""
+
+
+class PermissionConfig(BaseModel):
+    """Project rules the permission service applies in the order of SPEC PM-3."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", alias_generator=to_camel, validate_by_alias=True,
+        validate_by_name=False,
+    )
+
+    disallowed_tools: tuple[Pattern, ...] = ()
+    """Denied before anything else, EnterPlanMode and questions included."""
+    allowed_tools: tuple[Pattern, ...] = ()
+    """Allowed just before the mode default (after Plan, allow rules and WebFetch)."""
+    allow: tuple[Pattern, ...] = ()
+    ask: tuple[Pattern, ...] = ()
+    deny: tuple[Pattern, ...] = ()
+    web_fetch_preapproved: tuple[Domain, ...] = ()
+
+# -- the ordered checks of SPEC PM-3, one small function each; the first that decides wins ---
+#
+# Order (STEPS): ``disallowedTools`` deny → plan transition policy (PM-1, PM-2) →
+# requiresUserInteraction ask (AQ-5) → project ``deny`` rules → project ``ask`` rules → Plan
+# check → project ``allow`` rules → WebFetch pre-approval → ``allowedTools`` → mode default
+# (PM-4). Every decision names its rule (RULE_IDS, ``<i>`` is the index in the list).
+#
+# A call is *read-only* when its tool declares read-only and not destructive; for a shell tool
+# the classifier of :mod:`.shell` decides both flags instead of the descriptor. In Plan the
+# check passes read-only calls and session controls declared ``allowed_in_plan_mode``, and
+# denies everything else, whatever the mode underneath.
+#
+# A read-only tool whose side-effect scope is ``network`` (WebFetch) passes the Plan check but
+# is not allowed by the read-only mode default: ``build`` and ``edit`` ask unless a domain is
+# pre-approved, ``auto`` and ``yolo`` allow it. Otherwise the WebFetch pre-approval of PM-3
+# would never change an outcome, and a fetch can carry workspace data out.
 
 ENTER_PLAN_REASON = "EnterPlanMode switches to plan mode without a permission prompt"
 EXIT_PLAN_REASON = "ExitPlanMode can only be used while plan mode is active"
@@ -60,6 +199,27 @@ RULE_IDS: dict[str, str] = {
     "mode.auto.allowNonDestructive": "allow: auto allows non-destructive commands and tools",
 }
 """Every rule id the service can answer with, and what it means (for docs)."""
+
+
+@contextmanager
+def without_cyclic_gc() -> Iterator[None]:
+    """Hold the cyclic garbage collector off while commands are parsed and looked at.
+
+    A parse makes an object or two per simple command and no reference cycles. A command of a
+    megabyte makes hundreds of thousands of them, and each full pass of the collector walks
+    them all: the passes come more often as they pile up, so the time would grow faster
+    than the length (SPEC EG-5, D148). Dropped inside the block, they are freed by reference
+    counting and nothing is left for the collector. Another thread's block may turn the
+    collector back on early; that costs only time.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,3 +414,29 @@ def decide(config: PermissionConfig, request: PermissionRequest) -> PermissionDe
         if decision is not None:
             return decision
     return mode_default(config, call)
+
+# -- the service: one pure decision per tool call (SPEC PM-1 … PM-4, AQ-5, TR-3) -------------
+
+class HasPermissionConfig(Protocol):
+    """Anything carrying a ``permission`` table, such as a loaded ``WorkspaceConfig``."""
+
+    @property
+    def permission(self) -> PermissionConfig: ...
+
+
+class PermissionService:
+    """Decides tool calls by the project rules of one workspace configuration."""
+
+    def __init__(self, config: PermissionConfig | HasPermissionConfig | None = None) -> None:
+        if config is None:
+            config = PermissionConfig()
+        self._config = config if isinstance(config, PermissionConfig) else config.permission
+
+    @property
+    def config(self) -> PermissionConfig:
+        """The ``[permission]`` rules this service applies."""
+        return self._config
+
+    def check(self, request: PermissionRequest) -> PermissionDecision:
+        """The decision for one call: the first check of the PM-3 order that decides."""
+        return decide(self._config, request)
