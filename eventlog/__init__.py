@@ -62,16 +62,22 @@ from .catalog import (
     read_execution_state,
 )
 from .chain import ChainReport, verify_chain
-from .clock import Clock, ManualClock, SystemClock, format_instant, parse_instant
 from .envelope import (
     UNDECODABLE,
     Actor,
     AppendBatch,
     AppendResult,
+    Clock,
+    ManualClock,
     NewEvent,
     RawRow,
     RecordedEvent,
+    SystemClock,
     Undecodable,
+    format_instant,
+    new_id,
+    new_session_id,
+    parse_instant,
 )
 from .errors import (
     BackupFailed,
@@ -88,7 +94,6 @@ from .errors import (
     UnknownSchemaVersion,
     UnreadableStore,
 )
-from .ids import new_id, new_session_id
 from .inline import InlineProjection, Progress
 from .json_shape import (
     EVENT_MAX_DEPTH,

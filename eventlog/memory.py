@@ -20,8 +20,7 @@ from .appending import (
 )
 from .canonical import GENESIS_HASH
 from .chain import ChainReport, verify_chain
-from .clock import Clock, SystemClock, now_text
-from .envelope import AppendResult, RawRow, RecordedEvent, decode_row
+from .envelope import AppendResult, Clock, RawRow, RecordedEvent, SystemClock, decode_row, now_text
 from .errors import EventLogError, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import InlineProjection, Progress, chunked

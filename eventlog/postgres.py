@@ -23,8 +23,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .appending import GroupAppends, PreparedBatch
 from .chain import ChainReport, verify_chain
-from .clock import Clock, SystemClock, now_text
-from .envelope import AppendResult, RawRow, RecordedEvent, decode_rows, paged_rows
+from .envelope import (
+    AppendResult,
+    Clock,
+    RawRow,
+    RecordedEvent,
+    SystemClock,
+    decode_rows,
+    now_text,
+    paged_rows,
+)
 from .errors import DescriptorsExhausted, InvalidStoreUrl, StorageFault, StoreClosed
 from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress

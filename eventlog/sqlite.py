@@ -33,12 +33,14 @@ from .appending import (
     PreparedBatch,
 )
 from .chain import ChainReport, verify_chain
-from .clock import Clock, SystemClock, now_text
 from .envelope import (
     AppendResult,
+    Clock,
     RawRow,
     RecordedEvent,
+    SystemClock,
     decode_rows,
+    now_text,
     paged_rows,
 )
 from .errors import EventLogError, StoreBusy, StoreClosed, UnreadableStore

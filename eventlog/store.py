@@ -17,8 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from .appending import Listener
 from .chain import ChainReport
-from .clock import Clock, SystemClock
-from .envelope import AppendBatch, AppendResult, NewEvent, RecordedEvent
+from .envelope import AppendBatch, AppendResult, Clock, NewEvent, RecordedEvent, SystemClock
 from .errors import EventLogError, InvalidStoreUrl
 from .inline import InlineProjection, Progress
 
