@@ -6,7 +6,6 @@ here; the submodules are implementation detail.
 
 from __future__ import annotations
 
-from .canonical import GENESIS_HASH, canonical_json, envelope_hash
 from .catalog import (
     CATALOG,
     AutoResolutionReason,
@@ -62,6 +61,17 @@ from .catalog import (
     read_execution_state,
 )
 from .chain import ChainReport, verify_chain
+from .encoding import (
+    EVENT_MAX_DEPTH,
+    GENESIS_HASH,
+    INPUT_MAX_DEPTH,
+    MAX_INT_DIGITS,
+    JsonShapeError,
+    canonical_json,
+    check_json,
+    envelope_hash,
+    loads_json,
+)
 from .envelope import (
     UNDECODABLE,
     Actor,
@@ -95,14 +105,6 @@ from .errors import (
     UnreadableStore,
 )
 from .inline import InlineProjection, Progress
-from .json_shape import (
-    EVENT_MAX_DEPTH,
-    INPUT_MAX_DEPTH,
-    MAX_INT_DIGITS,
-    JsonShapeError,
-    check_json,
-    loads_json,
-)
 from .readers import READERS, descriptors_exhausted
 from .sqlite_backup import BackupReport, backup_store
 from .store import (

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .canonical import session_hasher
 from .catalog import CATALOG
+from .encoding import session_hasher
 from .envelope import (
     AppendBatch,
     AppendResult,

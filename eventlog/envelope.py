@@ -21,11 +21,17 @@ from typing import Any, Literal, Protocol, get_args
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .canonical import canonical_json, envelope_hash
 from .catalog import CATALOG, Event
+from .encoding import (
+    EVENT_MAX_DEPTH,
+    JsonShapeError,
+    canonical_json,
+    check_json,
+    envelope_hash,
+    fast_encoder,
+    tree_encoder,
+)
 from .errors import EmptyBatch, EventLogError, UnknownEventType, UnknownSchemaVersion
-from .fast_json import fast_encoder, tree_encoder
-from .json_shape import EVENT_MAX_DEPTH, JsonShapeError, check_json
 from .upcasting import UpcasterRegistry, decode_payload, default_upcasters
 
 __all__ = [
@@ -205,11 +211,11 @@ def _free_form(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
 def encode_event(event: Event) -> str:
     """The canonical JSON stored in the ``data`` column (pydantic's own writer when that is
     exactly canonical for the event's type, or for its plain free-form values; see
-    :mod:`eventlog.fast_json`).
+    :mod:`eventlog.encoding`).
 
-    Raises :class:`~eventlog.json_shape.JsonShapeError` (nothing is written) for a payload the
+    Raises :class:`~eventlog.encoding.JsonShapeError` (nothing is written) for a payload the
     readers could not read back as it is (EG-1): free-form values nested deeper than
-    :data:`~eventlog.json_shape.EVENT_MAX_DEPTH` in all, ``NaN`` or ``±Infinity`` (which would
+    :data:`~eventlog.encoding.EVENT_MAX_DEPTH` in all, ``NaN`` or ``±Infinity`` (which would
     be written as ``null``), huge integers, or a lone surrogate in any text."""
     plan = _encoders.get(type(event))
     if plan is None:

@@ -18,8 +18,8 @@ from .appending import (
     plan_rows,
     result_from_rows,
 )
-from .canonical import GENESIS_HASH
 from .chain import ChainReport, verify_chain
+from .encoding import GENESIS_HASH
 from .envelope import AppendResult, Clock, RawRow, RecordedEvent, SystemClock, decode_row, now_text
 from .errors import EventLogError, StoreClosed
 from .group_commit import GroupCommitter

@@ -24,7 +24,7 @@ from .appending import (
     plan_rows,
     result_from_rows,
 )
-from .canonical import GENESIS_HASH
+from .encoding import GENESIS_HASH
 from .envelope import AppendResult, RawRow, RecordedEvent
 from .errors import EventLogError
 from .inline import InlineProjection
