@@ -13,7 +13,9 @@ from typing import Any, TypeVar
 
 from .appending import (
     GroupAppends,
+    GroupCommitter,
     PreparedBatch,
+    Subscribers,
     check_expected,
     plan_rows,
     result_from_rows,
@@ -22,10 +24,8 @@ from .chain import ChainReport, verify_chain
 from .encoding import GENESIS_HASH
 from .envelope import AppendResult, Clock, RawRow, RecordedEvent, SystemClock, decode_row, now_text
 from .errors import EventLogError, StoreClosed
-from .group_commit import GroupCommitter
 from .inline import InlineProjection, Progress, chunked
 from .store import Listener, SessionHead
-from .subscribers import Subscribers
 from .upcasting import UpcasterRegistry, default_upcasters
 
 __all__ = ["MemoryEventStore"]

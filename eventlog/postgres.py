@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .appending import GroupAppends, PreparedBatch
+from .appending import GroupAppends, GroupCommitter, PreparedBatch, Subscribers
 from .chain import ChainReport, verify_chain
 from .envelope import (
     AppendResult,
@@ -34,7 +34,6 @@ from .envelope import (
     paged_rows,
 )
 from .errors import DescriptorsExhausted, InvalidStoreUrl, StorageFault, StoreClosed
-from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
 from .postgres_group import copy_rows, write_group
 from .postgres_listen import CommitFollower, channel_for, notify_payload
@@ -48,7 +47,6 @@ from .postgres_schema import (
 )
 from .readers import ReaderPool, descriptors_exhausted
 from .store import Listener, SessionHead
-from .subscribers import Subscribers
 from .upcasting import UpcasterRegistry, default_upcasters
 
 if TYPE_CHECKING:

@@ -30,7 +30,9 @@ import sqlite_utils
 
 from .appending import (
     GroupAppends,
+    GroupCommitter,
     PreparedBatch,
+    Subscribers,
 )
 from .chain import ChainReport, verify_chain
 from .envelope import (
@@ -44,7 +46,6 @@ from .envelope import (
     paged_rows,
 )
 from .errors import EventLogError, StoreBusy, StoreClosed, UnreadableStore
-from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
 from .readers import ReaderPool
 from .sqlite_group import write_group
@@ -59,7 +60,6 @@ from .sqlite_schema import (
     text_or_bytes,
 )
 from .store import Listener, SessionHead
-from .subscribers import Subscribers
 from .upcasting import UpcasterRegistry, default_upcasters
 
 __all__ = ["SQLiteEventStore", "create_schema"]
