@@ -105,7 +105,7 @@ from .errors import (
     UnreadableStore,
 )
 from .inline import InlineProjection, Progress
-from .readers import READERS, descriptors_exhausted
+from .sqlite import READERS, descriptors_exhausted
 from .sqlite_backup import BackupReport, backup_store
 from .store import (
     DEFAULT_STORE_URL,

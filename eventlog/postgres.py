@@ -7,7 +7,7 @@ so appends from every process are serialised and global positions are handed out
 order: a reader of the global stream never sees position *n + 1* before *n*, and never skips
 an event that commits late. Inline projections are updated in that transaction (their tables
 in :mod:`projections`). Readers borrow one of a few pooled autocommit connections
-(:mod:`eventlog.readers`). Each append
+(:class:`eventlog.sqlite.ReaderPool`). Each append
 transaction also sends a ``NOTIFY``, and while the store has listeners a thread ``LISTEN``s
 for it, so they hear other processes' commits too (:mod:`eventlog.postgres_listen`, D116).
 
@@ -45,7 +45,7 @@ from .postgres_schema import (
     ImportRefused,
     parse_url,
 )
-from .readers import ReaderPool, descriptors_exhausted
+from .sqlite import ReaderPool, descriptors_exhausted
 from .store import Listener, SessionHead
 from .upcasting import UpcasterRegistry, default_upcasters
 
