@@ -6,6 +6,7 @@ here; the submodules are implementation detail.
 
 from __future__ import annotations
 
+from .appending import Listener
 from .catalog import (
     CATALOG,
     AutoResolutionReason,
@@ -82,6 +83,7 @@ from .envelope import (
     NewEvent,
     RawRow,
     RecordedEvent,
+    SessionHead,
     SystemClock,
     Undecodable,
     format_instant,
@@ -107,14 +109,7 @@ from .errors import (
 from .inline import InlineProjection, Progress
 from .sqlite import READERS, descriptors_exhausted
 from .sqlite_backup import BackupReport, backup_store
-from .store import (
-    DEFAULT_STORE_URL,
-    EventStore,
-    Listener,
-    SessionHead,
-    backend_of,
-    open_store,
-)
+from .store import DEFAULT_STORE_URL, EventStore, backend_of, open_store
 from .upcasting import UpcasterRegistry, default_upcasters
 
 __all__ = [

@@ -44,6 +44,7 @@ __all__ = [
     "NewEvent",
     "RawRow",
     "RecordedEvent",
+    "SessionHead",
     "SystemClock",
     "Undecodable",
     "build_row",
@@ -185,6 +186,17 @@ class AppendResult:
     @property
     def positions(self) -> tuple[int, ...]:
         return tuple(e.global_position for e in self.events)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHead:
+    """A session's position in the log: version, head hash and when it was written."""
+
+    session_id: str
+    version: int
+    head_hash: str
+    created_at: str
+    updated_at: str
 
 
 _NO_TYPE = frozenset({"type"})

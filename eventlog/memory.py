@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from .appending import (
     GroupAppends,
     GroupCommitter,
+    Listener,
     PreparedBatch,
     Subscribers,
     check_expected,
@@ -22,10 +23,18 @@ from .appending import (
 )
 from .chain import ChainReport, verify_chain
 from .encoding import GENESIS_HASH
-from .envelope import AppendResult, Clock, RawRow, RecordedEvent, SystemClock, decode_row, now_text
+from .envelope import (
+    AppendResult,
+    Clock,
+    RawRow,
+    RecordedEvent,
+    SessionHead,
+    SystemClock,
+    decode_row,
+    now_text,
+)
 from .errors import EventLogError, StoreClosed
 from .inline import InlineProjection, Progress, chunked
-from .store import Listener, SessionHead
 from .upcasting import UpcasterRegistry, default_upcasters
 
 __all__ = ["MemoryEventStore"]

@@ -21,13 +21,14 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .appending import GroupAppends, GroupCommitter, PreparedBatch, Subscribers
+from .appending import GroupAppends, GroupCommitter, Listener, PreparedBatch, Subscribers
 from .chain import ChainReport, verify_chain
 from .envelope import (
     AppendResult,
     Clock,
     RawRow,
     RecordedEvent,
+    SessionHead,
     SystemClock,
     decode_rows,
     now_text,
@@ -46,7 +47,6 @@ from .postgres_schema import (
     parse_url,
 )
 from .sqlite import ReaderPool, descriptors_exhausted
-from .store import Listener, SessionHead
 from .upcasting import UpcasterRegistry, default_upcasters
 
 if TYPE_CHECKING:

@@ -28,6 +28,7 @@ import sqlite_utils
 from .appending import (
     GroupAppends,
     GroupCommitter,
+    Listener,
     PreparedBatch,
     Subscribers,
     check_expected,
@@ -42,6 +43,7 @@ from .envelope import (
     Clock,
     RawRow,
     RecordedEvent,
+    SessionHead,
     SystemClock,
     decode_rows,
     now_text,
@@ -56,7 +58,6 @@ from .errors import (
     UnreadableStore,
 )
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
-from .store import Listener, SessionHead
 from .upcasting import UpcasterRegistry, default_upcasters
 
 __all__ = [
