@@ -65,7 +65,7 @@ from eventlog import (  # noqa: E402
     open_store,
 )
 from eventlog.envelope import build_row, encode_event  # noqa: E402
-from eventlog.sqlite_schema import create_schema  # noqa: E402
+from eventlog.sqlite import create_schema  # noqa: E402
 
 SYSTEMS = ("sessionledger", "raw sqlite3", "eventsourcing")
 SL, RAW, ES = SYSTEMS

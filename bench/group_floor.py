@@ -9,7 +9,7 @@ This script measures those parts on the machine at hand:
 
 1. hand-off: two threads passing a lock back and forth, per hand-off (the least a wake-up
    costs here);
-2. the group committer alone (``eventlog.group_commit.GroupCommitter``), whose commit writes
+2. the group committer alone (``eventlog.appending.GroupCommitter``), whose commit writes
    one 4 KB page to a file and fsyncs it (the GIL released, as in SQLite's WAL commit), for
    callers that do ``W`` µs of Python per item before submitting it: per item wall and CPU
    time with 1 and with 32 callers, items per commit, and the 32/1 ratio;
@@ -50,7 +50,7 @@ from types import ModuleType  # noqa: E402
 from foundation import load_eventlog_bench  # noqa: E402
 
 from eventlog import AppendBatch, open_store  # noqa: E402
-from eventlog.group_commit import GroupCommitter  # noqa: E402
+from eventlog.appending import GroupCommitter  # noqa: E402
 
 
 @dataclass(frozen=True, slots=True)

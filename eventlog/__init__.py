@@ -6,7 +6,7 @@ here; the submodules are implementation detail.
 
 from __future__ import annotations
 
-from .canonical import GENESIS_HASH, canonical_json, envelope_hash
+from .appending import Listener
 from .catalog import (
     CATALOG,
     AutoResolutionReason,
@@ -62,16 +62,34 @@ from .catalog import (
     read_execution_state,
 )
 from .chain import ChainReport, verify_chain
-from .clock import Clock, ManualClock, SystemClock, format_instant, parse_instant
+from .encoding import (
+    EVENT_MAX_DEPTH,
+    GENESIS_HASH,
+    INPUT_MAX_DEPTH,
+    MAX_INT_DIGITS,
+    JsonShapeError,
+    canonical_json,
+    check_json,
+    envelope_hash,
+    loads_json,
+)
 from .envelope import (
     UNDECODABLE,
     Actor,
     AppendBatch,
     AppendResult,
+    Clock,
+    ManualClock,
     NewEvent,
     RawRow,
     RecordedEvent,
+    SessionHead,
+    SystemClock,
     Undecodable,
+    format_instant,
+    new_id,
+    new_session_id,
+    parse_instant,
 )
 from .errors import (
     BackupFailed,
@@ -88,26 +106,10 @@ from .errors import (
     UnknownSchemaVersion,
     UnreadableStore,
 )
-from .ids import new_id, new_session_id
 from .inline import InlineProjection, Progress
-from .json_shape import (
-    EVENT_MAX_DEPTH,
-    INPUT_MAX_DEPTH,
-    MAX_INT_DIGITS,
-    JsonShapeError,
-    check_json,
-    loads_json,
-)
-from .readers import READERS, descriptors_exhausted
+from .sqlite import READERS, descriptors_exhausted
 from .sqlite_backup import BackupReport, backup_store
-from .store import (
-    DEFAULT_STORE_URL,
-    EventStore,
-    Listener,
-    SessionHead,
-    backend_of,
-    open_store,
-)
+from .store import DEFAULT_STORE_URL, EventStore, backend_of, open_store
 from .upcasting import UpcasterRegistry, default_upcasters
 
 __all__ = [

@@ -5,7 +5,7 @@ and a class-level ``schema_version``. Payloads are stored as canonical JSON of t
 fields without ``type`` (the envelope carries it), under camelCase names as on the wire.
 Later issues add their types here and to :data:`SessionEvent`. Fields are declared in sorted
 order of their wire names where the types allow it, so the Rust serializer's JSON is already
-canonical and appends skip the slow path (:mod:`eventlog.fast_json`).
+canonical and appends skip the slow path (:mod:`eventlog.encoding`).
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .canonical import GENESIS_HASH, canonical_json, envelope_hash
 from .catalog import CATALOG
+from .encoding import GENESIS_HASH, canonical_json, envelope_hash
 
 __all__ = ["ChainReport", "verify_chain"]
 

@@ -1,47 +1,62 @@
-"""What goes into the log and what comes out of it.
+"""An event as recorded: its envelope, its ids and its times (SPEC EL-1, EG-1, §11).
 
-:class:`NewEvent` is a payload with its who/why; :class:`AppendBatch` is one atomic append to
-one session; :class:`RecordedEvent` is an envelope read back (SPEC EL-1), a slotted dataclass
-so replay stays fast; :data:`RawRow` is the row exactly as the ``events`` table holds it.
-
-Reading is the one place a stored payload meets the current models. A row whose payload this
-build cannot decode (JSON it cannot parse, nested deeper than its parser allows, a lone
-surrogate escape, a value its model or an upcaster refuses) is read as an envelope of type
-:data:`UNDECODABLE` whose ``data`` is an :class:`Undecodable` (SPEC EG-1): every consumer
-gets it in its place and goes on; folds, which dispatch on ``type``, pass over it. A type the
-catalog does not hold, or a version no upcaster reaches, stays a named error (SPEC EL-6).
+:class:`NewEvent` is a payload with its who/why, :class:`AppendBatch` one atomic append to one
+session, :class:`RecordedEvent` an envelope read back and :data:`RawRow` the stored row. A
+payload this build cannot decode is read as an :data:`UNDECODABLE` envelope in its place (EG-1);
+an unknown type or unreachable version stays a named error (EL-6). Ids are sortable ULIDs with
+a kind prefix (:func:`new_id`); every instant comes from an injectable :class:`Clock` and is
+written by :func:`format_instant` (ISO 8601 UTC, milliseconds, ``Z``).
 """
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .canonical import canonical_json, envelope_hash
 from .catalog import CATALOG, Event
+from .encoding import (
+    EVENT_MAX_DEPTH,
+    JsonShapeError,
+    canonical_json,
+    check_json,
+    envelope_hash,
+    fast_encoder,
+    tree_encoder,
+)
 from .errors import EmptyBatch, EventLogError, UnknownEventType, UnknownSchemaVersion
-from .fast_json import fast_encoder, tree_encoder
-from .json_shape import EVENT_MAX_DEPTH, JsonShapeError, check_json
 from .upcasting import UpcasterRegistry, decode_payload, default_upcasters
 
 __all__ = [
-    "paged_rows",
+    "UNDECODABLE",
     "Actor",
     "AppendBatch",
     "AppendResult",
+    "Clock",
+    "ManualClock",
     "NewEvent",
     "RawRow",
     "RecordedEvent",
-    "UNDECODABLE",
+    "SessionHead",
+    "SystemClock",
     "Undecodable",
     "build_row",
     "decode_row",
     "decode_rows",
     "encode_event",
+    "format_instant",
+    "new_id",
+    "new_session_id",
+    "now_text",
+    "paged_rows",
+    "parse_instant",
 ]
 
 Actor = Literal["model", "user", "host", "timer", "system"]
@@ -173,6 +188,17 @@ class AppendResult:
         return tuple(e.global_position for e in self.events)
 
 
+@dataclass(frozen=True, slots=True)
+class SessionHead:
+    """A session's position in the log: version, head hash and when it was written."""
+
+    session_id: str
+    version: int
+    head_hash: str
+    created_at: str
+    updated_at: str
+
+
 _NO_TYPE = frozenset({"type"})
 _encoders: dict[type[Event], tuple[Callable[[Any], str], tuple[tuple[str, str], ...]]] = {}
 
@@ -197,11 +223,11 @@ def _free_form(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
 def encode_event(event: Event) -> str:
     """The canonical JSON stored in the ``data`` column (pydantic's own writer when that is
     exactly canonical for the event's type, or for its plain free-form values; see
-    :mod:`eventlog.fast_json`).
+    :mod:`eventlog.encoding`).
 
-    Raises :class:`~eventlog.json_shape.JsonShapeError` (nothing is written) for a payload the
+    Raises :class:`~eventlog.encoding.JsonShapeError` (nothing is written) for a payload the
     readers could not read back as it is (EG-1): free-form values nested deeper than
-    :data:`~eventlog.json_shape.EVENT_MAX_DEPTH` in all, ``NaN`` or ``±Infinity`` (which would
+    :data:`~eventlog.encoding.EVENT_MAX_DEPTH` in all, ``NaN`` or ``±Infinity`` (which would
     be written as ``null``), huge integers, or a lone surrogate in any text."""
     plan = _encoders.get(type(event))
     if plan is None:
@@ -323,3 +349,104 @@ def paged_rows(
         after = rows[-1][2] if key else rows[-1][0]
         if remaining is not None:
             remaining -= len(rows)
+
+
+# Ids: sortable random identifiers (ULID layout) with a kind prefix: ``sess_``, ``call_``,
+# ``int_``. 48 bits of milliseconds then 80 random bits in Crockford base32, so ids sort by
+# creation time.
+
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def _ulid() -> str:
+    value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_ALPHABET[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def new_id(prefix: str) -> str:
+    """A new id such as ``call_01J…``."""
+    return f"{prefix}_{_ulid()}"
+
+
+def new_session_id() -> str:
+    """A new session id, ``sess_`` + ULID."""
+    return new_id("sess")
+
+
+# Times: one injectable clock and one wire format for instants. Production uses
+# SystemClock; tests use ManualClock and advance it. Every instant the service records or
+# shows is rendered by format_instant so that the same instant is always the same string
+# (SPEC §11: ISO 8601 UTC with milliseconds and ``Z``).
+
+class Clock(Protocol):
+    """Source of the current instant, UTC, millisecond precision."""
+
+    def now(self) -> datetime: ...
+
+
+def _truncate(moment: datetime) -> datetime:
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+class SystemClock:
+    """The machine's clock, truncated to milliseconds."""
+
+    __slots__ = ("_second",)
+
+    def __init__(self) -> None:
+        self._second: tuple[int, str] = (-1, "")
+        """The last whole second rendered, and its text (one tuple: replaced atomically)."""
+
+    def now(self) -> datetime:
+        return _truncate(datetime.now(UTC))
+
+    def now_text(self) -> str:
+        """``format_instant(self.now())`` without building a datetime: every append stamps
+        its rows with this, and the datetime round trip was a tenth of a lone append's CPU."""
+        second, millis = divmod(time.time_ns() // 1_000_000, 1000)
+        cached, text = self._second
+        if second != cached:
+            text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self._second = (second, text)
+        return f"{text}.{millis:03d}Z"
+
+
+class ManualClock:
+    """A clock that only moves when a test tells it to."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = _truncate(start or datetime(2026, 1, 1, tzinfo=UTC))
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float) -> datetime:
+        with self._lock:
+            self._now = _truncate(self._now + timedelta(seconds=seconds))
+            return self._now
+
+
+def format_instant(moment: datetime) -> str:
+    """Render an instant as ``2026-11-29T19:10:56.123Z``."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+
+
+def now_text(clock: Clock) -> str:
+    """The current instant of ``clock`` in the wire format (fast for :class:`SystemClock`)."""
+    if type(clock) is SystemClock:
+        return clock.now_text()
+    return format_instant(clock.now())
+
+
+def parse_instant(text: str) -> datetime:
+    """Read an instant written by :func:`format_instant` (or any ISO 8601 form)."""
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)

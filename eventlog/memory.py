@@ -13,20 +13,28 @@ from typing import Any, TypeVar
 
 from .appending import (
     GroupAppends,
+    GroupCommitter,
+    Listener,
     PreparedBatch,
+    Subscribers,
     check_expected,
     plan_rows,
     result_from_rows,
 )
-from .canonical import GENESIS_HASH
 from .chain import ChainReport, verify_chain
-from .clock import Clock, SystemClock, now_text
-from .envelope import AppendResult, RawRow, RecordedEvent, decode_row
+from .encoding import GENESIS_HASH
+from .envelope import (
+    AppendResult,
+    Clock,
+    RawRow,
+    RecordedEvent,
+    SessionHead,
+    SystemClock,
+    decode_row,
+    now_text,
+)
 from .errors import EventLogError, StoreClosed
-from .group_commit import GroupCommitter
 from .inline import InlineProjection, Progress, chunked
-from .store import Listener, SessionHead
-from .subscribers import Subscribers
 from .upcasting import UpcasterRegistry, default_upcasters
 
 __all__ = ["MemoryEventStore"]

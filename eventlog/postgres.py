@@ -7,7 +7,7 @@ so appends from every process are serialised and global positions are handed out
 order: a reader of the global stream never sees position *n + 1* before *n*, and never skips
 an event that commits late. Inline projections are updated in that transaction (their tables
 in :mod:`projections`). Readers borrow one of a few pooled autocommit connections
-(:mod:`eventlog.readers`). Each append
+(:class:`eventlog.sqlite.ReaderPool`). Each append
 transaction also sends a ``NOTIFY``, and while the store has listeners a thread ``LISTEN``s
 for it, so they hear other processes' commits too (:mod:`eventlog.postgres_listen`, D116).
 
@@ -21,12 +21,20 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .appending import GroupAppends, PreparedBatch
+from .appending import GroupAppends, GroupCommitter, Listener, PreparedBatch, Subscribers
 from .chain import ChainReport, verify_chain
-from .clock import Clock, SystemClock, now_text
-from .envelope import AppendResult, RawRow, RecordedEvent, decode_rows, paged_rows
+from .envelope import (
+    AppendResult,
+    Clock,
+    RawRow,
+    RecordedEvent,
+    SessionHead,
+    SystemClock,
+    decode_rows,
+    now_text,
+    paged_rows,
+)
 from .errors import DescriptorsExhausted, InvalidStoreUrl, StorageFault, StoreClosed
-from .group_commit import GroupCommitter
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
 from .postgres_group import copy_rows, write_group
 from .postgres_listen import CommitFollower, channel_for, notify_payload
@@ -38,9 +46,7 @@ from .postgres_schema import (
     ImportRefused,
     parse_url,
 )
-from .readers import ReaderPool, descriptors_exhausted
-from .store import Listener, SessionHead
-from .subscribers import Subscribers
+from .sqlite import ReaderPool, descriptors_exhausted
 from .upcasting import UpcasterRegistry, default_upcasters
 
 if TYPE_CHECKING:

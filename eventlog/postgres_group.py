@@ -1,6 +1,6 @@
 """One group of batches written in the PostgreSQL store's append transaction.
 
-The same steps as :mod:`eventlog.sqlite_group`: the heads of the group's sessions are read in
+The same steps as :func:`eventlog.sqlite.write_group`: the heads of the group's sessions are read in
 one ``SELECT … = ANY``, every batch is checked (idempotency key, expected version) and chained
 in Python before anything is written, so a refused batch fails alone; then the rows and heads
 go in with pipelined ``executemany`` and each inline projection folds the group's events. The
@@ -19,12 +19,12 @@ from .appending import (
     plan_rows,
     result_from_rows,
 )
-from .canonical import GENESIS_HASH
+from .encoding import GENESIS_HASH
 from .envelope import AppendResult, RawRow, RecordedEvent
 from .errors import EventLogError
 from .inline import InlineProjection
 from .postgres_schema import COLUMNS, INSERT, UPSERT_HEAD, check_text, storable
-from .sqlite_group import GroupWrite
+from .sqlite import GroupWrite
 from .upcasting import UpcasterRegistry
 
 if TYPE_CHECKING:

@@ -1,66 +1,104 @@
-"""The embedded default backend: one SQLite file, WAL, group commit (SPEC EL-7 … EL-9).
+"""The embedded default backend: one SQLite file, WAL, group commit (SPEC EL-7 … EL-9, EG-5).
 
-Schema is created with sqlite-utils (so other tools see a plain, documented table); the hot
-paths use the connection directly. Writes go through one write connection owned by the
-:class:`GroupCommitter`; every group is one ``BEGIN IMMEDIATE`` transaction in which each batch
-is checked (idempotency key, expected version) before it writes, so a batch failing its
-check fails alone. A write that still breaks a constraint means the head records and rows
-disagree (a damaged file): the whole group rolls back and every caller gets the error. Readers
-borrow one of a few pooled connections (:mod:`eventlog.readers`, however many threads read);
-WAL lets them read while the writer writes. Other processes are
-waited for with a busy timeout and bounded, jittered retries: callers never see
-"database is locked". A disk that refuses a read or write (I/O error, full, read-only) is
-raised as :class:`~eventlog.errors.StorageFault`, never as the driver's error; a process out
-of file descriptors as :class:`~eventlog.errors.DescriptorsExhausted`, not as a disk fault; any
-other driver error (a file that is not a database, a damaged image, a table not of the shape
-the store or a view expects) as :class:`~eventlog.errors.UnreadableStore`. No ``sqlite3``
-error leaves the store.
+This module answers everything the store does with the file: its tables and SQL text
+(:func:`create_schema`), the bounded pool of reader connections (:class:`ReaderPool`, also lent
+to the PostgreSQL backend), the group write in one ``BEGIN IMMEDIATE`` transaction
+(:func:`write_group`), and the translation of every driver error into the log's own errors.
+The store itself is :class:`SQLiteEventStore`; what it promises is below.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import random
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import chain
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import sqlite_utils
 
 from .appending import (
     GroupAppends,
+    GroupCommitter,
+    Listener,
     PreparedBatch,
+    Subscribers,
+    check_expected,
+    earlier_batch,
+    plan_rows,
+    result_from_rows,
 )
 from .chain import ChainReport, verify_chain
-from .clock import Clock, SystemClock, now_text
+from .encoding import GENESIS_HASH
 from .envelope import (
     AppendResult,
+    Clock,
     RawRow,
     RecordedEvent,
+    SessionHead,
+    SystemClock,
     decode_rows,
+    now_text,
     paged_rows,
 )
-from .errors import EventLogError, StoreBusy, StoreClosed, UnreadableStore
-from .group_commit import GroupCommitter
-from .inline import REBUILD_CHUNK, InlineProjection, Progress
-from .readers import ReaderPool
-from .sqlite_group import write_group
-from .sqlite_schema import (
-    COLUMNS,
-    HIGH_WATER,
-    chunked_rows,
-    create_schema,
-    fetch_rows,
-    is_busy,
-    storage_fault,
-    text_or_bytes,
+from .errors import (
+    DescriptorsExhausted,
+    EventLogError,
+    StorageFault,
+    StoreBusy,
+    StoreClosed,
+    UnreadableStore,
 )
-from .store import Listener, SessionHead
-from .subscribers import Subscribers
+from .inline import REBUILD_CHUNK, InlineProjection, Progress
 from .upcasting import UpcasterRegistry, default_upcasters
 
-__all__ = ["SQLiteEventStore", "create_schema"]
+__all__ = [
+    "COLUMNS",
+    "EXHAUSTION_ERRNOS",
+    "HIGH_WATER",
+    "INSERT",
+    "READERS",
+    "UPSERT_HEAD",
+    "GroupWrite",
+    "ReaderPool",
+    "SQLiteEventStore",
+    "chunked_rows",
+    "create_schema",
+    "descriptors_exhausted",
+    "insert_events_sql",
+    "is_busy",
+    "storage_fault",
+    "text_or_bytes",
+    "upsert_heads_sql",
+    "write_group",
+]
+
+
+# The embedded default backend: one SQLite file, WAL, group commit (SPEC EL-7 … EL-9).
+#
+# Schema is created with sqlite-utils (so other tools see a plain, documented table); the hot
+# paths use the connection directly. Writes go through one write connection owned by the
+# :class:`GroupCommitter`; every group is one ``BEGIN IMMEDIATE`` transaction in which each batch
+# is checked (idempotency key, expected version) before it writes, so a batch failing its
+# check fails alone. A write that still breaks a constraint means the head records and rows
+# disagree (a damaged file): the whole group rolls back and every caller gets the error. Readers
+# borrow one of a few pooled connections (:class:`ReaderPool`, however many threads read);
+# WAL lets them read while the writer writes. Other processes are
+# waited for with a busy timeout and bounded, jittered retries: callers never see
+# "database is locked". A disk that refuses a read or write (I/O error, full, read-only) is
+# raised as :class:`~eventlog.errors.StorageFault`, never as the driver's error; a process out
+# of file descriptors as :class:`~eventlog.errors.DescriptorsExhausted`, not as a disk fault; any
+# other driver error (a file that is not a database, a damaged image, a table not of the shape
+# the store or a view expects) as :class:`~eventlog.errors.UnreadableStore`. No ``sqlite3``
+# error leaves the store.
 
 T = TypeVar("T")
 _PAGE = 2000
@@ -430,3 +468,449 @@ class SQLiteEventStore(GroupAppends):
             self._closed = True
             self._writer.close()
         self._readers.close()
+
+
+# -- reader connections ------------------------------------------------------------------------
+#
+# Reader connections: a small bounded pool shared by every thread (SPEC EG-5).
+#
+# A store reads through at most :data:`READERS` connections, whatever the number of threads
+# asking: a thread borrows an idle connection (or opens one while fewer are open), runs its
+# query and gives it back. A thread that already holds one (a query run inside another) gets
+# the same connection again, so nesting cannot wait for itself. When every connection is
+# borrowed a reader waits up to ``wait_s`` and then gets :class:`~eventlog.errors.StoreBusy`.
+# Connections stay open until the store closes, so a burst of clients served by new worker
+# threads opens no new files (a connection per thread, closed only at shutdown, grew by every
+# thread the pool ever started, issue 19).
+#
+# :func:`descriptors_exhausted` tells "the process has no file descriptor left" (EMFILE, ENFILE)
+# from a disk fault: SQLite reports both as "unable to open database file".
+
+C = TypeVar("C")
+
+READERS = 8
+"""Reader connections a store keeps open at most (each is two or three descriptors on SQLite:
+the file, its WAL and the shared-memory index)."""
+EXHAUSTION_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
+"""``errno`` values of "no descriptor left": this process's limit, or the system's."""
+
+
+def descriptors_exhausted(exc: BaseException | None = None) -> bool:
+    """True when ``exc`` (or, without one, this moment) is out of file descriptors.
+
+    An :class:`OSError` says so by its errno; a driver error that hides the errno (SQLite's
+    ``SQLITE_CANTOPEN``) is judged by opening one descriptor now.
+    """
+    for cause in _chain(exc):
+        if isinstance(cause, OSError) and cause.errno is not None:
+            return cause.errno in EXHAUSTION_ERRNOS
+    try:
+        probe = os.open(os.devnull, os.O_RDONLY)
+    except OSError as probe_error:
+        return probe_error.errno in EXHAUSTION_ERRNOS
+    os.close(probe)
+    return False
+
+
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+class ReaderPool(Generic[C]):
+    """At most ``size`` connections made by ``connect``, lent one per thread at a time.
+
+    ``usable(conn)`` says whether an idle connection may be lent again (a PostgreSQL
+    connection the server dropped is closed and replaced); ``close(conn)`` closes one.
+    ``connect`` failing for want of descriptors raises :class:`DescriptorsExhausted`.
+    """
+
+    def __init__(
+        self,
+        connect: Callable[[], C],
+        *,
+        close: Callable[[C], None],
+        usable: Callable[[C], bool] = lambda _conn: True,
+        size: int = READERS,
+        wait_s: float = 5.0,
+    ) -> None:
+        self._connect = connect
+        self._close = close
+        self._usable = usable
+        self.size = size
+        self._wait_s = wait_s
+        self._lock = threading.Condition()
+        self._idle: list[C] = []
+        self._open = 0
+        self._closed = False
+        self._held: dict[int, C] = {}
+        """The connection each thread holds, by thread id at the time it borrowed."""
+
+    @property
+    def open_count(self) -> int:
+        """Connections open now, idle or lent (never more than ``size``)."""
+        return self._open
+
+    @contextmanager
+    def connection(self) -> Iterator[C]:
+        """A connection for this thread for the duration of the block."""
+        thread = threading.get_ident()
+        held = self._held.get(thread)
+        if held is not None:  # a query inside a query: the same connection
+            yield held
+            return
+        conn = self._borrow()
+        self._held[thread] = conn
+        try:
+            yield conn
+        finally:
+            # By the id it was borrowed under: a generator may be finished on another thread.
+            del self._held[thread]
+            self._give_back(conn)
+
+    def _borrow(self) -> C:
+        with self._lock:
+            while True:
+                if self._closed:
+                    raise StoreClosed("the store is closed")
+                while self._idle:
+                    conn = self._idle.pop()
+                    if self._usable(conn):
+                        return conn
+                    self._open -= 1
+                    self._close_quietly(conn)
+                if self._open < self.size:
+                    self._open += 1  # reserved: opened below, outside the lock
+                    break
+                if not self._lock.wait(self._wait_s):
+                    raise StoreBusy(
+                        f"all {self.size} reader connections stayed busy for {self._wait_s}s"
+                    )
+        try:
+            return self._connect()
+        except BaseException as exc:
+            with self._lock:
+                self._open -= 1
+                self._lock.notify()
+            if (isinstance(exc, Exception) and not isinstance(exc, DescriptorsExhausted)
+                    and descriptors_exhausted(exc)):
+                raise DescriptorsExhausted(
+                    f"no file descriptor left to open a reader connection: {exc}"
+                ) from exc
+            raise
+
+    def _give_back(self, conn: C) -> None:
+        with self._lock:
+            if self._closed:
+                self._open -= 1
+                self._close_quietly(conn)
+            else:
+                self._idle.append(conn)
+            self._lock.notify()
+
+    def _close_quietly(self, conn: C) -> None:
+        try:
+            self._close(conn)
+        except Exception:  # a connection that cannot close is gone anyway
+            pass
+
+    def close(self) -> None:
+        """Close the idle connections now and each lent one when it comes back."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._open -= len(idle)
+            for conn in idle:
+                self._close_quietly(conn)
+            self._lock.notify_all()
+
+
+# -- tables and SQL text -----------------------------------------------------------------------
+#
+# The SQLite file's tables and the SQL text the store runs against them (SPEC EL-9).
+#
+# ``events`` is the published table; ``streams`` holds each session's head (version, head hash,
+# times); ``meta`` the purge high-water mark; ``projection_versions`` the schema version of each
+# inline projection's tables. Tables are created with sqlite-utils so other tools see plain,
+# documented tables.
+
+COLUMNS = (
+    "global_position, session_id, seq, type, schema_version, data, recorded_at, actor, "
+    "causation_id, correlation_id, idempotency_key, prev_hash, hash"
+)
+INSERT = f"INSERT INTO events ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+UPSERT_HEAD = (
+    "INSERT INTO streams (session_id, version, head_hash, created_at, updated_at) "
+    "VALUES (?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET version=excluded.version, "
+    "head_hash=excluded.head_hash, updated_at=excluded.updated_at"
+)
+_UPSERT_HEAD_PREFIX = (
+    "INSERT INTO streams (session_id, version, head_hash, created_at, updated_at) "
+)
+_UPSERT_HEAD_SUFFIX = (
+    " ON CONFLICT(session_id) DO UPDATE SET version=excluded.version, "
+    "head_hash=excluded.head_hash, updated_at=excluded.updated_at"
+)
+
+
+@lru_cache(maxsize=64)
+def insert_events_sql(rows: int) -> str:
+    """One ``INSERT`` of ``rows`` event rows: one statement step however many rows."""
+    return f"INSERT INTO events ({COLUMNS}) VALUES " + ",".join(
+        ["(?,?,?,?,?,?,?,?,?,?,?,?,?)"] * rows
+    )
+
+
+@lru_cache(maxsize=64)
+def upsert_heads_sql(heads: int) -> str:
+    """One upsert of ``heads`` (session_id, version, head_hash, created_at, updated_at)."""
+    return _UPSERT_HEAD_PREFIX + "VALUES " + ",".join(["(?,?,?,?,?)"] * heads) + _UPSERT_HEAD_SUFFIX
+
+
+HIGH_WATER = (
+    "SELECT max(coalesce((SELECT max(global_position) FROM events), 0), "
+    "coalesce((SELECT value FROM meta WHERE key = 'purged_through'), 0))"
+)
+"""The last global position ever used: purged positions are never handed out again."""
+
+
+def create_schema(db: sqlite_utils.Database) -> None:
+    """Create the ``events`` table of SPEC EL-9 and the per-session head records."""
+    db["events"].create(  # type: ignore[union-attr]
+        {
+            "global_position": int, "session_id": str, "seq": int, "type": str,
+            "schema_version": int, "data": str, "recorded_at": str, "actor": str,
+            "causation_id": str, "correlation_id": str, "idempotency_key": str,
+            "prev_hash": str, "hash": str,
+        },
+        pk="global_position",
+        not_null={"session_id", "seq", "type", "schema_version", "data", "recorded_at",
+                  "actor", "prev_hash", "hash"},
+        if_not_exists=True,
+    )
+    db["events"].create_index(  # type: ignore[union-attr]
+        ["session_id", "seq"], index_name="events_session_seq", unique=True,
+        if_not_exists=True,
+    )
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS events_idempotency ON events (session_id, idempotency_key)"
+        " WHERE idempotency_key IS NOT NULL"
+    )
+    db["meta"].create(  # type: ignore[union-attr]
+        {"key": str, "value": int}, pk="key", not_null={"value"}, if_not_exists=True,
+    )
+    db["projection_versions"].create(  # type: ignore[union-attr]
+        {"name": str, "version": int}, pk="name", not_null={"version"}, if_not_exists=True,
+    )
+    db["streams"].create(  # type: ignore[union-attr]
+        {"session_id": str, "version": int, "head_hash": str, "created_at": str,
+         "updated_at": str},
+        pk="session_id",
+        not_null={"version", "head_hash", "created_at", "updated_at"},
+        if_not_exists=True,
+    )
+
+
+def chunked_rows(conn: sqlite3.Connection, sql: str, size: int) -> Iterator[list[RawRow]]:
+    """Pages of rows by global position; ``sql`` takes (after, limit)."""
+    after = 0
+    while rows := fetch_rows(conn, sql, (after, size)):
+        yield rows
+        after = rows[-1][0]
+
+
+def fetch_rows(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[RawRow]:
+    """Every row of ``sql``; a page holding TEXT that is not UTF-8 (bit rot, another tool)
+    is read again with such text as bytes, for the reader to report (SPEC EG-1)."""
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if not str(exc).startswith("Could not decode to UTF-8"):
+            raise
+    conn.text_factory = text_or_bytes
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.text_factory = str
+
+
+def text_or_bytes(raw: bytes) -> str | bytes:
+    """Decode TEXT as UTF-8, leaving undecodable (corrupted) text as bytes."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+_STORAGE_CODES = {
+    8: "SQLITE_READONLY", 10: "SQLITE_IOERR", 13: "SQLITE_FULL", 14: "SQLITE_CANTOPEN",
+}
+"""Primary result codes that mean the disk refused a read or write (the low byte of the
+extended code, so SQLITE_IOERR_WRITE counts as SQLITE_IOERR)."""
+_OPENING_CODES = frozenset({10, 14})
+"""SQLITE_IOERR and SQLITE_CANTOPEN: what opening a file without a descriptor left gives."""
+_STORAGE_TEXTS = (
+    "disk i/o error", "database or disk is full", "readonly database",
+    "unable to open database file",
+)
+
+
+def storage_fault(
+    path: object, exc: sqlite3.OperationalError
+) -> StorageFault | DescriptorsExhausted | None:
+    """The :class:`StorageFault` that ``exc`` stands for, or None for any other error.
+
+    SQLite says "unable to open database file" (``SQLITE_CANTOPEN``) or "disk I/O error" also
+    when the process has no file descriptor left: that is :class:`DescriptorsExhausted`.
+    """
+    code: int | None = getattr(exc, "sqlite_errorcode", None)
+    reason = str(exc)
+    if code is not None:
+        if code & 0xFF not in _STORAGE_CODES:
+            return None
+    elif not any(text in reason.lower() for text in _STORAGE_TEXTS):
+        return None
+    if (code is None or code & 0xFF in _OPENING_CODES) and descriptors_exhausted(exc):
+        return DescriptorsExhausted(f"{path}: {reason}: no file descriptor left")
+    name: str | None = getattr(exc, "sqlite_errorname", None)
+    if name is None and code is not None:
+        name = _STORAGE_CODES[code & 0xFF]
+    suffix = f" ({name})" if name else ""
+    return StorageFault(f"{path}: {reason}{suffix}", reason=reason, error_name=name)
+
+
+# -- the group write ---------------------------------------------------------------------------
+#
+# One group of batches written with a fixed handful of statements, however large the group.
+#
+# The SQLite store's writer hands a whole group (DESIGN "Writing") to :func:`write_group` inside
+# its ``BEGIN IMMEDIATE`` transaction. Every batch is checked and chained in Python against the
+# session heads — cached by the store, the missing ones fetched in one ``SELECT … IN`` — before
+# anything is written, so a refused batch fails alone without a savepoint. Then the new rows go
+# in with multi-row ``INSERT``s, the heads with multi-row upserts, and each inline projection
+# folds the group's events in one call. Few statement *steps* matter beyond their own cost:
+# each step releases the GIL (``executemany`` steps once per row), and with many writer threads
+# waiting, getting the GIL back is what made large groups slow.
+
+Head = tuple[int, str]
+_IN_CHUNK = 500
+_ROWS_PER_STATEMENT = 64
+"""Rows per multi-row statement: 13 x 64 = 832 variables, far below SQLite's limit, and few
+distinct statement texts for the connection's statement cache."""
+
+
+@dataclass(slots=True)
+class GroupWrite:
+    """What a group did: per batch its result or the log error it alone failed with."""
+
+    outcomes: list[AppendResult | BaseException]
+    last_position: int
+
+
+def _load_heads(
+    conn: sqlite3.Connection, heads: dict[str, Head], group: Sequence[PreparedBatch]
+) -> None:
+    missing = [s for s in dict.fromkeys(p.batch.session_id for p in group) if s not in heads]
+    if not missing:
+        return
+    for start in range(0, len(missing), _IN_CHUNK):
+        part = missing[start : start + _IN_CHUNK]
+        marks = ",".join("?" * len(part))
+        for session_id, version, head_hash in conn.execute(
+            f"SELECT session_id, version, head_hash FROM streams WHERE session_id IN ({marks})",
+            part,
+        ):
+            heads[session_id] = (version, head_hash)
+        for session_id in part:
+            heads.setdefault(session_id, (0, GENESIS_HASH))
+
+
+_REPLAY = (
+    f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND idempotency_key = ? "
+    "ORDER BY seq"
+)
+"""The rows of an earlier batch with the same idempotency key."""
+
+
+def _insert(conn: sqlite3.Connection, rows: list[RawRow]) -> None:
+    if len(rows) == 1:
+        conn.execute(insert_events_sql(1), rows[0])
+        return
+    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+        part = rows[start : start + _ROWS_PER_STATEMENT]
+        conn.execute(insert_events_sql(len(part)), list(chain.from_iterable(part)))
+
+
+def _upsert_heads(conn: sqlite3.Connection, written: dict[str, Head], now: str) -> None:
+    if len(written) == 1:
+        ((session_id, (version, head_hash)),) = written.items()
+        conn.execute(upsert_heads_sql(1), (session_id, version, head_hash, now, now))
+        return
+    heads = list(written.items())
+    for start in range(0, len(heads), _ROWS_PER_STATEMENT):
+        part = heads[start : start + _ROWS_PER_STATEMENT]
+        values = [x for s, (v, h) in part for x in (s, v, h, now, now)]
+        conn.execute(upsert_heads_sql(len(part)), values)
+
+
+def write_group(
+    conn: sqlite3.Connection,
+    group: Sequence[PreparedBatch],
+    *,
+    heads: dict[str, Head],
+    position: int,
+    now: str,
+    upcasters: UpcasterRegistry,
+    projections: Sequence[InlineProjection],
+) -> GroupWrite:
+    """Check, chain and write ``group`` after ``position``; ``heads`` is updated in place.
+
+    The caller owns the transaction: on any exception it rolls back and forgets ``heads``.
+    """
+    _load_heads(conn, heads, group)
+    outcomes: list[AppendResult | BaseException] = []
+    rows: list[RawRow] = []
+    written: dict[str, Head] = {}
+    keyed: dict[tuple[str, str], AppendResult] = {}
+    events: list[RecordedEvent] = []
+    for prepared in group:
+        batch = prepared.batch
+        try:
+            if batch.idempotency_key is not None:
+                replayed = earlier_batch(conn, _REPLAY, prepared, keyed, upcasters)
+                if replayed is not None:
+                    outcomes.append(replayed)
+                    continue
+            version, prev_hash = heads[batch.session_id]
+            check_expected(batch, version)
+        except EventLogError as exc:
+            outcomes.append(exc)
+            continue
+        batch_rows = plan_rows(
+            prepared, version=version, prev_hash=prev_hash, next_position=position + 1,
+            recorded_at=now,
+        )
+        result = result_from_rows(prepared, batch_rows)
+        last = batch_rows[-1]
+        position = last[0]
+        heads[batch.session_id] = written[batch.session_id] = (last[2], last[12])
+        if batch.idempotency_key is not None:
+            keyed[(batch.session_id, batch.idempotency_key)] = result
+        rows.extend(batch_rows)
+        if projections:
+            events.extend(result.events)
+        outcomes.append(result)
+    if rows:
+        _insert(conn, rows)
+        _upsert_heads(conn, written, now)
+        for projection in projections:
+            projection.apply(conn, events)
+    return GroupWrite(outcomes, position)

@@ -10,23 +10,27 @@ the ``postgres`` extra).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from .appending import Listener
 from .chain import ChainReport
-from .clock import Clock, SystemClock
-from .envelope import AppendBatch, AppendResult, NewEvent, RecordedEvent
+from .envelope import (
+    AppendBatch,
+    AppendResult,
+    Clock,
+    NewEvent,
+    RecordedEvent,
+    SessionHead,
+    SystemClock,
+)
 from .errors import EventLogError, InvalidStoreUrl
 from .inline import InlineProjection, Progress
 
 __all__ = [
     "DEFAULT_STORE_URL",
     "EventStore",
-    "Listener",
-    "SessionHead",
     "backend_of",
     "open_store",
     "sqlite_path_from_url",
@@ -35,18 +39,6 @@ __all__ = [
 DEFAULT_STORE_URL = "sqlite:///.sessionledger/ledger.db"
 
 T = TypeVar("T")
-
-
-
-@dataclass(frozen=True, slots=True)
-class SessionHead:
-    """A session's position in the log: version, head hash and when it was written."""
-
-    session_id: str
-    version: int
-    head_hash: str
-    created_at: str
-    updated_at: str
 
 
 class EventStore(Protocol):
@@ -136,6 +128,8 @@ def open_store(
     """
     clock = clock or SystemClock()
     scheme = urlsplit(url).scheme
+    # Each backend is imported when its URL is opened (no backend imports this module):
+    # PostgreSQL needs the optional ``postgres`` extra, and a store loads only its own backend.
     if scheme == "memory":
         from .memory import MemoryEventStore
 

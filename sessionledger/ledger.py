@@ -62,7 +62,7 @@ from eventlog import (
     UnreadableStore,
     check_json,
 )
-from eventlog.subscribers import Subscribers
+from eventlog.appending import Subscribers
 from projections import Projections, SessionSummary, open_projected_store
 
 from .errors import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eventlog.canonical import envelope_hash, session_hasher
+from eventlog.encoding import envelope_hash, session_hasher
 
 tricky = st.text(alphabet=st.sampled_from('%sd"\\\n\x00é✓ {}:,a'), max_size=12) | st.text()
 optional = st.none() | tricky

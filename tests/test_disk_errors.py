@@ -32,8 +32,7 @@ import pytest
 from server_support import ServerProcess, TestClient, in_process_client, running_server
 
 from eventlog import open_store
-from eventlog.readers import ReaderPool
-from eventlog.sqlite_schema import storage_fault
+from eventlog.sqlite import ReaderPool, storage_fault
 from sessionledger.ledger import from_eventlog
 from sessionledger.tools.ask import result_text
 

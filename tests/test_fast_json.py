@@ -15,8 +15,8 @@ from payload_strategies import payload_strategy
 from pydantic import BaseModel, ConfigDict
 
 from eventlog import CATALOG, canonical_json
+from eventlog.encoding import NotPlainJson, qualifies, sorted_tree, tree_encoder
 from eventlog.envelope import encode_event
-from eventlog.fast_json import NotPlainJson, qualifies, sorted_tree, tree_encoder
 
 NO_TYPE = frozenset({"type"})
 

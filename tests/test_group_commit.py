@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from eventlog.group_commit import GroupCommitter
+from eventlog.appending import GroupCommitter
 
 THREADS = 32
 PER_THREAD = 200

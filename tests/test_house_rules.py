@@ -31,9 +31,10 @@ PRODUCT = ("eventlog", "statemachine", "projections", "sessionledger")
 # -- SQL stays in the backends and the view tables (issue 20, acceptance 2) -------------------
 
 SQL_ALLOWED = {
-    "eventlog/sqlite.py": "the SQLite store backend",
-    "eventlog/sqlite_schema.py": "the SQLite backend's tables, SQL text and driver-error mapping",
-    "eventlog/sqlite_group.py": "the SQLite backend's group write in its append transaction",
+    "eventlog/sqlite.py": (
+        "the SQLite store backend: its tables, SQL text and driver-error mapping, its reader "
+        "pool and its group write in the append transaction"
+    ),
     "eventlog/sqlite_backup.py": "the SQLite backend's online backup (`sessionledger backup`)",
     "eventlog/postgres.py": "the PostgreSQL store backend",
     "eventlog/postgres_group.py": "the PostgreSQL backend's group write",

@@ -1,4 +1,4 @@
-"""EG-1's shape check and the writer behind it (eventlog/json_shape.py, encode_event).
+"""EG-1's shape check and the writer behind it (eventlog/encoding.py, encode_event).
 
 The check refuses, naming the path, what would not read back as sent: nesting deeper than the
 limit, lone surrogates in keys or strings, ``NaN``/``±Infinity`` tokens and overflowing floats,

@@ -48,7 +48,7 @@ from eventlog import (
     format_instant,
     open_store,
 )
-from eventlog.clock import now_text
+from eventlog.envelope import now_text
 from eventlog.postgres import PostgresEventStore
 from eventlog.sqlite import SQLiteEventStore
 
@@ -458,7 +458,7 @@ def test_el1_system_clock_text_is_the_wire_format_of_now(
     across second boundaries, for instants the cached second does not cover."""
     from datetime import UTC, datetime
 
-    import eventlog.clock as clock_module
+    import eventlog.envelope as clock_module
 
     system = SystemClock()
     instants = [

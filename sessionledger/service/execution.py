@@ -22,8 +22,8 @@ from eventlog import (
     NewEvent,
     RecordedEvent,
 )
+from eventlog.appending import Subscribers
 from eventlog.envelope import Actor
-from eventlog.subscribers import Subscribers
 from projections import SessionSummary
 from statemachine.execution import Command, ExecutionState, Refusal, decide_events
 
