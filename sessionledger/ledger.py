@@ -296,10 +296,17 @@ class Ledger:
 
     # -- observers -------------------------------------------------------------------------
 
-    def after_append(self, observer: AfterAppend) -> Callable[[], None]:
-        """Tell ``observer`` each batch appended through :meth:`append`; returns the
-        unsubscribe function. An observer that raises is logged and skipped."""
-        return self._after.add(lambda told: observer(*told))
+    def after_append(
+        self, observer: AfterAppend, *, types: frozenset[str] | None = None,
+    ) -> Callable[[], None]:
+        """Tell ``observer`` each batch appended through :meth:`append` (only those holding an
+        event of ``types`` when given); returns the unsubscribe function. An observer that
+        raises is logged and skipped."""
+        def told(batch: tuple[str, Sequence[RecordedEvent]]) -> None:
+            if types is None or any(event.type in types for event in batch[1]):
+                observer(*batch)
+
+        return self._after.add(told)
 
     def on_commit(self, observer: Callable[[Sequence[RecordedEvent]], None]) -> Callable[[], None]:
         """Tell ``observer`` every committed batch of every writer (the store's publication);

@@ -23,7 +23,7 @@ from sessionledger.permission import (
     PermissionService,
     classify,
 )
-from sessionledger.permission.patterns import _path_glob
+from sessionledger.permission.authority import _path_glob
 from sessionledger.permission.shell_parse import ShellParseError, parse_command, split_words
 from sessionledger.tools import HOST_TOOLS
 from statemachine.execution import ExecutionState
@@ -312,7 +312,8 @@ def test_eg5_the_cyclic_collector_is_off_while_a_command_is_parsed_and_back_afte
     # growing pile of them made a long check superlinear. Both parses of a decision (the
     # classifier's and the rule patterns') run with it off, and its state comes back after,
     # also when the check fails.
-    from sessionledger.permission import patterns, shell
+    from sessionledger.permission import authority as patterns
+    from sessionledger.permission import shell
 
     seen: list[bool] = []
 

@@ -10,7 +10,7 @@ does not start on the root's file, and a session is not created on, and its call
 refused by, a broken file of its workspace (SPEC EG-2). The shape, all tables and keys optional::
 
     [permission]                      # the project rules, applied in the PM-3 order
-    disallowedTools = ["WebFetch"]    # rule patterns (see sessionledger.permission.patterns):
+    disallowedTools = ["WebFetch"]    # rule patterns (see sessionledger.permission.authority):
     allowedTools = ["mcp__github__get_*"]   # Tool, Tool(argument glob), tool-name globs
     allow = ["Bash(git *)", "Read(src/**)"]
     ask = ["Bash(npm publish*)"]

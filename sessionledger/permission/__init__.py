@@ -3,7 +3,7 @@
 Pure and I/O-free: :class:`PermissionService` decides a :class:`PermissionRequest` into a
 :class:`PermissionDecision` by the ordered checks of :mod:`.authority`, with the project rules of
 a :class:`PermissionConfig` (the ``[permission]`` table of ``.sessionledger/config.toml``), the
-rule patterns of :mod:`.patterns` and the shell classifier of :mod:`.shell`.
+rule patterns (in :mod:`.authority`) and the shell classifier of :mod:`.shell`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from .authority import (
     PermissionDecision,
     PermissionRequest,
     PermissionService,
+    RulePattern,
+    parse_pattern,
 )
-from .patterns import RulePattern, parse_pattern
 from .shell import ShellClass, ShellVerdict, classify
 
 __all__ = [

@@ -61,7 +61,7 @@ class ExecutionRuntime:
         self._memory: dict[str, tuple[ExecutionState, int]] = {}
         self._listeners: Subscribers[CommandResult] = Subscribers()
         self._lock = threading.Lock()
-        ledger.after_append(self.observe)  # the plan tools' mode changes (#7)
+        ledger.after_append(self.observe, types=_STATE_EVENTS)  # the plan tools' (#7)
 
     def subscribe(self, listener: StateListener) -> Callable[[], None]:
         """Call ``listener`` after each change; returns the unsubscribe function."""

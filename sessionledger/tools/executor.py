@@ -381,7 +381,7 @@ class ToolExecutor:
         self._paths: dict[str, Path] = {}
         self._lists: dict[str, tuple[int, tuple[TodoFields, ...]]] = {}
         """Per session, the last todo list a batch through the ledger wrote, by its seq."""
-        ledger.after_append(self._hold_lists)
+        ledger.after_append(self._hold_lists, types=frozenset({"TodosWritten"}))
         self._decided = DecidedAnswers(ledger=ledger, registry=registry, context=self._context)
 
     @property

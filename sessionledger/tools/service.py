@@ -12,7 +12,7 @@ workspace's rules (``.sessionledger/config.toml``, SPEC TR-4) applied to one cal
 first use and reloaded when the file changes; an invalid file is an
 :class:`~sessionledger.errors.InvalidWorkspaceConfig` naming the key. A decision depends on
 the call's input only through its primary argument
-(:func:`~sessionledger.permission.patterns.primary_argument`), so a call without one — every
+(:func:`~sessionledger.permission.authority.primary_argument`), so a call without one — every
 TodoWrite — reuses the decision kept with the loaded rules until the file changes (D73).
 """
 
@@ -40,8 +40,8 @@ from ..errors import (
 from ..ledger import Ledger, checked_input, eventlog_errors
 from ..logs import log_event
 from ..permission import PermissionRequest, PermissionService
+from ..permission.authority import primary_argument
 from ..permission.descriptors import MCP_NAME, ToolDescriptor, host_tool, mcp_tool
-from ..permission.patterns import primary_argument
 from .executor import CallAnswer, Decision, ToolExecutor
 from .ports import ToolPorts
 from .registry import ToolRegistry, WorkspaceSurface, basic_handlers, service_handlers
