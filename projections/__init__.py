@@ -19,13 +19,23 @@ from eventlog import (
     open_store,
 )
 
-from .documents import Doc, MemoryDocTable, SqliteDocTable, SqliteSessionDocTable
-from .execution_state import ExecutionStateProjection, SessionSummary, fold
-from .interaction_timer_tables import MemoryTimerTable, SqliteTimerTable, TimerRow
+from .execution_state import ExecutionStateProjection, fold
 from .interaction_timers import InteractionTimersProjection
 from .pg_tables import PgDocTable, PgSummaryTable, PgTimerTable, PgTodoTable
-from .tables import MemorySummaryTable, SqliteSummaryTable
-from .todo_tables import MemoryTodoTable, SqliteTodoTable
+from .tables import (
+    Doc,
+    MemoryDocTable,
+    MemorySummaryTable,
+    MemoryTimerTable,
+    MemoryTodoTable,
+    SessionSummary,
+    SqliteDocTable,
+    SqliteSessionDocTable,
+    SqliteSummaryTable,
+    SqliteTimerTable,
+    SqliteTodoTable,
+    TimerRow,
+)
 from .todos import TodoProjection, TodoRow, todo_differences
 from .tool_calls import (
     INTERACTION_EVENTS,

@@ -16,62 +16,28 @@ replaced (docs/decisions.md D70). The row is rewritten by every event anyway.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any
 
 from eventlog import (
     GoalEnded,
     GoalStarted,
-    PermissionMode,
     RecordedEvent,
     SessionCreated,
     SessionDeleted,
     SessionModeChanged,
     TodosWritten,
 )
-from statemachine.execution import ExecutionState
 
 from .chain_cache import ChainCache, session_spans
-from .table_backed import TableBacked
+from .tables import SessionSummary, SummaryTable, TableBacked
 
 __all__ = [
     "APPLIERS",
     "ExecutionStateProjection",
-    "SessionSummary",
-    "SummaryTable",
     "apply_event",
     "fold",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSummary:
-    """What one session is now: its execution state and where its log ends."""
-
-    session_id: str
-    version: int
-    last_position: int
-    workspace: str
-    host: str
-    parent_session_id: str | None
-    mode: PermissionMode
-    plan_enabled: bool
-    goal: str | None
-    created_at: str
-    updated_at: str
-    deleted: bool = False
-    todos_seq: int | None = None
-    """The seq of the session's last ``TodosWritten`` (``None``: never written, or deleted)."""
-    todos_updated_at: str | None = None
-    """When that write was recorded."""
-
-    @property
-    def execution(self) -> ExecutionState:
-        return ExecutionState(self.mode, self.plan_enabled, self.goal)
-
-    @property
-    def display_mode(self) -> str:
-        return self.execution.display_mode
 
 
 Applier = Callable[[SessionSummary | None, RecordedEvent], SessionSummary | None]
@@ -163,19 +129,6 @@ def fold(events: Iterable[RecordedEvent]) -> SessionSummary | None:
     for event in events:
         summary = apply_event(summary, event)
     return summary
-
-
-class SummaryTable(Protocol):
-    """Where summaries live for one backend; ``tx`` is the store's transaction handle."""
-
-    def create(self, tx: Any) -> None: ...
-    def is_present(self, tx: Any) -> bool: ...
-    def drop(self, tx: Any) -> None: ...
-    def load(self, tx: Any, session_ids: Sequence[str]) -> dict[str, SessionSummary]: ...
-    def save(self, tx: Any, summaries: Sequence[SessionSummary]) -> None: ...
-    def delete(self, tx: Any, session_id: str) -> None: ...
-    def get(self, tx: Any, session_id: str) -> SessionSummary | None: ...
-    def newest_first(self, tx: Any) -> list[SessionSummary]: ...
 
 
 class ExecutionStateProjection(TableBacked[SummaryTable]):

@@ -40,8 +40,7 @@ from statemachine.interaction import (
     next_due,
 )
 
-from .interaction_timer_tables import TimerRow, TimerTable
-from .table_backed import TableBacked
+from .tables import TableBacked, TimerRow, TimerTable
 
 __all__ = [
     "SETTINGS_STREAM",

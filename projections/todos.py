@@ -7,7 +7,7 @@ nothing. The store runs :meth:`TodoProjection.apply` inside the append transacti
 the execution-state projection, so one TodoWrite call is one atomic unit that appends its
 events, replaces the rows and touches the session's ``updated_at`` (the summary stamps
 every event, and notes which write the list is: ``todos_seq``). The rows live in
-:mod:`projections.todo_tables`; only the rows whose item changed are written, the session's
+:mod:`projections.tables`; only the rows whose item changed are written, the session's
 stored rows being known from the last batch this process folded when the new batch chains
 from it (D74), and compared in SQL otherwise.
 
@@ -28,7 +28,7 @@ from eventlog import EventStore, RecordedEvent, TodoItemData, TodosWritten
 
 from .chain_cache import ChainCache, session_spans
 from .execution_state import ExecutionStateProjection
-from .todo_tables import TodoRow, TodoTable
+from .tables import TodoRow, TodoTable
 
 __all__ = [
     "TODO_EVENTS",

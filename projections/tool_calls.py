@@ -26,8 +26,7 @@ from eventlog import (
     ToolCallRequested,
 )
 
-from .documents import Doc, DocTable
-from .table_backed import TableBacked
+from .tables import Doc, DocTable, TableBacked
 
 __all__ = [
     "DocProjection",

@@ -26,7 +26,7 @@ from eventlog import (
     SessionModelSelected,
 )
 
-from .documents import Doc, DocTable
+from .tables import Doc, DocTable
 from .tool_calls import DocProjection
 
 __all__ = [

@@ -6,7 +6,7 @@ this Plan period, a pending "you left Plan" notice, a compaction not yet followe
 request). Counting them per request would replay the session; instead this inline projection
 folds them, one small applier per event type (STYLE 3), into one :class:`TurnCounters` per
 session, updated in the append transaction like the other read models, so a restarted
-service answers exactly as before. The rows live in a :class:`~projections.documents.DocTable`
+service answers exactly as before. The rows live in a :class:`~projections.tables.DocTable`
 named ``turn_counters``.
 """
 
@@ -26,8 +26,7 @@ from eventlog import (
 )
 
 from .chain_cache import ChainCache, session_spans
-from .documents import Doc, DocTable
-from .table_backed import TableBacked
+from .tables import Doc, DocTable, TableBacked
 
 __all__ = [
     "TURN_EVENTS",

@@ -39,9 +39,7 @@ from projections import (
     compare_session,
     open_projected_store,
 )
-from projections.documents import SqliteDocTable
-from projections.tables import SqliteSummaryTable
-from projections.todo_tables import SqliteTodoTable
+from projections.tables import SqliteDocTable, SqliteSummaryTable, SqliteTodoTable
 from projections.todos import TodoProjection
 from projections.tool_calls import DocProjection, fold_call, fold_interaction
 from projections.turn_counters import TurnCountersProjection

@@ -27,7 +27,7 @@ from eventlog import (
     TodoItemData,
     TodosWritten,
 )
-from projections.documents import MemoryDocTable
+from projections.tables import MemoryDocTable
 from projections.turn_counters import TurnCounters, TurnCountersProjection, fold_turns
 from sessionledger.service.reminder_texts import (
     PLAN_EXIT,

@@ -32,7 +32,7 @@ from eventlog import (
     new_id,
 )
 from projections import Projections, SessionSummary
-from projections.documents import Doc
+from projections.tables import Doc
 from projections.tool_calls import call_document, call_wire
 
 from ..errors import ServiceUnavailable, SessionLedgerError

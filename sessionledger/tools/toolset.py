@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from eventlog import EventStore, RecordedEvent, StoreClosed
 from projections import Projections, SessionSummary
-from projections.documents import Doc
+from projections.tables import Doc
 
 from .ask_handler import AskUserQuestionHandler
 from .handlers import ToolHandler
