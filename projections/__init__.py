@@ -35,16 +35,18 @@ from .tables import (
     SqliteTimerTable,
     SqliteTodoTable,
     TimerRow,
+    TodoRow,
 )
-from .todos import TodoProjection, TodoRow, todo_differences
-from .tool_calls import (
+from .tools import (
     INTERACTION_EVENTS,
     DocProjection,
+    TodoProjection,
+    ToolRecordsProjection,
     call_key,
     fold_call,
     fold_interaction,
+    todo_differences,
 )
-from .tool_records import ToolRecordsProjection
 from .turn_counters import TurnCounters, TurnCountersProjection
 
 __all__ = [

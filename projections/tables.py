@@ -399,7 +399,7 @@ class MemoryDocTable:
 # changes only when its item does. The session column references the execution-state summary
 # row with ``ON DELETE CASCADE``, so a session's todos go with its summary row — on purge, or
 # when the summary table is dropped for a rebuild (the todo projection is then rebuilt too,
-# see :mod:`projections.todos`). The store's write connection has ``PRAGMA foreign_keys =
+# see :mod:`projections.tools`). The store's write connection has ``PRAGMA foreign_keys =
 # ON``.
 
 class TodoRow(NamedTuple):

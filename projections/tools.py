@@ -1,15 +1,51 @@
-"""The tool-call and interaction views: what each call is now, and each session's queue.
+"""What the session's tool calls did: each call and interaction, the tools' records, the todo list.
 
-Folded from the call's events (``ToolCallRequested`` … ``ToolCallCompleted``) into one JSON
-document per call, shaped for the wire of SPEC §11 by :func:`call_wire`; and one document per
-interaction, ``pending`` until resolved, ordered by the position it was requested at, which
-is the session's FIFO queue (SPEC HO-4).
+Three views folded inline from the log, each one small fold per event type over a document or
+row table of :mod:`projections.tables`: the tool-call and interaction documents (the call's
+state on the wire of SPEC §11, each session's FIFO queue of questions, SPEC HO-4), the records
+the later tools keep per session (chosen model, cron schedules, off-peak prompts), and the
+todo list of the last TodoWrite (SPEC TD-4).
+
+**Calls and interactions.** Folded from the call's events (``ToolCallRequested`` …
+``ToolCallCompleted``) into one JSON document per call, shaped for the wire of SPEC §11 by
+:func:`call_wire`; and one document per interaction, ``pending`` until resolved, ordered by
+the position it was requested at, which is the session's FIFO queue (SPEC HO-4).
 
 A call's document keeps its ``input`` only while the call may still need it (pending: the
 answer step runs with it); once the call is completed or denied the input is the log's alone
 (``ToolCallRequested``, at the document's ``order`` seq; D71). A TodoWrite's document notes the
 seq of the call's own ``TodosWritten`` as ``todosSeq``: its recorded result names the lists
 rather than repeating them (D70), and the executor puts them back for the wire.
+
+**Tool records.** A :class:`DocProjection` over the same keyed document table as the
+call and interaction views, with its own keys: one document per session for the model the
+user chose (``SessionModelSelected``, SPEC LM-1 ``[current]`` and LM-2's session provider), one
+per cron schedule (``CronSchedule*``, TR-5) and one per off-peak prompt
+(``OffPeakPromptCreated``). Reading a record is one indexed lookup, whatever the length of
+the session's log; the fold is what an audit compares against.
+
+Statuses: ``model``; ``cron`` while a schedule exists, ``cronDeleted`` after (its document
+stays, so an audit can still see it); ``offPeak``. Orders are the ``seq`` of the creating
+event, so a session's schedules list in the order they were made.
+
+**Todos.** Each live session's current todo list, one row per item (SPEC TD-4). A fold over
+the log: ``TodosWritten`` replaces the session's whole list (delete its rows,
+insert the new ones in order), ``SessionDeleted`` empties it — a deleted session has no
+todos — and a write to a session that was never created or is already deleted changes
+nothing. The store runs :meth:`TodoProjection.apply` inside the append transaction, after
+the execution-state projection, so one TodoWrite call is one atomic unit that appends its
+events, replaces the rows and touches the session's ``updated_at`` (the summary stamps
+every event, and notes which write the list is: ``todos_seq``). The rows live in
+:mod:`projections.tables`; only the rows whose item changed are written, the session's
+stored rows being known from the last batch this process folded when the new batch chains
+from it (D74), and compared in SQL otherwise.
+
+The projection is tied to the execution-state projection it follows: its rows reference the
+summary rows (``ON DELETE CASCADE``), so whenever the summary table is rebuilt — its version
+changed, or it is missing — the cascade empties the todo table and the todos must be refolded
+too. :attr:`TodoProjection.version` therefore includes the summary projection's version and
+:meth:`TodoProjection.is_present` asks for the summary table as well: the store then rebuilds
+both in one transaction (docs/decisions.md D31).
 """
 
 from __future__ import annotations
@@ -18,24 +54,46 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from eventlog import (
+    CronScheduleCreated,
+    CronScheduleDeleted,
+    CronScheduleUpdated,
+    EventStore,
     InteractionRequested,
     InteractionResolved,
+    OffPeakPromptCreated,
     PermissionDecided,
     RecordedEvent,
+    SessionModelSelected,
+    TodoItemData,
+    TodosWritten,
     ToolCallCompleted,
     ToolCallRequested,
 )
 
-from .tables import Doc, DocTable, TableBacked
+from .chain_cache import ChainCache, session_spans
+from .execution_state import ExecutionStateProjection
+from .tables import Doc, DocTable, TableBacked, TodoRow, TodoTable
 
 __all__ = [
+    "RECORD_EVENTS",
+    "TODO_EVENTS",
     "DocProjection",
+    "TodoProjection",
+    "ToolRecordsProjection",
+    "as_item",
     "call_document",
     "call_key",
     "call_wire",
+    "current_todos",
     "fold_call",
     "fold_interaction",
+    "fold_record",
+    "fold_todos",
     "interaction_wire",
+    "model_key",
+    "record_key",
+    "rows_for",
+    "todo_differences",
 ]
 
 
@@ -255,3 +313,243 @@ def interaction_wire(doc: Doc) -> dict[str, Any]:
     return {"interactionId": body["interactionId"], "callId": body["callId"],
             "kind": body["kind"], "payload": body["payload"],
             "autoResolution": body["autoResolution"]}
+
+
+# -- tool records: the chosen model, cron schedules, off-peak prompts ----------------------
+
+
+RECORD_EVENTS = frozenset({
+    "SessionModelSelected", "CronScheduleCreated", "CronScheduleUpdated",
+    "CronScheduleDeleted", "OffPeakPromptCreated",
+})
+"""The event types this view folds."""
+
+
+def model_key(session_id: str) -> str:
+    """The key of the session's chosen-model document."""
+    return f"{session_id}#model"
+
+
+def record_key(session_id: str, record_id: str) -> str:
+    """The key of a cron schedule or off-peak prompt of the session."""
+    return f"{session_id}/{record_id}"
+
+
+def _record_key(event: RecordedEvent) -> str | None:
+    data = event.data
+    if isinstance(data, SessionModelSelected):
+        return model_key(event.session_id)
+    if isinstance(data, CronScheduleCreated | CronScheduleUpdated | CronScheduleDeleted):
+        return record_key(event.session_id, data.schedule_id)
+    if isinstance(data, OffPeakPromptCreated):
+        return record_key(event.session_id, data.off_peak_id)
+    return None
+
+
+def _cron_changed(doc: Doc, data: CronScheduleUpdated, at: str) -> Doc:
+    changes = {"cron": data.cron, "prompt": data.prompt, "enabled": data.enabled}
+    body = {**doc.body, **{k: v for k, v in changes.items() if v is not None}, "updatedAt": at}
+    return Doc(doc.key, doc.session_id, doc.status, doc.order, body)
+
+
+def fold_record(docs: dict[str, Doc | None], event: RecordedEvent) -> str | None:
+    """Apply one event to the record documents; the key it touched, if any."""
+    if event.type not in RECORD_EVENTS:
+        return None
+    key = _record_key(event)
+    if key is None:
+        return None
+    data, sid, at = event.data, event.session_id, event.recorded_at
+    if isinstance(data, SessionModelSelected):
+        docs[key] = Doc(key, sid, "model", event.seq,
+                        {"model": data.model, "level": data.level, "selectedAt": at})
+    elif isinstance(data, CronScheduleCreated):
+        docs[key] = Doc(key, sid, "cron", event.seq, {
+            "id": data.schedule_id, "cron": data.cron, "prompt": data.prompt,
+            "recurring": data.recurring, "enabled": True, "createdAt": at, "updatedAt": at,
+        })
+    elif isinstance(data, OffPeakPromptCreated):
+        docs[key] = Doc(key, sid, "offPeak", event.seq, {
+            "id": data.off_peak_id, "prompt": data.prompt, "dueAt": data.due_at,
+            "windowEndAt": data.window_end_at, "createdAt": at,
+        })
+    else:
+        doc = docs.get(key)
+        if doc is None or doc.status != "cron":
+            return None  # an update or delete of nothing live changes nothing
+        if isinstance(data, CronScheduleUpdated):
+            docs[key] = _cron_changed(doc, data, at)
+        else:
+            body = {**doc.body, "deletedAt": at}
+            docs[key] = Doc(key, doc.session_id, "cronDeleted", doc.order, body)
+    return key
+
+
+class ToolRecordsProjection(DocProjection):
+    """The chosen model, cron schedules and off-peak prompts of every session, inline."""
+
+    def __init__(self, table: DocTable, *, version: int = 1) -> None:
+        super().__init__(
+            name="tool_records", version=version, table=table, fold=fold_record,
+            types=RECORD_EVENTS,
+        )
+
+    def apply(self, tx: Any, events: Sequence[RecordedEvent]) -> None:
+        events = [e for e in events if e.type in RECORD_EVENTS]
+        wanted = list(dict.fromkeys(k for e in events if (k := _record_key(e)) is not None))
+        if not wanted:
+            return
+        docs: dict[str, Doc | None] = dict(self.table.load(tx, wanted))
+        touched: dict[str, None] = {}
+        for event in events:
+            key = fold_record(docs, event)
+            if key is not None:
+                touched[key] = None
+        self.table.save(tx, [d for k in touched if (d := docs.get(k)) is not None])
+
+    def chosen_model(self, tx: Any, session_id: str) -> Doc | None:
+        """The session's chosen-model document, or ``None`` when the user chose none."""
+        return self.get(tx, model_key(session_id))
+
+    def records(self, tx: Any, session_id: str, status: str) -> list[Doc]:
+        """The session's documents of ``status`` (``cron``, ``offPeak`` …) in creation order."""
+        return self.of_session(tx, session_id, status)
+
+
+# -- todos (SPEC TD-4) ---------------------------------------------------------------------
+
+
+TODO_EVENTS = frozenset({"SessionCreated", "TodosWritten", "SessionDeleted"})
+"""The event types the fold looks at; every other event passes without a look inside."""
+
+_TODO_OWN_VERSION = 2
+"""The todo table's own schema version; :attr:`TodoProjection.version` adds the parent's.
+(2: rows hold the item only; the write's seq and time are the summary's, D70.)"""
+
+
+def rows_for(session_id: str, todos: Sequence[TodoItemData]) -> list[TodoRow]:
+    """The rows of a written list: positions 0, 1, 2 … in list order."""
+    return [
+        TodoRow(session_id, position, t.content, t.status, t.priority)
+        for position, t in enumerate(todos)
+    ]
+
+
+def fold_todos(events: Iterable[RecordedEvent]) -> dict[str, list[TodoRow]]:
+    """A fresh fold: the rows of every live, created session (audits compare with this)."""
+    lists: dict[str, list[TodoRow]] = {}
+    deleted: set[str] = set()
+    for event in events:
+        kind = event.type
+        if kind not in TODO_EVENTS:
+            continue
+        sid = event.session_id
+        if kind == "SessionCreated":
+            lists.setdefault(sid, [])
+        elif kind == "SessionDeleted":
+            if sid in lists:
+                lists[sid] = []
+                deleted.add(sid)
+        elif sid in lists and sid not in deleted:
+            data = event.data
+            assert isinstance(data, TodosWritten)
+            lists[sid] = rows_for(sid, data.todos)
+    return lists
+
+
+def as_item(row: TodoRow) -> TodoItemData:
+    """A stored row as the catalog's item."""
+    return TodoItemData.model_validate(
+        {"content": row.content, "status": row.status, "priority": row.priority}
+    )
+
+
+class TodoProjection:
+    """The inline projection the store runs: replace a session's rows on each write."""
+
+    name = "todo"
+
+    def __init__(self, table: TodoTable, parent: ExecutionStateProjection) -> None:
+        self.table = table
+        self.parent = parent
+        self._known: ChainCache[tuple[TodoRow, ...]] = ChainCache()
+        """Each session's stored rows as of the last batch this process folded (D74)."""
+
+    @property
+    def version(self) -> int:
+        """Changes whenever the summary projection's does: its rebuild empties ours."""
+        return _TODO_OWN_VERSION * 1000 + self.parent.version
+
+    def create(self, tx: Any) -> None:
+        self.table.create(tx)
+
+    def is_present(self, tx: Any) -> bool:
+        return self.table.is_present(tx) and self.parent.is_present(tx)
+
+    def drop(self, tx: Any) -> None:
+        self._known.clear()
+        self.table.drop(tx)
+
+    def forget(self, tx: Any, session_id: str) -> None:
+        # On SQLite the summary row's delete has already cascaded; the twin needs this.
+        self._known.forget(session_id)
+        self.table.delete_session(tx, session_id)
+
+    def apply(self, tx: Any, events: Sequence[RecordedEvent]) -> None:
+        # Only a session's last write in the batch matters; its summary (already folded
+        # in this transaction) says whether the session exists and is still live.
+        final: dict[str, list[TodoRow]] = {}
+        for event in events:
+            if event.type == "TodosWritten":
+                data = event.data
+                assert isinstance(data, TodosWritten)
+                final[event.session_id] = rows_for(event.session_id, data.todos)
+            elif event.type == "SessionDeleted":
+                final[event.session_id] = []
+        spans = session_spans(events)
+        known = self._known
+        for session_id, rows in final.items():
+            summary = self.parent.applied(tx, events, session_id)
+            head, last = spans[session_id]
+            if summary is None:
+                known.forget(session_id)
+                continue
+            if summary.deleted:
+                self.table.delete_session(tx, session_id)
+                known.put(session_id, last, ())
+                continue
+            found, old = known.get(session_id, head)
+            self.table.replace(tx, session_id, rows, old if found else None)
+            known.put(session_id, last, tuple(rows))
+        known.advance(spans, skip=tuple(final))
+
+    def of_session(self, tx: Any, session_id: str) -> list[TodoRow]:
+        return self.table.of_session(tx, session_id)
+
+    def items(self, tx: Any, session_id: str) -> tuple[TodoItemData, ...]:
+        """The session's list as catalog items, in order."""
+        return tuple(as_item(row) for row in self.table.of_session(tx, session_id))
+
+
+def current_todos(
+    store: EventStore, projection: TodoProjection, session_id: str
+) -> tuple[TodoItemData, ...]:
+    """The session's current todo list from the projection (empty when it has none)."""
+    return store.read_view(lambda tx: projection.items(tx, session_id))
+
+
+def todo_differences(
+    store: EventStore, projection: TodoProjection, events: Sequence[RecordedEvent],
+    session_id: str,
+) -> list[str]:
+    """Where the stored rows of ``session_id`` differ from a fresh fold of its ``events``."""
+    fresh = fold_todos(events).get(session_id, [])
+    stored = store.read_view(lambda tx: projection.of_session(tx, session_id))
+    if fresh == stored:
+        return []
+    if len(fresh) != len(stored):
+        return [f"todo: {session_id} has {len(stored)} stored rows, log says {len(fresh)}"]
+    return [
+        f"todo: {session_id} position {f.position} stored {s!r}, log says {f!r}"
+        for f, s in zip(fresh, stored, strict=True) if f != s
+    ]

@@ -40,8 +40,7 @@ from projections import (
     open_projected_store,
 )
 from projections.tables import SqliteDocTable, SqliteSummaryTable, SqliteTodoTable
-from projections.todos import TodoProjection
-from projections.tool_calls import DocProjection, fold_call, fold_interaction
+from projections.tools import DocProjection, TodoProjection, fold_call, fold_interaction
 from projections.turn_counters import TurnCountersProjection
 from sessionledger import ledger as retry
 from sessionledger.errors import CommandRefused, Conflict

@@ -41,7 +41,7 @@ from projections.interaction_timers import (
     setting_history,
     timers_of,
 )
-from projections.tool_calls import interaction_wire
+from projections.tools import interaction_wire
 from statemachine.interaction import (
     Due,
     InteractionTimer,

@@ -33,7 +33,7 @@ from eventlog import (
 )
 from projections import Projections, SessionSummary
 from projections.tables import Doc
-from projections.tool_calls import call_document, call_wire
+from projections.tools import call_document, call_wire
 
 from ..errors import ServiceUnavailable, SessionLedgerError
 from ..ledger import retry_overtaken

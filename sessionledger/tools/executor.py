@@ -39,7 +39,7 @@ from eventlog import (
 )
 from eventlog.envelope import Actor
 from projections import Projections, SessionSummary
-from projections.tool_calls import call_document, call_key, call_wire
+from projections.tools import call_document, call_key, call_wire
 from statemachine.execution import ExecutionState
 
 from ..errors import Conflict, InvalidInput, NotFound

@@ -15,7 +15,7 @@ from typing import Any
 
 from eventlog import EventStore, TodoItemData, TodosWritten
 from projections.tables import Doc
-from projections.tool_calls import call_wire
+from projections.tools import call_wire
 
 from .todo_contract import answer_result, is_recorded_by_reference, recorded_old_seq
 

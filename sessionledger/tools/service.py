@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from eventlog import EventStore, HostKind, NewEvent, PermissionDecided, new_id
 from projections import Projections
-from projections.tool_calls import interaction_wire
+from projections.tools import interaction_wire
 
 from ..errors import (
     Conflict,
