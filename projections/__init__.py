@@ -19,9 +19,9 @@ from eventlog import (
     open_store,
 )
 
-from .execution_state import ExecutionStateProjection, fold
 from .interaction_timers import InteractionTimersProjection
 from .pg_tables import PgDocTable, PgSummaryTable, PgTimerTable, PgTodoTable
+from .session import ExecutionStateProjection, TurnCounters, TurnCountersProjection, fold
 from .tables import (
     Doc,
     MemoryDocTable,
@@ -47,7 +47,6 @@ from .tools import (
     fold_interaction,
     todo_differences,
 )
-from .turn_counters import TurnCounters, TurnCountersProjection
 
 __all__ = [
     "ExecutionStateProjection",

@@ -71,7 +71,7 @@ from eventlog import (
 )
 
 from .chain_cache import ChainCache, session_spans
-from .execution_state import ExecutionStateProjection
+from .session import ExecutionStateProjection
 from .tables import Doc, DocTable, TableBacked, TodoRow, TodoTable
 
 __all__ = [

@@ -39,9 +39,9 @@ from projections import (
     compare_session,
     open_projected_store,
 )
+from projections.session import TurnCountersProjection
 from projections.tables import SqliteDocTable, SqliteSummaryTable, SqliteTodoTable
 from projections.tools import DocProjection, TodoProjection, fold_call, fold_interaction
-from projections.turn_counters import TurnCountersProjection
 from sessionledger import ledger as retry
 from sessionledger.errors import CommandRefused, Conflict
 from sessionledger.service import CommandResult, ExecutionRuntime

@@ -29,8 +29,8 @@ from eventlog import (
     new_id,
 )
 from projections import Projections, SessionSummary, TurnCounters
+from projections.session import fold_turns
 from projections.tools import current_todos
-from projections.turn_counters import fold_turns
 
 from ..errors import InvalidInput, eventlog_errors
 from ..ledger import retry_overtaken
