@@ -24,13 +24,25 @@ inline projection folds them, one small applier per event type (STYLE 3), into o
 :class:`TurnCounters` per session, updated in the append transaction like the other read
 models, so a restarted service answers exactly as before. The rows live in a
 :class:`~projections.tables.DocTable` named ``turn_counters``.
+
+**What this process folded last** (:class:`ChainCache`, D74). Per-session projection state kept
+in memory, valid exactly at a chain head, for these folds and the todo rows of
+:mod:`projections.tools`. An inline projection folds each appended batch into its table, which
+usually means reading the session's current row first. The hash chain says for free whether
+what this process folded last is still current: a batch of a session chains from that session's
+head hash, so the state folded up to event ``h`` is the session's state for the next batch
+exactly when that batch's first event has ``prev_hash == h``. Anything else — another process
+appended, the transaction that folded it rolled back, the cache was cleared — simply misses,
+and the projection reads its table as before. Nothing needs invalidating but a purge (the
+session's events go) and a rebuild (the table goes), whose hooks call :meth:`ChainCache.forget`
+and :meth:`ChainCache.clear`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from eventlog import (
     ContextCompacted,
@@ -45,12 +57,12 @@ from eventlog import (
     TodosWritten,
 )
 
-from .chain_cache import ChainCache, session_spans
 from .tables import Doc, DocTable, SessionSummary, SummaryTable, TableBacked
 
 __all__ = [
     "APPLIERS",
     "TURN_EVENTS",
+    "ChainCache",
     "ExecutionStateProjection",
     "TurnCounters",
     "TurnCountersProjection",
@@ -58,7 +70,66 @@ __all__ = [
     "apply_turn_event",
     "fold",
     "fold_turns",
+    "session_spans",
 ]
+
+
+# -- what this process folded last, valid at a chain head (D74) -----------------------------
+
+
+T = TypeVar("T")
+_CACHE_LIMIT = 4096
+"""Sessions remembered before the cache starts afresh (a server's working set is far smaller;
+starting afresh only costs reads). A todo list of 20 items is a few kilobytes."""
+
+
+def session_spans(events: Iterable[RecordedEvent]) -> dict[str, tuple[str, str]]:
+    """Per session of ``events``: the head its first event chains from, and its last hash."""
+    spans: dict[str, tuple[str, str]] = {}
+    for event in events:
+        span = spans.get(event.session_id)
+        spans[event.session_id] = (event.prev_hash if span is None else span[0], event.hash)
+    return spans
+
+
+class ChainCache(Generic[T]):
+    """A value per session, each remembered with the head hash it is the state at."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: dict[str, tuple[str, T]] = {}
+
+    def get(self, session_id: str, head: str) -> tuple[bool, T | None]:
+        """``(True, value)`` when the session's value at ``head`` is known, else
+        ``(False, None)``."""
+        held = self._values.get(session_id)
+        if held is None or held[0] != head:
+            return False, None
+        return True, held[1]
+
+    def put(self, session_id: str, head: str, value: T) -> None:
+        if len(self._values) >= _CACHE_LIMIT and session_id not in self._values:
+            self._values.clear()
+        self._values[session_id] = (head, value)
+
+    def advance(self, spans: dict[str, tuple[str, str]], skip: Sequence[str] = ()) -> None:
+        """Carry each known value over a batch that did not change it: the value at the
+        batch's first head is the value at its last (sessions in ``skip`` were put anew)."""
+        values = self._values
+        for session_id, (first, last) in spans.items():
+            held = values.get(session_id)
+            if held is not None and held[0] == first and session_id not in skip:
+                values[session_id] = (last, held[1])
+
+    def forget(self, session_id: str) -> None:
+        self._values.pop(session_id, None)
+
+    def clear(self) -> None:
+        self._values.clear()
+
+
+# -- execution state ------------------------------------------------------------------------
 
 
 Applier = Callable[[SessionSummary | None, RecordedEvent], SessionSummary | None]

@@ -70,8 +70,7 @@ from eventlog import (
     ToolCallRequested,
 )
 
-from .chain_cache import ChainCache, session_spans
-from .session import ExecutionStateProjection
+from .session import ChainCache, ExecutionStateProjection, session_spans
 from .tables import Doc, DocTable, TableBacked, TodoRow, TodoTable
 
 __all__ = [
