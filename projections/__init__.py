@@ -19,7 +19,6 @@ from eventlog import (
     open_store,
 )
 
-from .interaction_timers import InteractionTimersProjection
 from .pg_tables import PgDocTable, PgSummaryTable, PgTimerTable, PgTodoTable
 from .session import ExecutionStateProjection, TurnCounters, TurnCountersProjection, fold
 from .tables import (
@@ -40,6 +39,7 @@ from .tables import (
 from .tools import (
     INTERACTION_EVENTS,
     DocProjection,
+    InteractionTimersProjection,
     TodoProjection,
     ToolRecordsProjection,
     call_key,
