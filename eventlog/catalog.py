@@ -10,7 +10,7 @@ canonical and appends skip the slow path (:mod:`eventlog.encoding`).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from pydantic.alias_generators import to_camel
@@ -509,14 +509,6 @@ SessionEvent = Annotated[
 event_adapter: TypeAdapter[SessionEvent] = TypeAdapter(SessionEvent)
 
 CATALOG: dict[str, type[Event]] = {
-    cls.model_fields["type"].default: cls
-    for cls in (
-        SessionCreated, SessionModeChanged, GoalStarted, GoalEnded, MessageRecorded,
-        SessionDeleted, ToolCallRequested, PermissionDecided, InteractionRequested,
-        InteractionResolved, ToolCallCompleted, TodosWritten, ReminderInjected,
-        ContextCompacted, InteractionAutoResolutionChanged, InteractionUserActivity,
-        SettingChanged, SessionModelSelected, CronScheduleCreated, CronScheduleUpdated,
-        CronScheduleDeleted, OffPeakPromptCreated, PlanSubmitted, PlanApproved,
-        PlanApprovalCancelled, PlanFileWriteFailed, PlanFeedbackGiven, PlanRejected,
-    )
+    cls.model_fields["type"].default: cls for cls in get_args(get_args(SessionEvent)[0])
 }
+"""Each event class of the union by its ``type``, in the union's order."""

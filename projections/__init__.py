@@ -19,23 +19,34 @@ from eventlog import (
     open_store,
 )
 
-from .documents import Doc, MemoryDocTable, SqliteDocTable, SqliteSessionDocTable
-from .execution_state import ExecutionStateProjection, SessionSummary, fold
-from .interaction_timer_tables import MemoryTimerTable, SqliteTimerTable, TimerRow
-from .interaction_timers import InteractionTimersProjection
 from .pg_tables import PgDocTable, PgSummaryTable, PgTimerTable, PgTodoTable
-from .tables import MemorySummaryTable, SqliteSummaryTable
-from .todo_tables import MemoryTodoTable, SqliteTodoTable
-from .todos import TodoProjection, TodoRow, todo_differences
-from .tool_calls import (
+from .session import ExecutionStateProjection, TurnCounters, TurnCountersProjection, fold
+from .tables import (
+    Doc,
+    MemoryDocTable,
+    MemorySummaryTable,
+    MemoryTimerTable,
+    MemoryTodoTable,
+    SessionSummary,
+    SqliteDocTable,
+    SqliteSessionDocTable,
+    SqliteSummaryTable,
+    SqliteTimerTable,
+    SqliteTodoTable,
+    TimerRow,
+    TodoRow,
+)
+from .tools import (
     INTERACTION_EVENTS,
     DocProjection,
+    InteractionTimersProjection,
+    TodoProjection,
+    ToolRecordsProjection,
     call_key,
     fold_call,
     fold_interaction,
+    todo_differences,
 )
-from .tool_records import ToolRecordsProjection
-from .turn_counters import TurnCounters, TurnCountersProjection
 
 __all__ = [
     "ExecutionStateProjection",

@@ -1,8 +1,7 @@
 """The projections' tables on PostgreSQL: the same tables and rows as on SQLite (issue 11).
 
-One class per SQLite table class of :mod:`projections.tables`, :mod:`projections.documents`,
-:mod:`projections.todo_tables` and :mod:`projections.interaction_timer_tables`, with
-PostgreSQL's types and psycopg's ``%s`` placeholders; ``tx`` is the store's psycopg
+One class per SQLite table class of :mod:`projections.tables`, behind the same protocols,
+with PostgreSQL's types and psycopg's ``%s`` placeholders; ``tx`` is the store's psycopg
 connection (the append transaction, or an autocommit read connection). Tables live in the
 connection's ``search_path`` (the store URL's ``schema``), so presence is checked with
 ``to_regclass``.
@@ -18,10 +17,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from .documents import Doc
-from .execution_state import SessionSummary
-from .interaction_timer_tables import TimerRow
-from .todo_tables import TodoRow
+from .tables import Doc, SessionSummary, TimerRow, TodoRow
 
 __all__ = ["PgDocTable", "PgSummaryTable", "PgTimerTable", "PgTodoTable"]
 

@@ -37,7 +37,7 @@ from eventlog import (
 )
 from eventlog.migrate import MigrationRefused
 from eventlog.migrate import migrate as copy_log
-from projections.execution_state import fold
+from projections.session import fold
 
 from . import __version__
 from .config import (

@@ -11,7 +11,6 @@ identical, ES-3).
 
 from __future__ import annotations
 
-import logging
 import threading
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, get_args
@@ -28,6 +27,8 @@ from eventlog import (
     PermissionMode,
     SessionModeChanged,
 )
+
+from . import quiet_machine
 
 __all__ = [
     "MODES",
@@ -137,22 +138,7 @@ class ExecutionModel:
 
 def build_machine(model: ExecutionModel | None = None, *, initial: str = "build") -> Machine:
     """The execution-state machine, optionally bound to ``model``."""
-    # model_override binds only the triggers the model declares; transitions logs a warning
-    # for each is_<state>/may_<trigger> helper it skips, which we do not want.
-    core_log = logging.getLogger("transitions.core")
-    level = core_log.level
-    core_log.setLevel(logging.ERROR)
-    try:
-        return Machine(
-            model=model if model is not None else [],
-            states=STATES,
-            transitions=TRANSITIONS,
-            initial=initial,
-            auto_transitions=False,
-            model_override=True,
-        )
-    finally:
-        core_log.setLevel(level)
+    return quiet_machine(model, states=STATES, transitions=TRANSITIONS, initial=initial)
 
 
 _MODEL = ExecutionModel()

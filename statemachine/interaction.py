@@ -18,7 +18,6 @@ event that made it the head was recorded), so every process computes the same ti
 
 from __future__ import annotations
 
-import logging
 import math
 import threading
 from dataclasses import dataclass
@@ -36,6 +35,8 @@ from eventlog import (
     UserActivityAction,
     format_instant,
 )
+
+from . import quiet_machine
 
 __all__ = [
     "INITIAL",
@@ -120,20 +121,7 @@ class InteractionModel:
 
 def build_machine(model: InteractionModel | None = None, *, initial: str = INITIAL) -> Machine:
     """The interaction machine, optionally bound to ``model``."""
-    core_log = logging.getLogger("transitions.core")
-    level = core_log.level
-    core_log.setLevel(logging.ERROR)  # model_override skips helpers with a warning each
-    try:
-        return Machine(
-            model=model if model is not None else [],
-            states=STATES,
-            transitions=TRANSITIONS,
-            initial=initial,
-            auto_transitions=False,
-            model_override=True,
-        )
-    finally:
-        core_log.setLevel(level)
+    return quiet_machine(model, states=STATES, transitions=TRANSITIONS, initial=initial)
 
 
 _MODEL = InteractionModel()

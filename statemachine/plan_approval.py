@@ -17,7 +17,6 @@ answered by the timer.
 
 from __future__ import annotations
 
-import logging
 import threading
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
@@ -32,6 +31,8 @@ from eventlog import (
     PlanFeedbackGiven,
     PlanRejected,
 )
+
+from . import quiet_machine
 
 __all__ = [
     "INITIAL",
@@ -93,16 +94,7 @@ def build_machine(
     model: PlanApprovalModel | None = None, *, initial: str = INITIAL
 ) -> Machine:
     """The plan-approval machine, optionally bound to ``model``."""
-    core_log = logging.getLogger("transitions.core")
-    level = core_log.level
-    core_log.setLevel(logging.ERROR)
-    try:
-        return Machine(
-            model=model if model is not None else [], states=STATES, transitions=TRANSITIONS,
-            initial=initial, auto_transitions=False, model_override=True,
-        )
-    finally:
-        core_log.setLevel(level)
+    return quiet_machine(model, states=STATES, transitions=TRANSITIONS, initial=initial)
 
 
 _MODEL = PlanApprovalModel()

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from eventlog import RecordedEvent
-from projections.execution_state import fold
+from projections.session import fold
 from sessionledger.service.documents import execution_state_wire
 
 __all__ = [

@@ -39,12 +39,9 @@ from projections import (
     compare_session,
     open_projected_store,
 )
-from projections.documents import SqliteDocTable
-from projections.tables import SqliteSummaryTable
-from projections.todo_tables import SqliteTodoTable
-from projections.todos import TodoProjection
-from projections.tool_calls import DocProjection, fold_call, fold_interaction
-from projections.turn_counters import TurnCountersProjection
+from projections.session import TurnCountersProjection
+from projections.tables import SqliteDocTable, SqliteSummaryTable, SqliteTodoTable
+from projections.tools import DocProjection, TodoProjection, fold_call, fold_interaction
 from sessionledger import ledger as retry
 from sessionledger.errors import CommandRefused, Conflict
 from sessionledger.ledger import Ledger as ServiceLedger

@@ -43,10 +43,10 @@ SQL_ALLOWED = {
         "backend code shared by both SQL backends: the idempotency-key lookup runs the SQL "
         "text the calling backend hands it, in its placeholder style, on its connection"
     ),
-    "projections/tables.py": "view tables: the execution-state summaries on SQLite",
-    "projections/todo_tables.py": "view tables: the todo rows on SQLite",
-    "projections/interaction_timer_tables.py": "view tables: the interaction timers on SQLite",
-    "projections/documents.py": "view tables: the keyed JSON documents on SQLite",
+    "projections/tables.py": (
+        "view tables: every projection table on SQLite (summaries, documents, todo rows, "
+        "interaction timers) beside its in-memory twin"
+    ),
     "projections/pg_tables.py": "view tables: every projection table on PostgreSQL",
 }
 """Modules that may run SQL or import a database driver, each with its reason. Not listed:

@@ -39,7 +39,7 @@ from hypothesis.stateful import (
 
 from eventlog import ConcurrencyConflict, ManualClock, RecordedEvent
 from projections import compare_session, open_projected_store
-from projections.interaction_timers import SETTINGS_STREAM
+from projections.tools import SETTINGS_STREAM
 from sessionledger import SessionService
 from sessionledger.errors import Conflict
 from statemachine.interaction import TimerConfig

@@ -27,8 +27,8 @@ from eventlog import (
     TodoItemData,
     TodosWritten,
 )
-from projections.documents import MemoryDocTable
-from projections.turn_counters import TurnCounters, TurnCountersProjection, fold_turns
+from projections.session import TurnCounters, TurnCountersProjection, fold_turns
+from projections.tables import MemoryDocTable
 from sessionledger.service.reminder_texts import (
     PLAN_EXIT,
     PLAN_MODE_FULL,

@@ -34,7 +34,7 @@ from hypothesis.stateful import (
 )
 
 from projections import compare_session, open_projected_store
-from projections.todos import TodoRow
+from projections.tables import TodoRow
 from sessionledger import SessionService
 from sessionledger.errors import InvalidInput, SessionDeleted
 from sessionledger.tools.ask import visible

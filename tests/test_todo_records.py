@@ -31,7 +31,7 @@ from eventlog import (
     ToolCallRequested,
 )
 from projections import compare_session
-from projections.chain_cache import ChainCache, session_spans
+from projections.session import ChainCache, session_spans
 from sessionledger import SessionService
 
 pytest_plugins = ["todo_fixtures"]

@@ -20,9 +20,8 @@ from todo_support import as_items, events, item, reopen, stored, write
 
 from eventlog import NewEvent, RecordedEvent, TodoItemData, TodosWritten, open_store
 from projections import ExecutionStateProjection, compare_session, open_projected_store
-from projections.tables import SqliteSummaryTable
-from projections.todo_tables import SqliteTodoTable
-from projections.todos import TodoProjection
+from projections.tables import SqliteSummaryTable, SqliteTodoTable
+from projections.tools import TodoProjection
 from sessionledger import SessionService
 from sessionledger.errors import SessionDeleted, SessionNotFound
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from eventlog import RecordedEvent
-from projections.todo_tables import TodoRow
+from projections.tables import TodoRow
 from sessionledger import SessionService
 
 __all__ = ["as_items", "events", "item", "reopen", "stored", "write"]

@@ -1,6 +1,6 @@
 """How a session reads from outside: its wire documents (SPEC §11) and one-line event notes.
 
-The state itself is the execution-state projection's (:mod:`projections.execution_state`
+The state itself is the execution-state projection's (:mod:`projections.session`
 owns the fold); this module only renders a :class:`~projections.SessionSummary` as the JSON
 documents clients compare field by field, and an event as the short human description the
 ``replay`` timeline prints. Describers are one small function per event type (STYLE 3); an

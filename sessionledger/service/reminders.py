@@ -1,6 +1,6 @@
 """Which reminders a model request gets: the pure decision of SPEC TD-5, PM-5 and PM-10.
 
-Given a session's :class:`~projections.turn_counters.TurnCounters` (folded from the log), the
+Given a session's :class:`~projections.session.TurnCounters` (folded from the log), the
 request (its tool names, whether it is an output-token continuation) and a way to read the
 current todo list, :func:`decide_reminders` returns the reminders in the order PM-5 fixes:
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from eventlog import ReminderKind, TodoItemData
-from projections.turn_counters import TurnCounters
+from projections.session import TurnCounters
 
 from .reminder_texts import PLAN_EXIT, PLAN_MODE_FULL, PLAN_MODE_SPARSE, todo_reminder_text
 

@@ -32,7 +32,7 @@ from eventlog import (
     SessionDeleted as SessionDeletedEvent,
 )
 from projections import Projections, SessionSummary
-from projections.execution_state import fold
+from projections.session import fold
 from statemachine.execution import Command, Cycle, EndGoal, LeavePlan, SetMode, StartGoal
 from statemachine.interaction import TimerConfig
 

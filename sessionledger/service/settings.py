@@ -2,7 +2,7 @@
 change.
 
 The log is per session, but a setting belongs to no session. It is recorded in one reserved
-stream, :data:`~projections.interaction_timers.SETTINGS_STREAM`, as ``SettingChanged``
+stream, :data:`~projections.tools.SETTINGS_STREAM`, as ``SettingChanged``
 events: hash-chained, audited and replayable like any session, ordered against every
 session's events by global position — which is what "the setting at the moment a question
 was registered" means (HO-4). The stream has no ``SessionCreated``, so it is never listed as
@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from eventlog import NewEvent, SettingChanged
-from projections.interaction_timers import SETTINGS_STREAM
+from projections.tools import SETTINGS_STREAM
 
 from ..errors import (
     InvalidInput,

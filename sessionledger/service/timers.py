@@ -1,8 +1,8 @@
 """The interaction registry's clock: appends what the timer projection says is due (HO-4 … HO-7).
 
-The projection (:mod:`projections.interaction_timers`) holds each session's queue with the
+The projection (:mod:`projections.tools`) holds each session's queue with the
 timer states and absolute times its events recorded; the pure decision
-(:func:`projections.interaction_timers.session_due`, over :mod:`statemachine.interaction`)
+(:func:`projections.tools.session_due`, over :mod:`statemachine.interaction`)
 says which transition is next and when. This module does the I/O: it reads the session's
 version *first*, then the projection, and appends the due transition guarded by that
 version and by an idempotency key per interaction and state — so two processes on one
@@ -32,14 +32,14 @@ from eventlog import (
     StoreClosed,
     UserActivityAction,
 )
-from projections.interaction_timers import (
+from projections.tools import (
     SETTINGS_STREAM,
     auto_resolution_wire,
+    interaction_wire,
     session_due,
     setting_history,
     timers_of,
 )
-from projections.tool_calls import interaction_wire
 from statemachine.interaction import (
     Due,
     InteractionTimer,

@@ -1,6 +1,6 @@
 """Reading a session's todo list from outside the tools: the document, the CLI, hosts (§4).
 
-The list itself is the todo projection's (:mod:`projections.todos`, kept inline by the store);
+The list itself is the todo projection's (:mod:`projections.tools`, kept inline by the store);
 writes only ever come through the TodoWrite tool. This module answers the readers: the
 session document's ``todos`` (SPEC §11, in list order), and the "completed/total" progress a
 host shows beside the list (TD-6) — the ``sessionledger todos`` command prints the same. It
@@ -18,7 +18,7 @@ from typing import Any
 
 from eventlog import TodoItemData
 from projections import SessionSummary
-from projections.todos import as_item
+from projections.tools import as_item
 
 from ..ledger import Ledger, eventlog_errors
 from ..tools.todo_contract import item_wire, list_lines, summary

@@ -10,7 +10,7 @@ preparing at once never both inject the same reminder. Recording moves the count
 is why ``prepare-request`` is not idempotent (PM-5).
 
 The todo list comes through the narrow :class:`TodoSource`; :class:`ProjectedTodos` reads it
-from the todo projection (:mod:`projections.todos`), and only when a todo reminder is due.
+from the todo projection (:mod:`projections.tools`), and only when a todo reminder is due.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from eventlog import (
     new_id,
 )
 from projections import Projections, SessionSummary, TurnCounters
-from projections.todos import current_todos
-from projections.turn_counters import fold_turns
+from projections.session import fold_turns
+from projections.tools import current_todos
 
 from ..errors import (
     InvalidInput,

@@ -50,8 +50,8 @@ from eventlog import (
 )
 from eventlog.envelope import Actor
 from projections import SessionSummary
-from projections.documents import Doc
-from projections.tool_calls import call_document, call_key, call_wire
+from projections.tables import Doc
+from projections.tools import call_document, call_key, call_wire
 from statemachine.execution import ExecutionState
 
 from ..errors import Conflict, InvalidInput, NotFound, ServiceUnavailable, SessionLedgerError

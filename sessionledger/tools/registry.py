@@ -16,7 +16,7 @@ from typing import cast
 
 from eventlog import EventStore, HostKind, RecordedEvent, StoreClosed
 from projections import Projections, SessionSummary
-from projections.documents import Doc
+from projections.tables import Doc
 
 from ..config.workspace import load_workspace_config
 from .ask import AskUserQuestionHandler

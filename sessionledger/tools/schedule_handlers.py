@@ -31,7 +31,7 @@ from eventlog import (
     new_id,
     parse_instant,
 )
-from projections.documents import Doc
+from projections.tables import Doc
 
 from .handlers import HandlerOutcome, Resolution, ToolContext
 from .schedule_contract import DESCRIPTIONS, SCHEDULE_TOOLS, parse, schema_of

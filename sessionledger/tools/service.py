@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from eventlog import EventStore, HostKind, NewEvent, PermissionDecided, PermissionVerdict, new_id
 from projections import Projections
-from projections.tool_calls import interaction_wire
+from projections.tools import interaction_wire
 from statemachine.execution import ExecutionState
 
 from ..config.workspace import WorkspaceConfig, config_path, load_workspace_config

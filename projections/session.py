@@ -1,0 +1,494 @@
+"""What the session is now: its execution state and the turn counters its reminders need.
+
+Two inline projections of the session's own events, each a pure fold (one small applier per
+event type, STYLE 3) into one value per session, kept in a table of :mod:`projections.tables`
+in the append transaction: the :class:`SessionSummary` (mode, Plan switch, goal, head) and the
+:class:`TurnCounters` (SPEC TD-5, PM-5).
+
+**Execution state.** One :class:`SessionSummary` per session, in a table of its own. The fold
+reads events; it never runs the state machine: the machine decided when the events were
+appended, and the log is the truth now. The table behind it is the backend's
+(:mod:`projections.tables`); the fold is the same for every backend.
+
+The summary also notes the seq and time of the session's last ``TodosWritten``
+(``todos_seq``, ``todos_updated_at``; ``None`` before the first write and once the session is
+deleted): which write the current todo list is, so a reader can tell whether a list it already
+holds is still the current one, and what a TodoWrite's recorded result names as the list it
+replaced (docs/decisions.md D70). The row is rewritten by every event anyway.
+
+**Turn counters.** SPEC TD-5 and PM-5 decide reminders from counts over the log (assistant
+messages since the last todo write or reminder, real user messages since the last Plan
+reminder, injections in this Plan period, a pending "you left Plan" notice, a compaction not
+yet followed by a request). Counting them per request would replay the session; instead this
+inline projection folds them, one small applier per event type (STYLE 3), into one
+:class:`TurnCounters` per session, updated in the append transaction like the other read
+models, so a restarted service answers exactly as before. The rows live in a
+:class:`~projections.tables.DocTable` named ``turn_counters``.
+
+**What this process folded last** (:class:`ChainCache`, D74). Per-session projection state kept
+in memory, valid exactly at a chain head, for these folds and the todo rows of
+:mod:`projections.tools`. An inline projection folds each appended batch into its table, which
+usually means reading the session's current row first. The hash chain says for free whether
+what this process folded last is still current: a batch of a session chains from that session's
+head hash, so the state folded up to event ``h`` is the session's state for the next batch
+exactly when that batch's first event has ``prev_hash == h``. Anything else — another process
+appended, the transaction that folded it rolled back, the cache was cleared — simply misses,
+and the projection reads its table as before. Nothing needs invalidating but a purge (the
+session's events go) and a rebuild (the table goes), whose hooks call :meth:`ChainCache.forget`
+and :meth:`ChainCache.clear`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any, Generic, TypeVar
+
+from eventlog import (
+    ContextCompacted,
+    GoalEnded,
+    GoalStarted,
+    MessageRecorded,
+    RecordedEvent,
+    ReminderInjected,
+    SessionCreated,
+    SessionDeleted,
+    SessionModeChanged,
+    TodosWritten,
+)
+
+from .tables import Doc, DocTable, SessionSummary, SummaryTable, TableBacked
+
+__all__ = [
+    "APPLIERS",
+    "TURN_EVENTS",
+    "ChainCache",
+    "ExecutionStateProjection",
+    "TurnCounters",
+    "TurnCountersProjection",
+    "apply_event",
+    "apply_turn_event",
+    "fold",
+    "fold_turns",
+    "session_spans",
+]
+
+
+# -- what this process folded last, valid at a chain head (D74) -----------------------------
+
+
+T = TypeVar("T")
+_CACHE_LIMIT = 4096
+"""Sessions remembered before the cache starts afresh (a server's working set is far smaller;
+starting afresh only costs reads). A todo list of 20 items is a few kilobytes."""
+
+
+def session_spans(events: Iterable[RecordedEvent]) -> dict[str, tuple[str, str]]:
+    """Per session of ``events``: the head its first event chains from, and its last hash."""
+    spans: dict[str, tuple[str, str]] = {}
+    for event in events:
+        span = spans.get(event.session_id)
+        spans[event.session_id] = (event.prev_hash if span is None else span[0], event.hash)
+    return spans
+
+
+class ChainCache(Generic[T]):
+    """A value per session, each remembered with the head hash it is the state at."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: dict[str, tuple[str, T]] = {}
+
+    def get(self, session_id: str, head: str) -> tuple[bool, T | None]:
+        """``(True, value)`` when the session's value at ``head`` is known, else
+        ``(False, None)``."""
+        held = self._values.get(session_id)
+        if held is None or held[0] != head:
+            return False, None
+        return True, held[1]
+
+    def put(self, session_id: str, head: str, value: T) -> None:
+        if len(self._values) >= _CACHE_LIMIT and session_id not in self._values:
+            self._values.clear()
+        self._values[session_id] = (head, value)
+
+    def advance(self, spans: dict[str, tuple[str, str]], skip: Sequence[str] = ()) -> None:
+        """Carry each known value over a batch that did not change it: the value at the
+        batch's first head is the value at its last (sessions in ``skip`` were put anew)."""
+        values = self._values
+        for session_id, (first, last) in spans.items():
+            held = values.get(session_id)
+            if held is not None and held[0] == first and session_id not in skip:
+                values[session_id] = (last, held[1])
+
+    def forget(self, session_id: str) -> None:
+        self._values.pop(session_id, None)
+
+    def clear(self) -> None:
+        self._values.clear()
+
+
+# -- execution state ------------------------------------------------------------------------
+
+
+Applier = Callable[[SessionSummary | None, RecordedEvent], SessionSummary | None]
+
+
+def _created(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary:
+    data = event.data
+    assert isinstance(data, SessionCreated)
+    state = data.execution_state
+    return SessionSummary(
+        session_id=event.session_id, version=event.seq, last_position=event.global_position,
+        workspace=data.workspace, host=data.host, parent_session_id=data.parent_session_id,
+        mode=state.mode, plan_enabled=state.plan_enabled,
+        goal=state.goal.objective if state.goal else None,
+        created_at=event.recorded_at, updated_at=event.recorded_at,
+    )
+
+
+def _mode_changed(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
+    data = event.data
+    assert isinstance(data, SessionModeChanged)
+    if summary is None:
+        return None
+    return replace(summary, mode=data.mode, plan_enabled=data.plan_enabled)
+
+
+def _goal_started(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
+    data = event.data
+    assert isinstance(data, GoalStarted)
+    return None if summary is None else replace(summary, goal=data.objective)
+
+
+def _goal_ended(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
+    assert isinstance(event.data, GoalEnded)
+    return None if summary is None else replace(summary, goal=None)
+
+
+def _deleted(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
+    assert isinstance(event.data, SessionDeleted)
+    if summary is None:
+        return None
+    return replace(summary, deleted=True, todos_seq=None, todos_updated_at=None)
+
+
+def _todos_written(
+    summary: SessionSummary | None, event: RecordedEvent
+) -> SessionSummary | None:
+    assert isinstance(event.data, TodosWritten)
+    if summary is None or summary.deleted:
+        return summary  # a write to no session, or to a deleted one, changes no list
+    return SessionSummary(  # not dataclasses.replace: this runs for every TodoWrite
+        summary.session_id, summary.version, summary.last_position, summary.workspace,
+        summary.host, summary.parent_session_id, summary.mode, summary.plan_enabled,
+        summary.goal, summary.created_at, summary.updated_at, summary.deleted, event.seq,
+        event.recorded_at,
+    )
+
+
+APPLIERS: dict[str, Applier] = {
+    "SessionCreated": _created,
+    "SessionModeChanged": _mode_changed,
+    "GoalStarted": _goal_started,
+    "GoalEnded": _goal_ended,
+    "SessionDeleted": _deleted,
+    "TodosWritten": _todos_written,
+}
+
+
+def _stamped(summary: SessionSummary, event: RecordedEvent) -> SessionSummary:
+    """``summary`` as of ``event``: its version, log position and time."""
+    return SessionSummary(
+        summary.session_id, event.seq, event.global_position, summary.workspace, summary.host,
+        summary.parent_session_id, summary.mode, summary.plan_enabled, summary.goal,
+        summary.created_at, event.recorded_at, summary.deleted, summary.todos_seq,
+        summary.todos_updated_at,
+    )
+
+
+def apply_event(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
+    """The summary after ``event``; every event advances version, position and time."""
+    applier = APPLIERS.get(event.type)
+    after = applier(summary, event) if applier is not None else summary
+    return None if after is None else _stamped(after, event)
+
+
+def fold(events: Iterable[RecordedEvent]) -> SessionSummary | None:
+    """A fresh fold of one session's events (audits compare the table with this)."""
+    summary: SessionSummary | None = None
+    for event in events:
+        summary = apply_event(summary, event)
+    return summary
+
+
+class ExecutionStateProjection(TableBacked[SummaryTable]):
+    """The inline projection the store runs: fold events, save the touched summaries."""
+
+    name = "execution_state"
+    version = 2
+    """2: the todo list's seq and time (D70); no index on ``last_position`` (D74)."""
+
+    def __init__(self, table: SummaryTable) -> None:
+        self.table = table
+        self._applied: tuple[Sequence[RecordedEvent], dict[str, SessionSummary]] | None = None
+        """The events of the last :meth:`apply` and the summaries it saved for them."""
+        self._known: ChainCache[SessionSummary | None] = ChainCache()
+        """Each session's summary as of the last batch this process folded (D74)."""
+
+    def drop(self, tx: Any) -> None:
+        self._applied = None
+        self._known.clear()
+        self.table.drop(tx)
+
+    def forget(self, tx: Any, session_id: str) -> None:
+        self._applied = None
+        self._known.forget(session_id)
+        self.table.delete(tx, session_id)
+
+    def apply(self, tx: Any, events: Sequence[RecordedEvent]) -> None:
+        # Same result as apply_event per event, cheaper: only events with an applier change
+        # a summary; version, position and time are stamped once from each session's last.
+        # A summary this process folded at the head a session's batch chains from is not
+        # read back (D74).
+        self._applied = None
+        last = {e.session_id: e for e in events}
+        spans = session_spans(events)
+        current: dict[str, SessionSummary | None] = {}
+        missing = []
+        for session_id, (head, _last) in spans.items():
+            known, summary = self._known.get(session_id, head)
+            if known:
+                current[session_id] = summary
+            else:
+                missing.append(session_id)
+        if missing:
+            current.update(self.table.load(tx, missing))
+        appliers = APPLIERS
+        for event in events:
+            applier = appliers.get(event.type)
+            if applier is not None:
+                current[event.session_id] = applier(current.get(event.session_id), event)
+        saved = {
+            sid: _stamped(summary, last[sid]) for sid, summary in current.items()
+            if summary is not None
+        }
+        self.table.save(tx, list(saved.values()))
+        self._applied = (events, saved)
+        for session_id, (_head, head) in spans.items():
+            self._known.put(session_id, head, saved.get(session_id))
+
+    def applied(
+        self, tx: Any, events: Sequence[RecordedEvent], session_id: str
+    ) -> SessionSummary | None:
+        """The session's summary right after :meth:`apply` of ``events`` in this transaction
+        (the projections that follow it in the same apply ask): what it saved, without
+        reading it back; read when ``events`` were not the last applied."""
+        applied = self._applied
+        if applied is not None and applied[0] is events:
+            return applied[1].get(session_id)
+        return self.table.get(tx, session_id)
+
+    def get(self, tx: Any, session_id: str) -> SessionSummary | None:
+        return self.table.get(tx, session_id)
+
+    def newest_first(self, tx: Any) -> list[SessionSummary]:
+        return self.table.newest_first(tx)
+
+
+# -- turn counters (SPEC TD-5, PM-5) -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TurnCounters:
+    """One session's reminder counters, as of its last event that touched them.
+
+    ``assistant_since_todo``: assistant messages (``continuation: false``, any kind) since
+    the last ``TodosWritten`` and the last todo ``ReminderInjected`` (TD-5).
+    ``plan_enabled``: whether Plan is on. ``plan_reminders``: ``runtime_mode`` injections in
+    the current Plan period. ``users_since_plan_reminder``: real user messages since the last
+    ``runtime_mode`` (PM-5). ``plan_exit_armed``: Plan was left and the ``plan_exit``
+    reminder is still owed. ``compacted``: a ``ContextCompacted`` came after the last
+    recorded reminder, i.e. no request has injected anything since (PM-10).
+    """
+
+    session_id: str
+    assistant_since_todo: int = 0
+    plan_enabled: bool = False
+    plan_reminders: int = 0
+    users_since_plan_reminder: int = 0
+    plan_exit_armed: bool = False
+    compacted: bool = False
+
+    def to_body(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _TURN_FIELDS}
+
+    @classmethod
+    def from_body(cls, body: dict[str, Any]) -> TurnCounters:
+        return cls(**body)
+
+
+_TURN_FIELDS = tuple(f.name for f in fields(TurnCounters))
+
+TurnApplier = Callable[[TurnCounters, RecordedEvent], TurnCounters]
+
+
+def _turn_mode_changed(counters: TurnCounters, event: RecordedEvent) -> TurnCounters:
+    data = event.data
+    assert isinstance(data, SessionModeChanged)
+    if data.plan_enabled and not counters.plan_enabled:
+        # A new Plan period: counted afresh (full reminder first); a pending exit is void.
+        return replace(counters, plan_enabled=True, plan_reminders=0,
+                       users_since_plan_reminder=0, plan_exit_armed=False)
+    if counters.plan_enabled and not data.plan_enabled:
+        return replace(counters, plan_enabled=False, plan_reminders=0,
+                       users_since_plan_reminder=0, plan_exit_armed=True)
+    return counters
+
+
+def _message(counters: TurnCounters, event: RecordedEvent) -> TurnCounters:
+    data = event.data
+    assert isinstance(data, MessageRecorded)
+    if data.role == "assistant" and not data.continuation:
+        return replace(counters, assistant_since_todo=counters.assistant_since_todo + 1)
+    if data.role == "user" and data.kind == "real":
+        return replace(counters, users_since_plan_reminder=counters.users_since_plan_reminder + 1)
+    return counters
+
+
+def _turn_todos_written(counters: TurnCounters, event: RecordedEvent) -> TurnCounters:
+    if counters.assistant_since_todo == 0:
+        return counters  # nothing counted since the last write (or reminder)
+    return replace(counters, assistant_since_todo=0)
+
+
+def _reminder(counters: TurnCounters, event: RecordedEvent) -> TurnCounters:
+    data = event.data
+    assert isinstance(data, ReminderInjected)
+    after = replace(counters, compacted=False)  # a request was prepared after the compaction
+    if data.kind == "todo_reminder":
+        return replace(after, assistant_since_todo=0)
+    if data.kind == "runtime_mode":
+        return replace(after, plan_reminders=after.plan_reminders + 1,
+                       users_since_plan_reminder=0)
+    if data.kind == "plan_exit":
+        return replace(after, plan_exit_armed=False)
+    return after
+
+
+def _compacted(counters: TurnCounters, event: RecordedEvent) -> TurnCounters:
+    assert isinstance(event.data, ContextCompacted)
+    return replace(counters, compacted=True)
+
+
+TURN_APPLIERS: dict[str, TurnApplier] = {
+    "SessionModeChanged": _turn_mode_changed,
+    "MessageRecorded": _message,
+    "TodosWritten": _turn_todos_written,
+    "ReminderInjected": _reminder,
+    "ContextCompacted": _compacted,
+}
+TURN_EVENTS = frozenset({"SessionCreated", *TURN_APPLIERS})
+"""The event types the counters fold; every other event is skipped without a look inside."""
+
+
+def apply_turn_event(counters: TurnCounters | None, event: RecordedEvent) -> TurnCounters | None:
+    """The counters after ``event`` (``SessionCreated`` starts them, Plan maybe on)."""
+    data = event.data
+    if isinstance(data, SessionCreated):
+        return TurnCounters(event.session_id, plan_enabled=data.execution_state.plan_enabled)
+    applier = TURN_APPLIERS.get(event.type)
+    if counters is None or applier is None:
+        return counters
+    return applier(counters, event)
+
+
+def fold_turns(events: Iterable[RecordedEvent]) -> TurnCounters | None:
+    """A fresh fold of one session's events (audits compare the table with this)."""
+    counters: TurnCounters | None = None
+    for event in events:
+        counters = apply_turn_event(counters, event)
+    return counters
+
+
+def _counters_doc(counters: TurnCounters, seq: int) -> Doc:
+    return Doc(counters.session_id, counters.session_id, "live", seq, counters.to_body())
+
+
+class TurnCountersProjection(TableBacked[DocTable]):
+    """The inline projection the store runs: fold turn events, save the touched counters."""
+
+    name = "turn_counters"
+    version = 1
+
+    def __init__(self, table: DocTable) -> None:
+        self.table = table
+        self._known: ChainCache[TurnCounters | None] = ChainCache()
+        """Each session's counters as of the last batch this process folded (D74)."""
+
+    def drop(self, tx: Any) -> None:
+        self._known.clear()
+        self.table.drop(tx)
+
+    def forget(self, tx: Any, session_id: str) -> None:
+        self._known.forget(session_id)
+        self.table.delete_session(tx, session_id)
+
+    def apply(self, tx: Any, events: Sequence[RecordedEvent]) -> None:
+        spans = session_spans(events)
+        relevant = [e for e in events if e.type in TURN_EVENTS]
+        if not relevant:
+            self._known.advance(spans)
+            return
+        # Counters this process folded at the head a session's batch chains from are not
+        # read back (D74); the others are loaded.
+        wanted = list(dict.fromkeys(e.session_id for e in relevant))
+        stored: dict[str, TurnCounters | None] = {}
+        missing = []
+        for session_id in wanted:
+            found, counters = self._known.get(session_id, spans[session_id][0])
+            if found:
+                stored[session_id] = counters
+            else:
+                missing.append(session_id)
+        if missing:
+            loaded = self.table.load(tx, missing)
+            for session_id in missing:
+                doc = loaded.get(session_id)
+                stored[session_id] = None if doc is None else TurnCounters.from_body(doc.body)
+        current = dict(stored)
+        last_seq: dict[str, int] = {}
+        for event in relevant:
+            current[event.session_id] = apply_turn_event(current.get(event.session_id), event)
+            last_seq[event.session_id] = event.seq
+        # Only counters that changed are written (a todo write when none were counted, a
+        # mode change that keeps Plan as it was, … leave the row as it is).
+        changed = [
+            _counters_doc(counters, last_seq[sid]) for sid, counters in current.items()
+            if counters is not None and counters != stored.get(sid)
+        ]
+        if changed:
+            self.table.save(tx, changed)
+        for session_id, counters in current.items():
+            self._known.put(session_id, spans[session_id][1], counters)
+        self._known.advance(spans, skip=wanted)
+
+    def get(self, tx: Any, session_id: str) -> TurnCounters | None:
+        doc = self.table.load(tx, [session_id]).get(session_id)
+        return None if doc is None else TurnCounters.from_body(doc.body)
+
+    def differences(self, stored: TurnCounters | None, events: Sequence[RecordedEvent],
+                    session_id: str) -> list[str]:
+        """How ``stored`` differs from a fresh fold of the session's ``events`` (audit)."""
+        fresh = fold_turns(events)
+        if fresh == stored:
+            return []
+        if fresh is None or stored is None:
+            which = "the log" if fresh is None else "the projection"
+            return [f"{self.name}: {session_id} is missing from {which}"]
+        theirs, ours = fresh.to_body(), stored.to_body()
+        return [
+            f"{self.name}.{key}: stored {ours[key]!r}, log says {theirs[key]!r}"
+            for key in theirs if ours[key] != theirs[key]
+        ]
