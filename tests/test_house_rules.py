@@ -13,8 +13,10 @@ SQL, and a word in a docstring is not an import.
 from __future__ import annotations
 
 import ast
+import json
 import re
 import sqlite3
+import subprocess
 import sys
 from contextlib import closing
 from pathlib import Path
@@ -426,3 +428,25 @@ def test_the_retry_policy_is_called_through_the_ledger() -> None:
     # Issue 20, acceptance 4: services call `Ledger.retry`; the policy function itself is
     # called by the ledger alone.
     assert _calls_and_raises("retry_overtaken") == {"sessionledger/ledger.py": 1}
+
+
+# -- one question's walk through the rooms (issue 20, acceptance 3) ---------------------------
+
+
+def test_one_question_and_its_answer_enter_at_most_twenty_product_files() -> None:
+    # Issue 20, acceptance 3: the script tests/trace_call.py traces one AskUserQuestion call
+    # over the in-process app (SQLite) and its answer and prints the files each entered and
+    # the cross-file calls; each enters at most MOST_FILES product files.
+    from trace_call import MOST_FILES
+
+    printed = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "trace_call.py"), "--json"],
+        capture_output=True, text=True, check=True, timeout=120,
+    )
+    traced = json.loads(printed.stdout)
+    for name in ("call", "answer"):
+        entered = traced[name]["entered"]
+        assert "sessionledger/tools/ask.py" in entered, name  # the tool itself ran
+        assert "eventlog/sqlite.py" in entered, name  # and it appended
+        assert traced[name]["files"] == len(entered) <= MOST_FILES, (name, sorted(entered))
+        assert traced[name]["crossFileCalls"] > 0, name
