@@ -20,6 +20,7 @@ import subprocess
 import sys
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -433,20 +434,43 @@ def test_the_retry_policy_is_called_through_the_ledger() -> None:
 # -- one question's walk through the rooms (issue 20, acceptance 3) ---------------------------
 
 
-def test_one_question_and_its_answer_enter_at_most_twenty_product_files() -> None:
+@pytest.fixture(scope="module")
+def traced() -> dict[str, Any]:
+    """What the script tests/trace_call.py prints with ``--json``, run once."""
+    printed = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "trace_call.py"), "--json"],
+        capture_output=True, text=True, check=True, timeout=120,
+    )
+    found: dict[str, Any] = json.loads(printed.stdout)
+    return found
+
+
+def test_one_question_and_its_answer_enter_at_most_twenty_product_files(
+    traced: dict[str, Any],
+) -> None:
     # Issue 20, acceptance 3: the script tests/trace_call.py traces one AskUserQuestion call
     # over the in-process app (SQLite) and its answer and prints the files each entered and
     # the cross-file calls; each enters at most MOST_FILES product files.
     from trace_call import MOST_FILES
 
-    printed = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "trace_call.py"), "--json"],
-        capture_output=True, text=True, check=True, timeout=120,
-    )
-    traced = json.loads(printed.stdout)
     for name in ("call", "answer"):
         entered = traced[name]["entered"]
         assert "sessionledger/tools/ask.py" in entered, name  # the tool itself ran
         assert "eventlog/sqlite.py" in entered, name  # and it appended
         assert traced[name]["files"] == len(entered) <= MOST_FILES, (name, sorted(entered))
         assert traced[name]["crossFileCalls"] > 0, name
+
+
+def test_the_figure_in_the_architecture_page_is_the_trace(traced: dict[str, Any]) -> None:
+    # Issue 20, acceptance 3: docs/architecture.md shows the files the call and the answer
+    # enter; the figure names the same files the script traces today.
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    figure = page.split("### One question through the rooms", 1)[1].split("```", 2)[1]
+    shown: dict[str, set[str]] = {"call": set(), "answer": set()}
+    part = "call"
+    for line in figure.splitlines():
+        if line.startswith("its answer"):
+            part = "answer"
+        elif line.strip() and line.startswith(" "):
+            shown[part].add(line.split()[-1])
+    assert shown == {name: set(traced[name]["entered"]) for name in ("call", "answer")}
