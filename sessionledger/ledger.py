@@ -63,7 +63,8 @@ from eventlog import (
     check_json,
 )
 from eventlog.appending import Subscribers
-from projections import Projections, SessionSummary, open_projected_store
+from projections import Projections, SessionSummary, TurnCounters, open_projected_store
+from projections.tables import Doc, TimerRow, TodoRow
 
 from .errors import (
     ConfigurationError,
@@ -259,6 +260,32 @@ class Ledger:
         if found.deleted and not allow_deleted:
             raise SessionDeleted(session_id)
         return found
+
+    # The views a service reads, on this ledger's store (what the log raises passes through).
+
+    def call(self, session_id: str, call_id: str) -> Doc | None:
+        return self.projections.call(self.store, session_id, call_id)
+
+    def interaction(self, interaction_id: str) -> Doc | None:
+        return self.projections.interaction(self.store, interaction_id)
+
+    def pending_interactions(self, session_id: str) -> list[Doc]:
+        return self.projections.pending_interactions(self.store, session_id)
+
+    def summaries(self) -> list[SessionSummary]:
+        return self.projections.summaries(self.store)
+
+    def turn_counters(self, session_id: str) -> TurnCounters | None:
+        return self.projections.turn_counters(self.store, session_id)
+
+    def todo_rows(self, session_id: str) -> tuple[TodoRow, ...]:
+        return self.projections.todo_rows(self.store, session_id)
+
+    def timer_row(self, key: str) -> TimerRow | None:
+        return self.projections.timer_row(self.store, key)
+
+    def watched_timers(self) -> list[TimerRow]:
+        return self.projections.watched_timers(self.store)
 
     # -- writing ---------------------------------------------------------------------------
 

@@ -425,6 +425,21 @@ def test_the_live_session_check_is_written_once() -> None:
     assert _calls_and_raises("SessionNotFound") == {"sessionledger/ledger.py": 2}
 
 
+def test_services_append_through_the_ledger_only() -> None:
+    # Issue 20: one seam between the services and the log — no module of sessionledger but
+    # the ledger calls a store's append, so every batch reaches the after-append observers.
+    wrong = [
+        f"{module.relative_to(ROOT)}:{node.lineno}"
+        for module in sorted((ROOT / "sessionledger").rglob("*.py"))
+        if module.name != "ledger.py" or module.parent.name != "sessionledger"
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr in {"append", "append_many"}
+        and re.fullmatch(r"_?(event_)?store", _receiver_name(node.func.value) or "")
+    ]
+    assert not wrong, f"appends around the ledger: {wrong}"
+
+
 def test_the_retry_policy_is_called_through_the_ledger() -> None:
     # Issue 20, acceptance 4: services call `Ledger.retry`; the policy function itself is
     # called by the ledger alone.

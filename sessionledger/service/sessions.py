@@ -179,7 +179,7 @@ class SessionService:
         )
         session_id = new_session_id()
         with eventlog_errors(payloads=True):
-            result = self._store.append(
+            result = self.ledger.append(
                 session_id, [NewEvent(event, actor="host")], expected_version=0
             )
         summary = fold(result.events)  # the very fold the projection ran in the append
@@ -233,7 +233,7 @@ class SessionService:
     def find_summary(self, session_id: str) -> SessionSummary | None:
         """The session's projected summary, deleted or not; ``None`` if it has none."""
         with eventlog_errors(payloads=True):
-            return self._projections.summary(self._store, session_id)
+            return self.ledger.find(session_id)
 
     def summary(
         self, session_id: str, *, field: str | None = None, allow_deleted: bool = False
@@ -257,7 +257,7 @@ class SessionService:
     def summaries(self, *, include_deleted: bool = False) -> list[SessionSummary]:
         """Every session's summary, most recently written first (by global position)."""
         with eventlog_errors(payloads=True):
-            rows = self._projections.summaries(self._store)
+            rows = self.ledger.summaries()
         return rows if include_deleted else [s for s in rows if not s.deleted]
 
     def list_sessions(self) -> dict[str, Any]:
@@ -399,7 +399,7 @@ class SessionService:
         """
         def attempt() -> dict[str, Any]:
             current = self.summary(session_id)  # overtaken: look again (deleted now?)
-            result = self._store.append(
+            result = self.ledger.append(
                 session_id, [NewEvent(SessionDeletedEvent(), actor="user")],
                 expected_version=current.version,
             )

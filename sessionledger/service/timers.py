@@ -81,7 +81,6 @@ class TimerService:
     ) -> None:
         self._ledger = ledger
         self._store = ledger.store
-        self._projections = ledger.projections
         self._executor = executor
         self.config = config
         self.clock = clock
@@ -90,19 +89,19 @@ class TimerService:
 
     def settings(self) -> SettingHistory:
         """Every change of ``autoContinueQuestions``, in log order."""
-        return setting_history(self._projections.timer_row(self._store, SETTINGS_STREAM))
+        return setting_history(self._ledger.timer_row(SETTINGS_STREAM))
 
     def auto_resolutions(self, session_id: str) -> dict[str, dict[str, Any] | None]:
         """``autoResolution`` of each pending interaction of the session (SPEC §11)."""
         with eventlog_errors():
-            row = self._projections.timer_row(self._store, session_id)
+            row = self._ledger.timer_row(session_id)
         if row is None:
             return {}
         return {e["interactionId"]: auto_resolution_wire(e) for e in row.body["queue"]}
 
     def next_due(self, session_id: str) -> Due | None:
         """The session's next timer transition (due or not)."""
-        row = self._projections.timer_row(self._store, session_id)
+        row = self._ledger.timer_row(session_id)
         return session_due(row, self.settings(), self.config)
 
     # -- appending what is due -----------------------------------------------------------
@@ -146,7 +145,7 @@ class TimerService:
         moment = now or self.clock.now()
         settings = self.settings()
         upcoming: list[datetime] = []
-        for row in self._projections.watched_timers(self._store):
+        for row in self._ledger.watched_timers():
             due = session_due(row, settings, self.config)
             if due is not None and due.at <= moment:
                 self._settle_logged(row.key, moment)
@@ -201,13 +200,13 @@ class TimerService:
             return self._ledger.retry(session_id, attempt)
 
     def _pending_timer(self, session_id: str, interaction_id: str) -> InteractionTimer:
-        found = self._projections.interaction(self._store, interaction_id)
+        found = self._ledger.interaction(interaction_id)
         if found is None or found.session_id != session_id:
             raise NotFound(f"no interaction {interaction_id!r} in session {session_id!r}")
         if found.status != "pending":
             raise Conflict(f"interaction {interaction_id!r} was already resolved",
                            details={"interactionId": interaction_id})
-        row = self._projections.timer_row(self._store, session_id)
+        row = self._ledger.timer_row(session_id)
         for timer in timers_of(row):
             if timer.interaction_id == interaction_id:
                 return timer
@@ -216,7 +215,7 @@ class TimerService:
 
     def interaction(self, session_id: str, interaction_id: str) -> dict[str, Any]:
         """One pending interaction as the session document lists it, with its timer."""
-        found = self._projections.interaction(self._store, interaction_id)
+        found = self._ledger.interaction(interaction_id)
         if found is None or found.session_id != session_id:
             raise NotFound(f"no interaction {interaction_id!r} in session {session_id!r}")
         wire = interaction_wire(found)

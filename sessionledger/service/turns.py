@@ -110,7 +110,7 @@ class TurnService:
 
     def _counters(self, session_id: str) -> TurnCounters:
         with eventlog_errors():
-            found = self._projections.turn_counters(self._store, session_id)
+            found = self._ledger.turn_counters(session_id)
             if found is None:  # only a damaged read model lacks them; the log still knows
                 found = fold_turns(self._store.read_session(session_id))
         return found if found is not None else TurnCounters(session_id)

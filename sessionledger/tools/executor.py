@@ -210,8 +210,8 @@ class DecidedAnswers:
 
         def attempt() -> dict[str, Any]:
             nonlocal ran
-            session = self._projections.summary(self._store, session_id)
-            call = self._projections.call(self._store, session_id, call_id)
+            session = self._ledger.find(session_id)
+            call = self._ledger.call(session_id, call_id)
             assert session is not None and call is not None
             context = self._context(session, call_id)
             if call.body["interactionId"] != interaction_id:
@@ -262,7 +262,7 @@ class DecidedAnswers:
         """Append each unfinished answer's abandonment and its request again, then let the
         handlers undo their runs; the new interaction ids."""
         def attempt() -> list[str]:
-            session = self._projections.summary(self._store, session_id)
+            session = self._ledger.find(session_id)
             if session is None or session.deleted:
                 return []
             batch: list[NewEvent] = []
@@ -299,7 +299,7 @@ class DecidedAnswers:
             interaction_id = call.body.get("interactionId")
             if interaction_id is None or only not in (None, call.body["callId"]):
                 continue
-            interaction = self._projections.interaction(self._store, interaction_id)
+            interaction = self._ledger.interaction(interaction_id)
             if interaction is not None and interaction.status == "resolved":
                 found.append((call, interaction))
         return found
@@ -419,7 +419,7 @@ class ToolExecutor:
         def attempt() -> CallAnswer:
             session = self._ledger.live(session_id)
             if call_id is not None:
-                existing = self._projections.call(self._store, session_id, call_id)
+                existing = self._ledger.call(session_id, call_id)
                 if existing is not None:
                     return _answer(call_answer(self._store, existing))
             handler = self._handler(tool, session, host)
@@ -530,7 +530,7 @@ class ToolExecutor:
             if held is not None and held[0] == seq:
                 todos = held[1]
             else:
-                todos = self._projections.todo_rows(self._store, session.session_id)
+                todos = self._ledger.todo_rows(session.session_id)
         return ToolContext(session=session, call_id=call_id, todos=todos, todos_seq=seq)
 
     def _hold_lists(self, session_id: str, events: Sequence[RecordedEvent]) -> None:
@@ -548,7 +548,7 @@ class ToolExecutor:
     def get(self, session_id: str, call_id: str) -> CallAnswer:
         """The call's document as it is now."""
         self._ledger.live(session_id)
-        found = self._projections.call(self._store, session_id, call_id)
+        found = self._ledger.call(session_id, call_id)
         if found is None:
             raise NotFound(f"no tool call {call_id!r} in session {session_id!r}")
         return _answer(call_answer(self._store, found))
@@ -573,13 +573,13 @@ class ToolExecutor:
         """Record the user's answer and complete the call; the call document afterwards."""
         def attempt() -> dict[str, Any]:
             session = self._ledger.live(session_id)
-            interaction = self._projections.interaction(self._store, interaction_id)
+            interaction = self._ledger.interaction(interaction_id)
             if interaction is None or interaction.session_id != session_id:
                 raise NotFound(f"no interaction {interaction_id!r} in session {session_id!r}")
             if interaction.status != "pending":
                 raise Conflict(f"interaction {interaction_id!r} was already resolved")
             call_id = interaction.body["callId"]
-            call = self._projections.call(self._store, session_id, call_id)
+            call = self._ledger.call(session_id, call_id)
             assert call is not None
             handler = self._registry.handler(call.body["tool"])
             assert handler is not None
@@ -599,7 +599,7 @@ class ToolExecutor:
                 return self._decided.carry_out(
                     session_id, handler, raw, call_id, interaction.key, resolution
                 )
-            done = self._projections.call(self._store, session_id, call_id)
+            done = self._ledger.call(session_id, call_id)
             assert done is not None
             return call_answer(self._store, done)
 
@@ -614,13 +614,13 @@ class ToolExecutor:
         batch guarded by ``expected_version`` and ``idempotency_key`` (a conflict is raised
         for the caller to decide again). ``None`` when the interaction is not pending."""
         session = self._ledger.live(session_id)
-        interaction = self._projections.interaction(self._store, interaction_id)
+        interaction = self._ledger.interaction(interaction_id)
         if interaction is None or interaction.session_id != session_id:
             return None
         if interaction.status != "pending":
             return None
         call_id = interaction.body["callId"]
-        call = self._projections.call(self._store, session_id, call_id)
+        call = self._ledger.call(session_id, call_id)
         if call is not None and "input" not in call.body:
             # Another process answered it between the two reads (each read sees the latest
             # commit): the call completed and its input went with it (D71); nothing is due.
@@ -635,7 +635,7 @@ class ToolExecutor:
             session_id, [NewEvent(e, actor="timer", causation_id=call_id) for e in events],
             expected_version=expected_version, idempotency_key=idempotency_key,
         )
-        done = self._projections.call(self._store, session_id, call_id)
+        done = self._ledger.call(session_id, call_id)
         assert done is not None
         return call_answer(self._store, done)
 

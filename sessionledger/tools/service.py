@@ -170,7 +170,6 @@ class ToolService:
     ) -> None:
         self._ledger = ledger
         self._store = ledger.store
-        self._projections = ledger.projections
         self.permissions = WorkspacePermissions()
         self.ports = ports or ToolPorts(
             config=self.permissions.config, workspace_root=workspace_root
@@ -255,7 +254,7 @@ class ToolService:
         """The session's pending interactions in queue order, as the document lists them."""
         self._resume(session_id)
         with eventlog_errors():
-            docs = self._projections.pending_interactions(self._store, session_id)
+            docs = self._ledger.pending_interactions(session_id)
         wires = [interaction_wire(d) for d in docs]
         if self.timers is not None and wires:
             timers = self.timers.auto_resolutions(session_id)
@@ -278,7 +277,7 @@ class ToolService:
         )
         cid = call_id or new_id("chk")
         with eventlog_errors():
-            taken = self._projections.call(self._store, session_id, cid) is not None
+            taken = self._ledger.call(session_id, cid) is not None
         if taken:  # its decision would be folded into that call's document
             raise Conflict(
                 f"call id {cid!r} is a service tool call of this session; "
@@ -287,7 +286,7 @@ class ToolService:
             )
         event = PermissionDecided(call_id=cid, tool=tool, decision=verdict)
         with eventlog_errors():
-            self._store.append(session_id, [NewEvent(event, actor="host", causation_id=cid)])
+            self._ledger.append(session_id, [NewEvent(event, actor="host", causation_id=cid)])
         return {"behavior": verdict.behavior, "reason": verdict.reason,
                 "ruleId": verdict.rule_id, "callId": cid}
 
