@@ -556,7 +556,7 @@ def mcp(
     person can answer, and InteractionStatus reports the outcome. See docs/mcp.md.
     """
     from .mcp import LedgerMcp, McpOptions, run_stdio  # the mcp SDK only for this command
-    from .service.scheduler import TimerScheduler
+    from .service.timers import TimerScheduler
 
     settings = ServerSettings(  # the checks serve makes of the root and the durations
         workspace_root=workspace or Path.cwd(), question_grace_s=question_grace_s,

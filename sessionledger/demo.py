@@ -29,8 +29,8 @@ from statemachine.interaction import TimerConfig
 from .config.workspace import config_path
 from .demo_script import STEPS, DemoContext, DemoFailure, Step
 from .errors import SessionLedgerError
-from .service.scheduler import TimerScheduler
 from .service.sessions import SessionService
+from .service.timers import TimerScheduler
 
 __all__ = ["DEMO_CONFIG", "DEMO_DEADLINE_S", "DEMO_GRACE_S", "DemoOutcome", "run_demo"]
 

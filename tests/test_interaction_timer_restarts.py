@@ -19,7 +19,7 @@ from timer_support import ASK, TEXTS, Ledger, iso, question, timer
 
 from eventlog import ConcurrencyConflict, NewEvent
 from sessionledger import SessionService
-from sessionledger.service.scheduler import TimerScheduler
+from sessionledger.service.timers import TimerScheduler
 
 
 def _url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str | None:

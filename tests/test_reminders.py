@@ -29,13 +29,11 @@ from eventlog import (
 )
 from projections.session import TurnCounters, TurnCountersProjection, fold_turns
 from projections.tables import MemoryDocTable
-from sessionledger.service.reminder_texts import (
+from sessionledger.service.turns import (
     PLAN_EXIT,
     PLAN_MODE_FULL,
     PLAN_MODE_SPARSE,
     TODO_REMINDER_HEADER,
-)
-from sessionledger.service.reminders import (
     Reminder,
     ReminderContext,
     TurnRequest,

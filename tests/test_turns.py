@@ -22,8 +22,7 @@ from projections import TurnCounters
 from sessionledger import SessionService
 from sessionledger.errors import InvalidInput, SessionDeleted, SessionNotFound
 from sessionledger.service import Reminder, ReminderContext
-from sessionledger.service.reminder_texts import PLAN_MODE_FULL, PLAN_MODE_SPARSE
-from sessionledger.service.turns import Role
+from sessionledger.service.turns import PLAN_MODE_FULL, PLAN_MODE_SPARSE, Role
 
 TODO = ["TodoWrite", "Read"]
 TODO_OPENING = "The TodoWrite tool hasn't been used recently."

@@ -34,8 +34,8 @@ from ..errors import (
 from ..ledger import from_eventlog, shape_refused
 from ..logs import batch_logger, descriptor_shortage, log_event, logger
 from ..mcp.http import MCP_PATH, McpHttpTransport
-from ..service.scheduler import TimerScheduler
 from ..service.sessions import SessionService
+from ..service.timers import TimerScheduler
 from .execution_routes import execution_routes
 from .interaction_routes import interaction_routes
 from .middleware import (

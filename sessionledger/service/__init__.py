@@ -2,14 +2,22 @@
 
 :mod:`.execution` applies mode, Plan and goal commands in SPEC ES-6's order; :mod:`.turns`
 records the conversation's messages and compactions and decides, per model request, which
-reminders to inject (:mod:`.reminders`, texts in :mod:`.reminder_texts`). Import from here.
+reminders to inject (the texts and the rule are sections of :mod:`.turns`). Import from here.
 """
 
 from __future__ import annotations
 
 from .execution import CommandResult, ExecutionRuntime, StateListener
-from .reminders import Reminder, ReminderContext, ReminderSource, TurnRequest, decide_reminders
-from .turns import ProjectedTodos, TodoSource, TurnService
+from .turns import (
+    ProjectedTodos,
+    Reminder,
+    ReminderContext,
+    ReminderSource,
+    TodoSource,
+    TurnRequest,
+    TurnService,
+    decide_reminders,
+)
 
 __all__ = [
     "CommandResult",

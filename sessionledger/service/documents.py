@@ -5,12 +5,16 @@ owns the fold); this module only renders a :class:`~projections.SessionSummary` 
 documents clients compare field by field, and an event as the short human description the
 ``replay`` timeline prints. Describers are one small function per event type (STYLE 3); an
 event type without one is described by its payload.
+
+Here too: the plan story of ``replay`` (one line per plan event, issue 7) and the todo
+list read from outside the tools (:class:`TodoService`, the document the CLI and hosts read).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from eventlog import (
@@ -18,26 +22,244 @@ from eventlog import (
     GoalEnded,
     GoalStarted,
     MessageRecorded,
+    PlanApprovalCancelled,
+    PlanApproved,
+    PlanFeedbackGiven,
+    PlanFileWriteFailed,
+    PlanRejected,
+    PlanSubmitted,
     RecordedEvent,
     SessionCreated,
     SessionModeChanged,
+    TodoItemData,
+    ToolCallCompleted,
     Undecodable,
 )
 from projections import SessionSummary
+from projections.tools import as_item
 from statemachine.execution import ExecutionState
 
-from .plan_story import PLAN_DESCRIBERS
+from ..ledger import Ledger, eventlog_errors
+from ..tools.todo_contract import item_wire, list_lines, summary
 
 __all__ = [
     "DESCRIBERS",
     "DisplayMode",
+    "PLAN_DESCRIBERS",
+    "PLAN_TOOLS",
+    "TodoList",
+    "TodoService",
     "describe_event",
     "execution_state_wire",
     "list_entry",
+    "plan_note",
+    "progress_text",
     "session_document",
     "state_document",
     "state_note",
 ]
+
+
+# -- the plan story of replay (issue 7) --------------------------------------------------------
+#
+# The plan story in ``sessionledger replay``: one line per plan event (issue 7).
+#
+# ``replay`` prints each event as *seq, when, who (the envelope's actor), type, note*. For the
+# plan events the note says which plan (its call, length and opening), the mode underneath at
+# the time, what the user decided, where the plan file went, and — on the ExitPlanMode and
+# EnterPlanMode completions — the exact text the model received, JSON-quoted so line breaks show.
+# An approval takes two batches (PM-7, D64): the user's ``InteractionResolved`` first (the
+# generic note), then ``PlanApproved`` with the exit; one that never got its second batch is told
+# by ``PlanApprovalCancelled`` (why, and that Plan stayed on and the plan was asked again).
+# These describers are merged into :data:`sessionledger.service.documents.DESCRIBERS`; the
+# other tools'
+# completions keep the generic payload note.
+
+PLAN_TOOLS = frozenset({"EnterPlanMode", "ExitPlanMode"})
+_OPENING = 60
+
+
+def _opening(plan: str) -> str:
+    flat = " ".join(plan.split())
+    text = flat if len(flat) <= _OPENING else flat[: _OPENING - 1] + "…"
+    return json.dumps(text, ensure_ascii=False)
+
+
+def plan_note(call_id: str, plan: str) -> str:
+    """``the plan of call_… (123 characters) "opening…"``: which plan."""
+    return f"the plan of {call_id} ({len(plan)} characters) {_opening(plan)}"
+
+
+def _in_mode(mode: str) -> str:
+    return f"in plan mode (mode {mode} underneath)"
+
+
+def _submitted(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, PlanSubmitted)
+    prompts = f", {len(data.allowed_prompts)} allowed prompts" if data.allowed_prompts else ""
+    return f"{plan_note(data.call_id, data.plan)} submitted for approval{prompts}"
+
+
+def _approved(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, PlanApproved)
+    written = "written" if data.file_written else "NOT written"
+    return (f"{event.actor} approved {plan_note(data.call_id, data.plan)} {_in_mode(data.mode)};"
+            f" plan file {data.path} {written}")
+
+
+_CAUSES = {
+    "cancelled": "its plan file write was cancelled",
+    "interrupted": "the service stopped before it was carried out",
+}
+
+
+def _abandoned(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, PlanApprovalCancelled)
+    return (f"approval of {plan_note(data.call_id, data.plan)} not carried out: "
+            f"{_CAUSES[data.cause]}; Plan stays on (mode {data.mode} underneath) and the "
+            "plan is asked again")
+
+
+def _write_failed(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, PlanFileWriteFailed)
+    return f"plan file {data.path} of {data.call_id} not written: {data.error}; Plan left anyway"
+
+
+def _feedback(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, PlanFeedbackGiven)
+    return (f"{event.actor} did not approve {plan_note(data.call_id, data.plan)} "
+            f"{_in_mode(data.mode)}; feedback {json.dumps(data.feedback, ensure_ascii=False)}")
+
+
+def _rejected(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, PlanRejected)
+    who = "the headless host (nobody to ask)" if data.by == "headless" else event.actor
+    return (f"{who} rejected {plan_note(data.call_id, data.plan)} {_in_mode(data.mode)}; "
+            "the turn stops")
+
+
+def _completed(event: RecordedEvent) -> str | None:
+    data = event.data
+    assert isinstance(data, ToolCallCompleted)
+    if data.tool not in PLAN_TOOLS:
+        return None
+    outcome = "succeeded" if data.success else f"{data.status}, not successful"
+    stop = "; the turn stops" if data.turn_control is not None else ""
+    return (f"{data.tool} {data.call_id} {outcome}{stop}; the model received "
+            f"{json.dumps(data.model_content, ensure_ascii=False)}")
+
+
+PLAN_DESCRIBERS: dict[str, Callable[[RecordedEvent], str | None]] = {
+    "PlanSubmitted": _submitted,
+    "PlanApproved": _approved,
+    "PlanApprovalCancelled": _abandoned,
+    "PlanFileWriteFailed": _write_failed,
+    "PlanFeedbackGiven": _feedback,
+    "PlanRejected": _rejected,
+    "ToolCallCompleted": _completed,
+}
+"""Describers of the plan story; ``None`` means "not a plan event: the generic note"."""
+
+
+# -- a session's todo list read from outside the tools (§4) ------------------------------------
+#
+# Reading a session's todo list from outside the tools: the document, the CLI, hosts (§4).
+#
+# The list itself is the todo projection's (:mod:`projections.tools`, kept inline by the store);
+# writes only ever come through the TodoWrite tool. This module answers the readers: the
+# session document's ``todos`` (SPEC §11, in list order), and the "completed/total" progress a
+# host shows beside the list (TD-6) — the ``sessionledger todos`` command prints the same. It
+# lives apart from :mod:`sessionledger.service.sessions` so that module stays about sessions.
+#
+# An unknown session is 404 (``session_not_found``) and a deleted one 410
+# (``session_deleted``): a deleted session has no todos (docs/decisions.md D30).
+
+def progress_text(todos: Sequence[TodoItemData]) -> str:
+    """``"2/5 completed"``: the progress a host shows beside the list (TD-6)."""
+    counts = summary(todos)
+    return f"{counts['completed']}/{counts['total']} completed"
+
+
+@dataclass(frozen=True, slots=True)
+class TodoList:
+    """One session's current list, as a reader sees it."""
+
+    session_id: str
+    items: tuple[TodoItemData, ...]
+    updated_at: str | None
+    """When the list was last written (``None`` when it never was, or was emptied)."""
+
+    @property
+    def completed(self) -> int:
+        return sum(1 for t in self.items if t.status == "completed")
+
+    @property
+    def total(self) -> int:
+        return len(self.items)
+
+    @property
+    def progress(self) -> str:
+        return progress_text(self.items)
+
+    def wire(self) -> list[dict[str, str]]:
+        """The session document's ``todos``: ``{"content", "status", "priority"}`` in order."""
+        return [item_wire(t) for t in self.items]
+
+    def lines(self) -> list[str]:
+        """``1. [in_progress] content`` per item."""
+        return list_lines(self.items)
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``sessionledger todos --json`` prints."""
+        return {
+            "sessionId": self.session_id, "todos": self.wire(), "summary": summary(self.items),
+            "progress": {"completed": self.completed, "total": self.total},
+            "updatedAt": self.updated_at,
+        }
+
+
+class TodoService:
+    """The todo lists of one store's sessions, read from the todo projection."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+        self._store = ledger.store
+        self._projections = ledger.projections
+
+    def _require_live(self, session_id: str) -> SessionSummary:
+        return self._ledger.live(session_id)
+
+    def current(self, session_id: str) -> TodoList:
+        """The live session's list (404 unknown, 410 deleted)."""
+        live = self._require_live(session_id)
+        projection = self._projections.todos
+        with eventlog_errors():
+            rows = self._store.read_view(lambda tx: projection.of_session(tx, session_id))
+        return TodoList(
+            session_id, tuple(as_item(r) for r in rows),
+            live.todos_updated_at if rows else None,
+        )
+
+    def wire(self, session_id: str) -> list[dict[str, str]]:
+        """The session document's ``todos`` (SPEC §11)."""
+        return self.current(session_id).wire()
+
+
+# -- the wire documents (SPEC §11) -------------------------------------------------------------
+#
+# How a session reads from outside: its wire documents (SPEC §11) and one-line event notes.
+#
+# The state itself is the execution-state projection's (:mod:`projections.session`
+# owns the fold); this module only renders a :class:`~projections.SessionSummary` as the JSON
+# documents clients compare field by field, and an event as the short human description the
+# ``replay`` timeline prints. Describers are one small function per event type (STYLE 3); an
+# event type without one is described by its payload.
 
 DisplayMode = Literal["plan", "build", "edit", "yolo", "auto"]
 
@@ -92,7 +314,7 @@ def state_document(summary: SessionSummary) -> dict[str, Any]:
     }
 
 
-# -- timeline notes --------------------------------------------------------------------------
+# -- timeline notes ---------------------------------------------------------------------------
 
 
 def _quote(text: str, width: int = NOTE_WIDTH) -> str:

@@ -45,11 +45,10 @@ from ..ledger import Ledger, eventlog_errors
 from ..tools.service import ToolService
 from . import CommandResult, ExecutionRuntime, TurnService
 from .audit import AuditProgress, AuditReport, audit_log, audit_session
-from .documents import list_entry, session_document
+from .documents import TodoService, list_entry, session_document
 from .models import ModelService
 from .settings import SettingsService
 from .timers import TimerService
-from .todos import TodoService
 from .turns import plan_file_source
 
 __all__ = [

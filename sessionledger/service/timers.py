@@ -14,13 +14,19 @@ document reads completed as soon as it is appended.
 :meth:`TimerService.settle` appends everything due in one session up to now, in order (after
 a restart that is every transition missed while the service was down);
 :meth:`TimerService.run_due` does it for every session with a timer that may move and
-answers the next due instant, which is all the scheduler (:mod:`sessionledger.service.scheduler`)
+answers the next due instant, which is all the scheduler (:mod:`sessionledger.service.timers`)
 needs. User activity (HO-5) is a command here too: recorded, and pausing a running timer for
 good.
+
+The scheduler of ``serve`` is here too (:class:`TimerScheduler`): one thread that asks
+:meth:`TimerService.run_due` for what is due, woken by the commits that can move a timer.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -28,7 +34,9 @@ from eventlog import (
     Clock,
     ConcurrencyConflict,
     EventLogError,
+    EventStore,
     NewEvent,
+    RecordedEvent,
     StoreClosed,
     UserActivityAction,
 )
@@ -58,7 +66,146 @@ from ..ledger import Ledger, eventlog_errors
 from ..logs import log_event, logger
 from ..tools.executor import ToolExecutor
 
-__all__ = ["MAX_STEPS", "TimerService"]
+__all__ = [
+    "DEFAULT_POLL_S",
+    "MAX_STEPS",
+    "TimerScheduler",
+    "TimerService",
+    "WAKE_TYPES",
+]
+
+
+# -- the scheduler of serve: one thread that appends what falls due ----------------------------
+#
+# The timer scheduler of ``serve``: one thread that appends timer transitions when they fall due.
+#
+# DESIGN.md "Time": timers are not sleeping coroutines holding state. The state is in the log
+# and its projection; this thread only asks :meth:`TimerService.run_due
+# <sessionledger.service.timers.TimerService.run_due>` to append whatever is due now and to name the
+# next due instant, then sleeps until that instant. It wakes early when this process commits
+# an event that can move a timer (a question registered or resolved, a timer change, a setting
+# change), and at least every ``poll_s`` seconds, which is how appends by another process on
+# the same database reach it (on PostgreSQL the store also tells it of those at once, D116).
+# Started with the app and stopped before the store closes, so a restart re-arms every timer
+# from the log on its first pass, and deadlines missed while the service was down fire at once,
+# in order (HO-7).
+#
+# Nothing here decides anything: a thread that dies or lags only delays transitions; the times
+# they carry are the log's.
+
+DEFAULT_POLL_S = 0.5
+WAKE_TYPES = frozenset({
+    "InteractionRequested", "InteractionResolved", "InteractionAutoResolutionChanged",
+    "SettingChanged",
+})
+"""Committed event types after which the next due instant may have changed."""
+_LATE_S = 0.001
+"""Sleep this much past a due instant, so the clock (milliseconds) has surely reached it."""
+
+_scheduler_log = logger.getChild("scheduler")
+
+
+class TimerScheduler:
+    """A daemon thread running :meth:`TimerService.run_due` at the right instants."""
+
+    def __init__(
+        self, timers: TimerService, store: EventStore, *, poll_s: float = DEFAULT_POLL_S
+    ) -> None:
+        if not poll_s > 0:
+            raise ValueError("poll_s must be positive")
+        self._timers = timers
+        self._store = store
+        self._poll_s = poll_s
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self.passes = 0
+        """How many passes ran (tests wait on it)."""
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        """Listen to the store's commits and start the thread (once)."""
+        if self._thread is not None:
+            return
+        self._unsubscribe = self._store.subscribe(self._on_commit)
+        self._thread = threading.Thread(
+            target=self._run, name="sessionledger-timers", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, *, timeout: float = 10.0) -> None:
+        """Stop listening, end the thread and wait for the pass in flight."""
+        self._stopping.set()
+        self._wake.set()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def wake(self) -> None:
+        """Run a pass now (something may have changed)."""
+        self._wake.set()
+
+    def _on_commit(self, events: Sequence[RecordedEvent]) -> None:
+        # Called on the committing thread while it holds the writer: only a type check.
+        for event in events:
+            if event.type in WAKE_TYPES:
+                self._wake.set()
+                return
+
+    def _delay(self) -> float:
+        try:
+            upcoming = self._timers.run_due()
+        except StoreClosed:
+            self._stopping.set()
+            return 0.0
+        except Exception as exc:  # keep the thread alive; the next pass tries again
+            log_event(_scheduler_log, "timer pass failed", level=logging.ERROR,
+                      error=exc.__class__.__name__, message=str(exc))
+            return self._poll_s
+        finally:
+            self.passes += 1
+        if upcoming is None:
+            return self._poll_s
+        until = (upcoming - self._timers.clock.now()).total_seconds() + _LATE_S
+        return min(self._poll_s, max(0.0, until))
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.clear()  # a wake during the pass below is kept for the wait after it
+            delay = self._delay()
+            if self._stopping.is_set():
+                break
+            self._wake.wait(delay)
+
+
+# -- the question timers: what the timer projection says is due, appended (HO-4 … HO-7) --------
+#
+# The interaction registry's clock: appends what the timer projection says is due (HO-4 … HO-7).
+#
+# The projection (:mod:`projections.tools`) holds each session's queue with the
+# timer states and absolute times its events recorded; the pure decision
+# (:func:`projections.tools.session_due`, over :mod:`statemachine.interaction`)
+# says which transition is next and when. This module does the I/O: it reads the session's
+# version *first*, then the projection, and appends the due transition guarded by that
+# version and by an idempotency key per interaction and state — so two processes on one
+# database that decide the same transition record it once, and a decision made on a stale
+# read conflicts and is made again. The auto-continue at the deadline is the executor's
+# answer step (:meth:`~sessionledger.tools.executor.ToolExecutor.auto_continue`), so the call
+# document reads completed as soon as it is appended.
+#
+# :meth:`TimerService.settle` appends everything due in one session up to now, in order (after
+# a restart that is every transition missed while the service was down);
+# :meth:`TimerService.run_due` does it for every session with a timer that may move and
+# answers the next due instant, which is all the scheduler (:class:`TimerScheduler`, above)
+# needs. User activity (HO-5) is a command here too: recorded, and pausing a running timer for
+# good.
 
 MAX_STEPS = 64
 """Transitions one ``settle`` appends at most (a pass later goes on); a bound, not a limit

@@ -2,7 +2,7 @@
 
 A host tells the service what happened in the conversation (:meth:`TurnService.record_message`,
 :meth:`TurnService.compact`) and, before each model request, asks which reminders to inject
-(:meth:`TurnService.prepare_request`). The decision is :func:`.reminders.decide_reminders`
+(:meth:`TurnService.prepare_request`). The decision is :func:`decide_reminders`
 over the session's turn counters (an inline projection, so a restart answers the same); every
 reminder it returns is recorded as ``ReminderInjected`` — the todo reminder also as a
 synthetic user message (TD-5) — in one batch guarded by the session's version, so two hosts
@@ -11,11 +11,17 @@ is why ``prepare-request`` is not idempotent (PM-5).
 
 The todo list comes through the narrow :class:`TodoSource`; :class:`ProjectedTodos` reads it
 from the todo projection (:mod:`projections.tools`), and only when a todo reminder is due.
+
+The reminders are here too, in two sections: their model-facing texts (the opening sentences
+SPEC TD-5 and PM-5 fix) and the pure decision of which a request gets
+(:func:`decide_reminders`), then the service that records them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from eventlog import (
@@ -25,6 +31,7 @@ from eventlog import (
     MessageRecorded,
     NewEvent,
     ReminderInjected,
+    ReminderKind,
     TodoItemData,
     new_id,
 )
@@ -37,19 +44,284 @@ from ..errors import (
 )
 from ..ledger import Ledger, eventlog_errors
 from ..tools.plan_files import read_plan_file
-from .reminder_texts import plan_file_reference_text
-from .reminders import (
-    Reminder,
-    ReminderContext,
-    ReminderSource,
-    TurnRequest,
-    decide_reminders,
-)
 
 __all__ = [
-    "MESSAGE_KEY_PREFIX", "ProjectedTodos", "Role", "TodoSource", "TurnService",
-    "plan_file_source", "receipt",
+    "MESSAGE_KEY_PREFIX",
+    "PLAN_EXIT",
+    "PLAN_FULL_EVERY",
+    "PLAN_MODE_FULL",
+    "PLAN_MODE_FULL_OPENING",
+    "PLAN_MODE_SPARSE",
+    "PLAN_USER_MESSAGES",
+    "ProjectedTodos",
+    "Reminder",
+    "ReminderContext",
+    "ReminderSource",
+    "Role",
+    "TODO_ASSISTANT_MESSAGES",
+    "TODO_EMPTY",
+    "TODO_REMINDER_HEADER",
+    "TODO_REMINDER_OPENING",
+    "TODO_TOOL",
+    "TodoList",
+    "TodoSource",
+    "TurnRequest",
+    "TurnService",
+    "decide_reminders",
+    "plan_file_reference_text",
+    "plan_file_source",
+    "plan_reminder",
+    "receipt",
+    "todo_due",
+    "todo_line",
+    "todo_reminder",
+    "todo_reminder_text",
 ]
+
+
+# -- the reminders' texts (TD-5, PM-5, PM-10) --------------------------------------------------
+#
+# The model-facing texts of the turn-loop reminders, kept apart from the rules that pick them.
+#
+# SPEC TD-5 and PM-5 fix the opening sentences (marked **exact** there; tests compare them
+# literally) and what the rest must say; the remainder is ours (docs/decisions.md D32). Texts
+# only: the next section (:func:`decide_reminders`) decides when each is injected. The todo text is
+# built from the current list by :func:`todo_reminder_text`.
+
+TODO_REMINDER_OPENING = "The TodoWrite tool hasn't been used recently."
+"""TD-5: every todo reminder starts with this sentence (**exact**)."""
+
+TODO_REMINDER_HEADER = (
+    f"{TODO_REMINDER_OPENING} If you are working on tasks that would benefit from tracking "
+    "progress, consider using the TodoWrite tool to track it, and clean up the list if it has "
+    "become stale and no longer matches what you are working on. Only use it if it is "
+    "relevant to the current work; this is a gentle reminder, ignore it if not applicable, "
+    "and never mention it to the user. Here is your current todo list:"
+)
+"""The header sentences; the list follows after a blank line (TD-5 layout)."""
+
+TODO_EMPTY = "The todo list is empty."
+"""What stands in place of the numbered lines when the list has no items."""
+
+PLAN_MODE_FULL_OPENING = (
+    "Plan mode is active. The user indicated that they do not want you to execute yet -- "
+    "you MUST NOT make any edits, run any non-readonly tools (including changing configs or "
+    "making commits), or otherwise make any changes to the system."
+)
+"""PM-5: the full Plan reminder starts with this paragraph (**exact**)."""
+
+PLAN_MODE_FULL = f"""{PLAN_MODE_FULL_OPENING} This supersedes any other instructions you \
+have received.
+
+## Plan workflow
+
+### Phase 1: Understand
+Build a thorough understanding of the request by reading the code and asking the user \
+questions. In this phase use explore subagents only, and launch at most 3 of them in \
+parallel.
+
+### Phase 2: Design
+Design an implementation approach from what you learned: the files to change, the steps in \
+order, and the trade-offs between the options you considered.
+
+### Phase 3: Review
+Check the design against the user's request and the code you read. Use AskUserQuestion to \
+clarify anything that is still open; do not guess what the user wants.
+
+### Phase 4: Exit
+When the plan is ready, call ExitPlanMode with the final plan; the user reviews and approves \
+it there.
+
+Your turn may only end with a call to AskUserQuestion (to clarify requirements) or to \
+ExitPlanMode (to ask for approval of the plan). Never ask whether the plan is OK in any other \
+way -- not in text and not with AskUserQuestion: any form of "is this plan OK?" must go \
+through ExitPlanMode, because the user cannot see the plan until you call it."""
+"""The 1st, 6th, 11th … Plan reminder of a Plan period: rules plus the four-phase workflow."""
+
+PLAN_MODE_SPARSE = (
+    "Plan mode is still active (see the full instructions earlier in this conversation): make "
+    "no edits and run no non-readonly tools. Follow the workflow -- understand (explore "
+    "subagents only, at most 3 in parallel), design, review (clarify with AskUserQuestion), "
+    "then call ExitPlanMode. End your turn only with AskUserQuestion or ExitPlanMode, and ask "
+    "for approval of the plan only through ExitPlanMode."
+)
+"""The Plan reminders between the full ones: the same rules, short."""
+
+PLAN_EXIT = (
+    "You have exited plan mode. You may now make edits, run tools and take actions. If a plan "
+    "was approved, carry it out, starting with updating your todo list if applicable."
+)
+"""The one reminder after Plan was left (``plan_exit``)."""
+
+
+def todo_line(position: int, item: TodoItemData) -> str:
+    """``1. [in_progress] content`` — line breaks inside the content become spaces."""
+    content = " ".join(item.content.splitlines())
+    return f"{position}. [{item.status}] {content}"
+
+
+def todo_reminder_text(todos: Sequence[TodoItemData]) -> str:
+    """The header, a blank line, then one numbered line per item (or the empty-list note)."""
+    lines = [todo_line(i, item) for i, item in enumerate(todos, start=1)]
+    body = "\n".join(lines) if lines else TODO_EMPTY
+    return f"{TODO_REMINDER_HEADER}\n\n{body}"
+
+
+def plan_file_reference_text(path: Path, content: str) -> str:
+    """PM-10's reminder: the exact opening, the path, the content, then carry on."""
+    return (
+        f"A plan file exists from plan mode at: {path}\n\n"
+        f"Plan contents:\n\n{content}\n\n"
+        "If this plan is relevant to the current work and not already complete, "
+        "continue working on it."
+    )
+
+
+# -- which reminders a model request gets: the pure decision -----------------------------------
+#
+# Which reminders a model request gets: the pure decision of SPEC TD-5, PM-5 and PM-10.
+#
+# Given a session's :class:`~projections.session.TurnCounters` (folded from the log), the
+# request (its tool names, whether it is an output-token continuation) and a way to read the
+# current todo list, :func:`decide_reminders` returns the reminders in the order PM-5 fixes:
+#
+# 1. ``runtime_mode`` (Plan is on) or ``plan_exit`` (Plan was just left) — never both, since
+#    entering Plan cancels a pending exit notice;
+# 2. the pluggable *sources*, in the order given (issue 7 adds ``plan_file_reference`` here
+#    without touching this module);
+# 3. ``todo_reminder`` — the only one a continuation suppresses.
+#
+# No I/O and no clock: the caller records what is returned (:mod:`.turns`), and the counters
+# move only when those records are folded, so this function is the whole rule.
+
+TODO_TOOL = "TodoWrite"
+"""TD-5: the todo reminder only comes when this tool is in the request's tool list."""
+TODO_ASSISTANT_MESSAGES = 10
+"""TD-5: assistant messages since the last todo write and the last todo reminder."""
+PLAN_USER_MESSAGES = 5
+"""PM-5: real user messages since the last Plan reminder before the next one."""
+PLAN_FULL_EVERY = 5
+"""PM-5: the 1st, 6th, 11th … Plan reminder of a period is the full text."""
+
+Variant = Literal["full", "sparse"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reminder:
+    """One reminder to inject into the model request, as recorded in ``ReminderInjected``."""
+
+    kind: ReminderKind
+    text: str
+    variant: Variant | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{"kind", "variant", "text"}`` as ``prepare-request`` answers it (SPEC §11)."""
+        return {"kind": self.kind, "variant": self.variant, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRequest:
+    """The model request being prepared: its tool names and whether it continues output."""
+
+    tools: frozenset[str] = frozenset()
+    continuation: bool = False
+
+    @classmethod
+    def of(cls, tools: Collection[str], *, continuation: bool = False) -> TurnRequest:
+        return cls(frozenset(tools), continuation)
+
+
+@dataclass(frozen=True, slots=True)
+class ReminderContext:
+    """What a pluggable source sees: the session, where it works, its counters, the request."""
+
+    session_id: str
+    workspace: str
+    counters: TurnCounters
+    request: TurnRequest
+
+
+ReminderSource = Callable[[ReminderContext], Reminder | None]
+"""A reminder slotted between the Plan reminders and the todo reminder (issue 7's plan file)."""
+
+TodoList = Callable[[], Sequence[TodoItemData]]
+"""Reads the session's current todo list; called only when a todo reminder is due."""
+
+
+def plan_reminder(counters: TurnCounters) -> Reminder | None:
+    """``runtime_mode`` while Plan is on and one is due, or the owed ``plan_exit`` (PM-5)."""
+    if counters.plan_enabled:
+        due = (
+            counters.plan_reminders == 0
+            or counters.users_since_plan_reminder >= PLAN_USER_MESSAGES
+        )
+        if not due:
+            return None
+        if counters.plan_reminders % PLAN_FULL_EVERY == 0:
+            return Reminder("runtime_mode", PLAN_MODE_FULL, "full")
+        return Reminder("runtime_mode", PLAN_MODE_SPARSE, "sparse")
+    if counters.plan_exit_armed:
+        return Reminder("plan_exit", PLAN_EXIT)
+    return None
+
+
+def todo_due(counters: TurnCounters, request: TurnRequest) -> bool:
+    """TD-5: TodoWrite offered, not a continuation, and enough assistant messages passed."""
+    return (
+        TODO_TOOL in request.tools
+        and not request.continuation
+        and counters.assistant_since_todo >= TODO_ASSISTANT_MESSAGES
+    )
+
+
+def todo_reminder(
+    counters: TurnCounters, request: TurnRequest, todos: TodoList
+) -> Reminder | None:
+    """The ``todo_reminder`` with the current list, when :func:`todo_due` says so."""
+    if not todo_due(counters, request):
+        return None
+    return Reminder("todo_reminder", todo_reminder_text(todos()))
+
+
+def decide_reminders(
+    counters: TurnCounters,
+    request: TurnRequest,
+    todos: TodoList,
+    *,
+    sources: Sequence[ReminderSource] = (),
+    workspace: str = "",
+) -> list[Reminder]:
+    """The reminders this request gets, in injection order (may be empty)."""
+    reminders: list[Reminder] = []
+    plan = plan_reminder(counters)
+    if plan is not None:
+        reminders.append(plan)
+    context = ReminderContext(counters.session_id, workspace, counters, request)
+    for source in sources:
+        extra = source(context)
+        if extra is not None:
+            reminders.append(extra)
+    todo = todo_reminder(counters, request, todos)
+    if todo is not None:
+        reminders.append(todo)
+    return reminders
+
+
+# -- the turn loop's record --------------------------------------------------------------------
+#
+# The turn loop's record: messages, compactions, and the reminders each model request gets.
+#
+# A host tells the service what happened in the conversation (:meth:`TurnService.record_message`,
+# :meth:`TurnService.compact`) and, before each model request, asks which reminders to inject
+# (:meth:`TurnService.prepare_request`). The decision is :func:`decide_reminders`
+# over the session's turn counters (an inline projection, so a restart answers the same); every
+# reminder it returns is recorded as ``ReminderInjected`` — the todo reminder also as a
+# synthetic user message (TD-5) — in one batch guarded by the session's version, so two hosts
+# preparing at once never both inject the same reminder. Recording moves the counters, which
+# is why ``prepare-request`` is not idempotent (PM-5).
+#
+# The todo list comes through the narrow :class:`TodoSource`; :class:`ProjectedTodos` reads it
+# from the todo projection (:mod:`projections.tools`), and only when a todo reminder is due.
 
 Role = Literal["assistant", "user"]
 ROLES: tuple[str, ...] = ("assistant", "user")

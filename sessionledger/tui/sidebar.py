@@ -19,7 +19,7 @@ from textual.widgets import Static
 
 from eventlog import RecordedEvent
 
-from ..service.todos import TodoList
+from ..service.documents import TodoList
 
 __all__ = ["RECENT_EVENTS", "Sidebar", "mode_badge", "todo_lines"]
 
