@@ -1,8 +1,11 @@
-"""The turn-loop runtime: execution-state commands, and the reminders of each model request.
+"""The services: what a session is and does (issue 20's ``service/`` room).
 
-:mod:`.execution` applies mode, Plan and goal commands in SPEC ES-6's order; :mod:`.turns`
-records the conversation's messages and compactions and decides, per model request, which
-reminders to inject (the texts and the rule are sections of :mod:`.turns`). Import from here.
+:mod:`.sessions` is the application service every face calls (create, read, list, page,
+change, delete, audit), with its parts: :mod:`.execution` applies mode, Plan and goal commands
+in SPEC ES-6's order; :mod:`.turns` records the conversation and decides, per model request,
+which reminders to inject; :mod:`.timers` runs the questions' auto-continue timers and serve's
+scheduler; :mod:`.settings`, :mod:`.models` and :mod:`.audit`; :mod:`.documents` is how a
+session reads from outside. The turn-loop names are importable from here.
 """
 
 from __future__ import annotations
