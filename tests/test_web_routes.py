@@ -58,7 +58,7 @@ def test_every_client_file_is_served_with_its_type_and_revalidated(
 
 
 @pytest.mark.parametrize("path", ["/static/missing.js", "/static/../pyproject.toml",
-                                  "/static/%2e%2e/web_routes.py"])
+                                  "/static/%2e%2e/routes.py"])
 def test_unknown_client_files_are_json_404s(client: TestClient, path: str) -> None:
     response = client.get(path)
     assert response.status_code == 404

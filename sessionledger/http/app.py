@@ -36,8 +36,6 @@ from ..logs import batch_logger, descriptor_shortage, log_event, logger
 from ..mcp.http import MCP_PATH, McpHttpTransport
 from ..service.sessions import SessionService
 from ..service.timers import TimerScheduler
-from .execution_routes import execution_routes
-from .interaction_routes import interaction_routes
 from .middleware import (
     BearerAuthMiddleware,
     BodyLimitMiddleware,
@@ -45,13 +43,17 @@ from .middleware import (
     HostOriginMiddleware,
     RequestLogMiddleware,
 )
-from .model_routes import model_routes
-from .routes import session_routes
+from .routes import (
+    execution_routes,
+    install_web_client,
+    interaction_routes,
+    model_routes,
+    session_routes,
+    tool_routes,
+    turn_routes,
+)
 from .schemas import document_guards
 from .streaming import STREAM_SUFFIX, CommitNotifier, stream_routes
-from .tool_routes import tool_routes
-from .turn_routes import turn_routes
-from .web_routes import install_web_client
 
 __all__ = ["create_app", "error_response"]
 

@@ -1,24 +1,27 @@
-"""The JSON endpoints for sessions (SPEC §11): create, list, read, delete, page events, audit.
+"""Every route of the JSON API and the page (SPEC §11), one factory per group of routes.
 
-Each route validates its input with pydantic or FastAPI's parameter parsing, calls one
-:class:`~sessionledger.service.sessions.SessionService` method and returns its document.
-Handlers are
-plain functions, so FastAPI runs them in worker threads and the store's blocking calls never
-stall the event loop. The execution-state commands (mode, goal) are in
-:mod:`sessionledger.http.execution_routes`.
-
+Each route validates its input with pydantic or FastAPI's parameter parsing, calls one method
+of :class:`~sessionledger.service.sessions.SessionService` (or its ``tools``, ``turns``,
+``timers``, ``models``, ``settings``) and returns its document. Handlers are plain functions,
+so FastAPI runs them in worker threads and the store's blocking calls never stall the event
+loop. The groups, in order: execution state (mode, goal), interactions (user activity,
+settings), models, tool calls, the turn loop, the web client, and the sessions themselves.
 A deleted session answers 410 ``session_deleted`` on its document, its stream and its
 commands; its events page and its audit stay readable until the session is purged.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import os
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Query
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import APIRouter, Body, FastAPI, Query
+from fastapi.responses import FileResponse, JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
 
-from eventlog import HostKind
+from eventlog import CATALOG, UNDECODABLE, HostKind, UserActivityAction
 
 from ..service.sessions import (
     DEFAULT_EVENTS_LIMIT,
@@ -26,21 +29,684 @@ from ..service.sessions import (
     RequestedMode,
     SessionService,
 )
+from ..service.settings import SettingsUpdate
+from ..service.turns import receipt
+from ..web import INDEX_FILE, STATIC_DIR
 from .middleware import api_router
 from .schemas import (
+    MAX_ID_CHARS,
+    MAX_TEXT_CHARS,
     TOO_LARGE,
     AuditDocument,
+    CallDocument,
+    CallIdPath,
+    CompletedCall,
     DeletedSession,
     EventsPage,
+    EventTypes,
     Health,
+    InteractionDocument,
+    InteractionIdPath,
+    ModelListing,
+    ModelSelection,
+    PendingCall,
+    PermissionAnswer,
     PlainInt,
+    ResolvedModelAnswer,
     SessionDocument,
     SessionIdPath,
     SessionList,
+    SettingsDocument,
     error_responses,
 )
 
-__all__ = ["CreateSessionRequest", "session_routes"]
+__all__ = [
+    "ActivityRequest",
+    "COMMAND_RESPONSES",
+    "CONTENT_SECURITY_POLICY",
+    "CompactRequest",
+    "CreateSessionRequest",
+    "GoalRequest",
+    "MessageRequest",
+    "ModeRequest",
+    "ModelChoice",
+    "PermissionCheckRequest",
+    "PrepareRequest",
+    "RecordedReceipt",
+    "ReminderOut",
+    "RemindersResponse",
+    "RespondRequest",
+    "STATIC_PREFIX",
+    "ToolCallRequest",
+    "execution_routes",
+    "install_web_client",
+    "interaction_routes",
+    "model_routes",
+    "session_routes",
+    "tool_routes",
+    "turn_routes",
+    "web_routes",
+]
+
+
+# -- the execution-state routes: mode and goal (ES-1 … ES-6) -----------------------------------
+#
+# The execution-state commands over HTTP (SPEC §3, §11): ``/mode`` and ``/goal``.
+#
+# ``POST /v1/sessions/{id}/mode`` takes ``{"mode": …, "task"?: …}`` (``/mode X``, or with mode
+# ``plan`` and a task the desktop ``/plan [task]`` path, the task recorded as a user message) or
+# ``{"cycle": true}`` (Shift+Tab). ``POST /v1/sessions/{id}/goal`` starts a goal and
+# ``DELETE /v1/sessions/{id}/goal`` ends it. Each answers 200 with the session document; a
+# change the state machine refuses is 409 ``refused`` with the machine's message (ES-5's exact
+# sentence for Plan and Goal together) and appends nothing; a deleted session is 410.
+
+COMMAND_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": SessionDocument},
+    **error_responses({
+        404: "no such session (`session_not_found`)",
+        409: "the state machine refused the change (`refused`); nothing appended",
+        410: "the session was deleted (`session_deleted`)",
+        422: "the body failed validation (`invalid_input`)",
+    }),
+}
+"""The answers every command route documents: the session document, or ``{"error": {…}}``."""
+
+
+def _blank(text: str | None) -> bool:
+    return text is not None and not text.strip()
+
+
+class ModeRequest(BaseModel):
+    """Body of ``POST /v1/sessions/{id}/mode``: exactly one of ``mode`` and ``cycle``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: RequestedMode | None = Field(
+        default=None, description="plan enters Plan (keeping the mode); others leave it"
+    )
+    task: str | None = Field(
+        default=None, min_length=1, max_length=MAX_TEXT_CHARS,
+        description="with mode plan only: the /plan task, recorded as a user message",
+    )
+    cycle: StrictBool | None = Field(default=None, description="true: Shift+Tab")
+
+    @model_validator(mode="after")
+    def _one_command(self) -> ModeRequest:
+        if (self.mode is None) == (self.cycle is None):
+            raise ValueError("send exactly one of 'mode' and 'cycle'")
+        if self.cycle is False:
+            raise ValueError("'cycle' must be true")
+        if self.task is not None and self.mode != "plan":
+            raise ValueError("'task' goes with mode 'plan' only")
+        if _blank(self.task):
+            raise ValueError("'task' must not be blank")
+        return self
+
+
+class GoalRequest(BaseModel):
+    """Body of ``POST /v1/sessions/{id}/goal``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    objective: str = Field(
+        min_length=1, max_length=MAX_TEXT_CHARS,
+        description="what the agent pursues on its own",
+    )
+
+    @model_validator(mode="after")
+    def _not_blank(self) -> GoalRequest:
+        if _blank(self.objective):
+            raise ValueError("'objective' must not be blank")
+        return self
+
+
+def execution_routes(service: SessionService) -> APIRouter:
+    """The mode and goal routes over ``service`` (its one runtime keeps ES-6 order)."""
+    router = api_router(tags=["execution state"], responses=COMMAND_RESPONSES)
+
+    @router.post("/v1/sessions/{session_id}/mode", response_model=None, responses=TOO_LARGE)
+    def change_mode(
+        session_id: SessionIdPath, body: Annotated[ModeRequest, Body()]
+    ) -> dict[str, Any]:
+        """Set the mode (`/mode X`, `/plan [task]`) or cycle it (Shift+Tab); the document."""
+        if body.cycle:
+            return service.cycle_mode(session_id)
+        assert body.mode is not None  # the model allows nothing else
+        return service.set_mode(session_id, body.mode, task=body.task)
+
+    @router.post("/v1/sessions/{session_id}/goal", response_model=None, responses=TOO_LARGE)
+    def start_goal(
+        session_id: SessionIdPath, body: Annotated[GoalRequest, Body()]
+    ) -> dict[str, Any]:
+        """Start a goal; 409 in Plan (ES-5) or while another goal is active."""
+        return service.start_goal(session_id, body.objective)
+
+    @router.delete("/v1/sessions/{session_id}/goal", response_model=None)
+    def end_goal(session_id: SessionIdPath) -> dict[str, Any]:
+        """End the active goal; 409 when there is none."""
+        return service.end_goal(session_id)
+
+    return router
+
+
+# -- the interaction routes: user activity and the settings (HO-5, HO-6) -----------------------
+#
+# The auto-continue timer's routes (SPEC §11, HO-5, HO-6): user activity and the settings.
+#
+# ``POST /v1/sessions/{id}/interactions/{iid}/activity`` tells the service the user is engaging
+# with a waiting question (moving, selecting, typing). No body is needed; ``{"action": …}``
+# may name what the user did. It answers 200 with the interaction as the session document
+# lists it — its ``autoResolution`` now ``paused`` (times kept) if its clock was running, or
+# ``null`` if it had not started (it will not start now) — 404 for an unknown interaction,
+# 409 once it is resolved (a deadline that has passed counts: the auto-continue is appended
+# first), 410 for a deleted session.
+#
+# ``GET /v1/settings`` answers ``{"autoContinueQuestions": bool}``; ``PUT`` takes the same shape,
+# any subset (``{}`` changes nothing), unknown keys or non-boolean values are 422 and append
+# nothing. Turning the setting off pauses running countdowns before the answer is sent.
+
+_BODY_INVALID = "the body failed validation (`invalid_input`); nothing appended"
+_ACTIVITY_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": InteractionDocument},
+    **error_responses({
+        404: "no such session or interaction",
+        409: "the interaction was already resolved (answered or auto-continued)",
+        410: "the session was deleted (`session_deleted`)",
+        422: _BODY_INVALID,
+    }),
+    **TOO_LARGE,
+}
+
+
+class ActivityRequest(BaseModel):
+    """Optional body of ``POST …/interactions/{iid}/activity``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: UserActivityAction = Field(
+        default="other", description="what the user did: move, select, type or other"
+    )
+
+
+def interaction_routes(service: SessionService) -> APIRouter:
+    """The activity and settings routes over ``service``."""
+    router = api_router(tags=["auto-continue"])
+
+    @router.post(
+        "/v1/sessions/{session_id}/interactions/{interaction_id}/activity",
+        response_model=None, responses=_ACTIVITY_RESPONSES,
+    )
+    def activity(
+        session_id: SessionIdPath, interaction_id: InteractionIdPath,
+        body: Annotated[ActivityRequest | None, Body()] = None,
+    ) -> dict[str, Any]:
+        """Record user activity on a waiting question; pauses its countdown for good."""
+        action = (body or ActivityRequest()).action
+        return service.timers.activity(session_id, interaction_id, action)
+
+    @router.get(
+        "/v1/settings", response_model=None, responses={200: {"model": SettingsDocument}}
+    )
+    def get_settings() -> dict[str, Any]:
+        """The service-wide settings: whether unanswered questions auto-continue."""
+        return service.settings.current()
+
+    @router.put(
+        "/v1/settings", response_model=None,
+        responses={200: {"model": SettingsDocument}, **error_responses({422: _BODY_INVALID}),
+                   **TOO_LARGE},
+    )
+    def put_settings(body: Annotated[SettingsUpdate, Body()]) -> dict[str, Any]:
+        """Change settings (any subset); recorded as ``SettingChanged`` events."""
+        return service.settings.update(body.model_dump(by_alias=True, exclude_none=True))
+
+    return router
+
+
+# -- the model routes (LM-1, LM-2) -------------------------------------------------------------
+#
+# The model catalog over HTTP (SPEC §8, §11): list, resolve, and the session's model.
+#
+# * ``GET /v1/models[?sessionId=…]`` — the ListModels text and the catalog as JSON
+#   (``{"text", "current", "cutModels", "models": [...]}``), for the session's workspace or,
+#   without a session, the server's workspace root. No catalog: 404
+#   ``model_catalog_unavailable``.
+# * ``GET /v1/models/resolve?ref=…[&sessionId=…]`` — LM-2: ``{"id": "provider/model",
+#   "level": …}``, or 422 ``invalid_model_reference`` with the LM-2 message.
+# * ``PUT /v1/sessions/{id}/model`` ``{"model": ref}`` — the user sets the session's model
+#   (resolved by LM-2, recorded as ``SessionModelSelected``); 200 with the choice. Tools never
+#   change it (LM-1).
+
+_MODEL_RESPONSES = error_responses({
+    404: "no model catalog (`model_catalog_unavailable`) or no such session",
+    410: "the session was deleted (`session_deleted`)",
+    422: "the reference does not resolve (`invalid_model_reference`, the LM-2 message) or "
+         "the request failed validation; nothing appended",
+})
+
+SessionQuery = Annotated[
+    str | None,
+    Query(alias="sessionId", min_length=1, max_length=MAX_ID_CHARS,
+          description="the session whose workspace catalog and current model apply"),
+]
+
+
+class ModelChoice(BaseModel):
+    """Body of ``PUT /v1/sessions/{id}/model``: a model reference (LM-2)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "examples": [{"model": "anthropic/sonnet"}, {"model": "sonnet$high"}],
+    })
+
+    model: str = Field(
+        min_length=1, max_length=400,
+        description="providerId/modelId or a bare modelId, optionally with $level",
+    )
+
+
+def model_routes(service: SessionService) -> APIRouter:
+    """The model catalog routes over ``service``."""
+    router = api_router(tags=["models"], responses=_MODEL_RESPONSES)
+
+    @router.get("/v1/models", response_model=None, responses={200: {"model": ModelListing}})
+    def list_models(session_id: SessionQuery = None) -> dict[str, Any]:
+        """The ListModels text and the catalog as JSON (LM-1)."""
+        return service.models.listing(session_id)
+
+    @router.get(
+        "/v1/models/resolve", response_model=None,
+        responses={200: {"model": ResolvedModelAnswer}},
+    )
+    def resolve_model(
+        ref: Annotated[str, Query(min_length=1, max_length=400,
+                                  description="the model reference to resolve")],
+        session_id: SessionQuery = None,
+    ) -> dict[str, Any]:
+        """Resolve a model reference (LM-2): ``{"id", "level"}``."""
+        return service.models.resolve(ref, session_id).to_wire()
+
+    @router.put(
+        "/v1/sessions/{session_id}/model", response_model=None,
+        responses={200: {"model": ModelSelection}, **error_responses(
+            {409: "the session kept changing under the request (`conflict`)"}), **TOO_LARGE},
+    )
+    def select_model(
+        session_id: SessionIdPath, body: Annotated[ModelChoice, Body()]
+    ) -> dict[str, Any]:
+        """The user's choice of the session's model, recorded on the session."""
+        return service.models.select(session_id, body.model)
+
+    return router
+
+
+# -- the tool-call routes (SPEC §11) -----------------------------------------------------------
+#
+# Tool calls and the user's answers over HTTP (SPEC §11).
+#
+# ``POST /v1/sessions/{id}/tool-calls`` runs a service tool: 200 when it completed or was
+# denied, 202 while it waits for the user; re-sending a ``callId`` returns the original call.
+# ``POST …/interactions/{iid}/respond`` answers a waiting call and returns the call document once
+# its completion is committed. ``POST …/permission-check`` decides for the host's own tools.
+
+_TOOL_RESPONSES = error_responses({
+    404: "no such session, call or interaction",
+    409: "the interaction was already resolved, or the call id is taken",
+    410: "the session was deleted (`session_deleted`)",
+    422: "the input failed the tool's schema (`invalid_input`), or the workspace's config.toml "
+         "cannot be used (`invalid_configuration`, naming the key); nothing appended",
+})
+
+
+class ToolCallRequest(BaseModel):
+    """Body of ``POST /v1/sessions/{id}/tool-calls``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra={
+        "examples": [
+            {"tool": "TodoWrite", "input": {"todos": [
+                {"content": "Write the tests", "status": "in_progress", "priority": "high"}]}},
+            {"tool": "AskUserQuestion", "callId": "call_1", "input": {"questions": [{
+                "question": "Which database?", "header": "Database", "multiSelect": False,
+                "options": [{"label": "SQLite (Recommended)", "description": "one file"},
+                            {"label": "Postgres", "description": "a server"}]}]}},
+            {"tool": "EnterPlanMode", "input": {}},
+        ],
+    })
+
+    tool: str = Field(min_length=1, max_length=200)
+    input: dict[str, Any]
+    call_id: str | None = Field(
+        default=None, alias="callId", min_length=1, max_length=MAX_ID_CHARS,
+        description="the host's id for the call; re-sending it returns the original call",
+    )
+
+
+class RespondRequest(BaseModel):
+    """Body of ``POST …/interactions/{iid}/respond``."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"decision": "approve"}, {"decision": "deny"},
+        {"decision": "feedback", "feedback": "Split the second step in two."},
+    ]})
+
+    decision: Literal["modify", "approve", "deny", "feedback"]
+    input: dict[str, Any] | None = Field(
+        default=None, description="with modify: the new tool input (answers filled in)"
+    )
+    feedback: str | None = Field(
+        default=None, max_length=MAX_TEXT_CHARS, description="with feedback: the user's text"
+    )
+
+
+class PermissionCheckRequest(BaseModel):
+    """Body of ``POST …/permission-check`` for one of the host's own tools (TR-3)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra={
+        "examples": [{"tool": "Bash", "input": {"command": "git status"}}],
+    })
+
+    tool: str = Field(min_length=1, max_length=200)
+    input: dict[str, Any] = Field(default_factory=dict)
+    read_only: bool | None = Field(default=None, alias="readOnly")
+    destructive: bool | None = None
+    call_id: str | None = Field(default=None, alias="callId", max_length=MAX_ID_CHARS)
+
+
+def tool_routes(service: SessionService) -> APIRouter:
+    """The tool-call, answer and permission-check routes over ``service``."""
+    router = api_router(tags=["tool calls"], responses=_TOOL_RESPONSES)
+
+    @router.post(
+        "/v1/sessions/{session_id}/tool-calls", response_model=None,
+        responses={200: {"model": CallDocument, "description": "completed or denied"},
+                   202: {"model": PendingCall, "description": "waiting for the user"},
+                   **TOO_LARGE},
+    )
+    def call_tool(
+        session_id: SessionIdPath, body: Annotated[ToolCallRequest, Body()]
+    ) -> JSONResponse:
+        """Run a tool call: 200 completed or denied, 202 pending on the user."""
+        answer = service.tools.call(session_id, body.tool, body.input, call_id=body.call_id)
+        return JSONResponse(answer.document, status_code=answer.status_code)
+
+    @router.get(
+        "/v1/sessions/{session_id}/tool-calls/{call_id}", response_model=None,
+        responses={200: {"model": CallDocument}},
+    )
+    def get_call(session_id: SessionIdPath, call_id: CallIdPath) -> JSONResponse:
+        """The call document as it is now (``pending`` until resolved)."""
+        answer = service.tools.get(session_id, call_id)
+        return JSONResponse(answer.document, status_code=200)
+
+    @router.post(
+        "/v1/sessions/{session_id}/interactions/{interaction_id}/respond", response_model=None,
+        responses={200: {"model": CompletedCall}, **TOO_LARGE},
+    )
+    def respond(
+        session_id: SessionIdPath, interaction_id: InteractionIdPath,
+        body: Annotated[RespondRequest, Body()],
+    ) -> dict[str, Any]:
+        """Answer a waiting call; the completed call document."""
+        return service.tools.respond(
+            session_id, interaction_id, body.decision, input=body.input, feedback=body.feedback
+        )
+
+    @router.post(
+        "/v1/sessions/{session_id}/permission-check", response_model=None,
+        responses={200: {"model": PermissionAnswer}, **TOO_LARGE},
+    )
+    def permission_check(
+        session_id: SessionIdPath, body: Annotated[PermissionCheckRequest, Body()]
+    ) -> dict[str, Any]:
+        """Decide allow / ask / deny for a host tool; recorded as an event."""
+        return service.tools.permission_check(
+            session_id, body.tool, body.input, read_only=body.read_only,
+            destructive=body.destructive, call_id=body.call_id,
+        )
+
+    return router
+
+
+# -- the turn-loop routes (TD-5, PM-5) ---------------------------------------------------------
+#
+# The turn loop over HTTP (SPEC §11): messages, compaction, and preparing a model request.
+#
+# ``POST /v1/sessions/{id}/messages`` records one real message (201 with where it landed; with
+# a ``messageId`` sent before, 200 with the original receipt and nothing appended, EG-6);
+# ``POST /v1/sessions/{id}/compact`` records that the host compacted the context (200, same
+# body); ``POST /v1/sessions/{id}/prepare-request`` decides the reminders for the next model
+# request and records them (TD-5, PM-5, PM-10) — it is not idempotent: each call that returns
+# reminders moves the counters. Bodies are strict: unknown fields, blank content or tool names
+# and non-boolean flags are 422 ``invalid_input`` and append nothing; an unknown session is
+# 404, a deleted one 410.
+
+_TURN_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **error_responses({
+        404: "no such session (`session_not_found`)",
+        410: "the session was deleted (`session_deleted`)",
+        422: "the body failed validation (`invalid_input`); nothing appended",
+    }),
+    **TOO_LARGE,
+}
+MAX_TOOLS = 1000
+"""More tool names than any host offers in one request; a longer list is bad input."""
+
+
+def _not_blank(value: str, name: str) -> str:
+    if not value.strip():
+        raise ValueError(f"'{name}' must not be blank")
+    return value
+
+
+class MessageRequest(BaseModel):
+    """Body of ``POST /v1/sessions/{id}/messages``: one real message of the conversation."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    role: Literal["assistant", "user"]
+    content: str = Field(
+        min_length=1, max_length=MAX_TEXT_CHARS,
+        description="the message text (not only whitespace)",
+    )
+    continuation: StrictBool = Field(
+        default=False,
+        description="true for an output-token continuation (not counted by TD-5)",
+    )
+    message_id: str | None = Field(
+        default=None, alias="messageId", min_length=1, max_length=MAX_ID_CHARS,
+        description="the host's id for the message; re-sending it appends nothing and "
+        "answers the original receipt (200)",
+    )
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        return _not_blank(value, "content")
+
+
+class CompactRequest(BaseModel):
+    """Body of ``POST /v1/sessions/{id}/compact``: empty (``{}``) or no body at all."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class PrepareRequest(BaseModel):
+    """Body of ``POST /v1/sessions/{id}/prepare-request``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tools: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        max_length=MAX_TOOLS, description="the tool names this model request offers"
+    )
+    continuation: StrictBool = Field(
+        default=False,
+        description="an output-token continuation: no todo reminder (Plan reminders still come)",
+    )
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, value: list[str]) -> list[str]:
+        if any(not name.strip() for name in value):
+            raise ValueError("tool names must not be blank")
+        return value
+
+
+class RecordedReceipt(BaseModel):
+    """Where a recorded event landed: its ``seq`` and the session's version after it."""
+
+    sessionId: str  # the wire names are camelCase
+    seq: int
+    version: int
+    recordedAt: str
+
+
+class ReminderOut(BaseModel):
+    """One reminder to inject, in the order it goes into the request."""
+
+    kind: Literal["todo_reminder", "runtime_mode", "plan_exit", "plan_file_reference"]
+    variant: Literal["full", "sparse"] | None
+    text: str
+
+
+class RemindersResponse(BaseModel):
+    """Answer of ``prepare-request``: the reminders, possibly none."""
+
+    reminders: list[ReminderOut]
+
+
+def turn_routes(service: SessionService) -> APIRouter:
+    """The messages, compact and prepare-request routes over ``service.turns``."""
+    router = api_router(tags=["turn loop"], responses=_TURN_RESPONSES)
+
+    @router.post(
+        "/v1/sessions/{session_id}/messages", status_code=201,
+        response_model=RecordedReceipt,
+        responses={200: {"model": RecordedReceipt,
+                         "description": "the messageId was recorded before: the original "
+                         "receipt, nothing appended"}},
+    )
+    def record_message(
+        session_id: SessionIdPath, body: Annotated[MessageRequest, Body()]
+    ) -> JSONResponse:
+        """Record a real message: 201 with its ``seq``, 200 for a ``messageId`` sent before.
+
+        With a ``messageId`` already recorded in this session (also before a restart) nothing
+        is appended and the answer is the original receipt, whatever the new role and content.
+        """
+        result = service.turns.message(
+            session_id, body.role, body.content, continuation=body.continuation,
+            message_id=body.message_id,
+        )
+        return JSONResponse(receipt(result), status_code=200 if result.replayed else 201)
+
+    @router.post("/v1/sessions/{session_id}/compact", response_model=RecordedReceipt)
+    def compact(
+        session_id: SessionIdPath, body: Annotated[CompactRequest | None, Body()] = None
+    ) -> dict[str, Any]:
+        """Record a context compaction (``ContextCompacted``); 200 with its ``seq``."""
+        return service.turns.compact(session_id)
+
+    @router.post(
+        "/v1/sessions/{session_id}/prepare-request", response_model=RemindersResponse
+    )
+    def prepare_request(
+        session_id: SessionIdPath, body: Annotated[PrepareRequest, Body()]
+    ) -> dict[str, Any]:
+        """Decide and record this model request's reminders, in injection order."""
+        reminders = service.turns.prepare_request(
+            session_id, body.tools, continuation=body.continuation
+        )
+        return {"reminders": [r.to_wire() for r in reminders]}
+
+    return router
+
+
+# -- the web client's page and static files ----------------------------------------------------
+#
+# The web client's routes (SPEC §11 ``GET /``): the page, its static files, the event types.
+#
+# ``GET /`` answers the page, ``/static/…`` its JavaScript modules, CSS and icon from the
+# package's :data:`~sessionledger.web.STATIC_DIR`, each with ``Cache-Control: no-cache`` (the
+# browser revalidates with the ETag, so an upgraded server never runs with an old module) and an
+# explicit content type. The page carries a Content-Security-Policy that allows only this
+# origin's scripts, styles and connections and no inline script, so text that reaches the page
+# from the log can never run even if it were inserted as HTML by mistake.
+#
+# ``GET /v1/event-types`` lists the catalog's event type names, and ``Undecodable`` (a stored
+# event this build cannot decode, SPEC EG-1). A browser's ``EventSource``
+# delivers an SSE event whose ``event:`` line names a type only to a listener registered for
+# that name, so the page asks the server which names exist instead of keeping a copy that
+# would drift when the catalog grows.
+
+STATIC_PREFIX = "/static"
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+_MEDIA_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+_HEADERS = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+_PAGE_HEADERS = {
+    **_HEADERS, "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "Referrer-Policy": "no-referrer",
+}
+
+
+class _ClientFiles(StaticFiles):
+    """Static files with the page's headers and a content type that does not depend on the
+    host's ``mimetypes`` tables (a module script served as ``text/plain`` would not run)."""
+
+    def file_response(
+        self, full_path: str | os.PathLike[str], stat_result: os.stat_result, scope: Scope,
+        status_code: int = 200,
+    ) -> Response:
+        response = super().file_response(full_path, stat_result, scope, status_code)
+        media_type = _MEDIA_TYPES.get(os.path.splitext(str(full_path))[1])
+        if media_type is not None and response.status_code != 304:
+            response.headers["content-type"] = media_type
+        response.headers.update(_HEADERS)
+        return response
+
+
+def web_routes() -> APIRouter:
+    """``GET /`` and ``GET /v1/event-types``."""
+    router = api_router(tags=["web client"])
+
+    @router.get("/", response_class=FileResponse)
+    def index() -> FileResponse:
+        """The web client: sessions, mode, todos, questions with their countdown, plans."""
+        return FileResponse(INDEX_FILE, media_type=_MEDIA_TYPES[".html"], headers=_PAGE_HEADERS)
+
+    @router.get("/v1/event-types", response_model=None, responses={200: {"model": EventTypes}})
+    def event_types() -> dict[str, Any]:
+        """The event catalog's names and ``Undecodable``: the ``event:`` values streams send."""
+        return {"eventTypes": [*CATALOG, UNDECODABLE]}
+
+    return router
+
+
+def install_web_client(app: FastAPI) -> None:
+    """Add the page, its files under :data:`STATIC_PREFIX` and the event-types route."""
+    app.include_router(web_routes())
+    app.mount(STATIC_PREFIX, _ClientFiles(directory=STATIC_DIR), name="static")
+
+
+# -- the session routes ------------------------------------------------------------------------
+#
+# The JSON endpoints for sessions (SPEC §11): create, list, read, delete, page events, audit.
+#
+# Each route validates its input with pydantic or FastAPI's parameter parsing, calls one
+# :class:`~sessionledger.service.sessions.SessionService` method and returns its document.
+# Handlers are
+# plain functions, so FastAPI runs them in worker threads and the store's blocking calls never
+# stall the event loop. The execution-state commands (mode, goal) are in
+# :mod:`sessionledger.http.routes`.
+#
+# A deleted session answers 410 ``session_deleted`` on its document, its stream and its
+# commands; its events page and its audit stay readable until the session is purged.
 
 _NOT_FOUND = "no such session (`session_not_found`)"
 _DELETED = "the session was deleted (`session_deleted`)"

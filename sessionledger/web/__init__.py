@@ -1,7 +1,7 @@
 """The web client's files (SPEC §11 ``GET /``): static HTML, JavaScript modules and CSS.
 
 Nothing here runs on the server: the files in ``static/`` are shipped as package data and
-served as they are by :mod:`sessionledger.http.web_routes` (no build step, no CDN). The page
+served as they are by :mod:`sessionledger.http.routes` (no build step, no CDN). The page
 talks to the service only through its public HTTP routes and SSE streams; ``docs/web-client.md``
 describes what it shows.
 """
