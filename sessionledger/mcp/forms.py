@@ -9,17 +9,99 @@ approval becomes the one-option questionnaire of PM-6: ``decision`` (``"Approve"
 
 ``decline`` is the user's refusal (``deny``); ``cancel`` (the form was dismissed), or an
 accepted form that says nothing, leaves the interaction pending for another surface (D120).
+
+Here too: the ``input_required`` rounds that carry a form on 2026-07-28 connections (D124).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mcp_types import (
+    CallToolRequestParams,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    InputRequiredResult,
+)
+
+from ..errors import InvalidInput
 from ..tools.plan_contract import APPROVE_OPTION, REVIEW_QUESTION
 
-__all__ = ["Answer", "Form", "ask_form", "plan_form"]
+__all__ = [
+    "ANSWER_KEY",
+    "Answer",
+    "Form",
+    "Round",
+    "ask_form",
+    "asking_round",
+    "plan_form",
+    "returned_round",
+]
+
+
+# -- the input_required rounds of 2026-07-28 connections (D124) --------------------------------
+#
+# The 2026-07-28 protocol's way to ask mid-call: an ``input_required`` round (D124).
+#
+# On a modern connection the server cannot send the elicitation request itself; it answers the
+# ``tools/call`` with an ``InputRequiredResult`` holding the form, and the client asks the user
+# and calls again with the response and the ``requestState`` it was given. Our state names the
+# waiting call and its interaction; the retry is checked against the log (the call must be this
+# session's, and still wait on that interaction), so a forged state can answer nothing a
+# client could not answer through ``respond`` anyway.
+
+ANSWER_KEY = "answer"
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """A retried call: which waiting call it answers, and the user's response."""
+
+    call_id: str
+    interaction_id: str
+    response: ElicitResult | None
+    """``None`` when the client sent no form response (nothing to record)."""
+
+
+def asking_round(form: Form, pending: dict[str, Any]) -> InputRequiredResult:
+    """The ``input_required`` answer to a call that waits for the user."""
+    request = ElicitRequest(params=ElicitRequestFormParams(
+        message=form.message, requested_schema=form.schema,
+    ))
+    state = json.dumps({"callId": pending["callId"], "interactionId": pending["interactionId"]})
+    return InputRequiredResult(input_requests={ANSWER_KEY: request}, request_state=state)
+
+
+def returned_round(params: CallToolRequestParams) -> Round | None:
+    """The round a retried call returns, or ``None`` for a first call."""
+    if params.request_state is None:
+        return None
+    try:
+        state = json.loads(params.request_state)
+        call_id, interaction_id = str(state["callId"]), str(state["interactionId"])
+    except (ValueError, TypeError, KeyError) as exc:
+        raise InvalidInput("requestState does not name a waiting call") from exc
+    response = (params.input_responses or {}).get(ANSWER_KEY)
+    return Round(call_id, interaction_id, response if isinstance(response, ElicitResult) else None)
+
+
+# -- the forms ---------------------------------------------------------------------------------
+#
+# One MCP elicitation per questionnaire, and its answer as a ``respond`` decision (SPEC §5, §7).
+#
+# An AskUserQuestion questionnaire becomes one form: per question ``qN`` (a single-select
+# ``enum`` of the option labels, or a multi-select ``array`` of them) and ``qN_other`` (free text,
+# the Other every client offers). A question left empty is skipped; a non-blank Other wins over
+# a single pick and joins a multi-select's labels (joined by ``", "``, AQ-3). An ExitPlanMode
+# approval becomes the one-option questionnaire of PM-6: ``decision`` (``"Approve"``) plus free
+# ``feedback``; non-blank feedback is a ``feedback`` decision, else ``Approve`` approves.
+#
+# ``decline`` is the user's refusal (``deny``); ``cancel`` (the form was dismissed), or an
+# accepted form that says nothing, leaves the interaction pending for another surface (D120).
 
 Action = Literal["accept", "decline", "cancel"]
 

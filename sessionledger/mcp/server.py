@@ -10,6 +10,9 @@ per questionnaire, :mod:`.forms`) and answered through :meth:`ToolService.respon
 ``POST …/interactions/{iid}/respond``; otherwise it answers at once that it is pending and
 ``InteractionStatus`` reports the outcome later. The service is synchronous: calls run in
 worker threads.
+
+Here too, in their sections: which tools are offered over MCP and their descriptors (D119),
+and how a call's answer becomes a result — the model's text plus the call document (D122).
 """
 
 from __future__ import annotations
@@ -32,22 +35,182 @@ from mcp_types import (
     InputRequiredResult,
     ListToolsResult,
     PaginatedRequestParams,
+    TextContent,
+    Tool,
+    ToolAnnotations,
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eventlog import HostKind
 
 from .. import __version__
 from ..errors import Conflict, InvalidInput, NotFound, SessionLedgerError
+from ..permission.descriptors import ToolDescriptor
 from ..service.sessions import SessionService
-from ..tools.registry import PLAN_TOOLS
-from .catalog import INTERACTION_STATUS, MCP_TOOLS, InteractionStatusInput, offered_tools
-from .forms import Form, ask_form, plan_form
-from .results import call_result, error_result, session_page
-from .rounds import Round, asking_round, returned_round
+from ..tools.registry import PLAN_TOOLS, ToolRegistry
+from .forms import Form, Round, ask_form, asking_round, plan_form, returned_round
 
-__all__ = ["DEFAULT_WEB_URL", "SESSION_META", "LedgerMcp", "McpOptions", "run_stdio"]
+__all__ = [
+    "DEFAULT_WEB_URL",
+    "INTERACTION_STATUS",
+    "InteractionStatusInput",
+    "LedgerMcp",
+    "MCP_TOOLS",
+    "McpOptions",
+    "SESSION_META",
+    "call_result",
+    "error_result",
+    "interaction_status_tool",
+    "mcp_tool_entry",
+    "offered_tools",
+    "pending_text",
+    "run_stdio",
+    "session_page",
+]
+
+
+# -- the tools offered over MCP (D119) ---------------------------------------------------------
+#
+# The tools an MCP client is offered: the session's surface, as MCP ``Tool`` entries.
+#
+# The MCP server offers the session tools of SPEC TR-1 that an agent can use without running
+# prompts for the service — TodoRead, TodoWrite, AskUserQuestion, EnterPlanMode, ExitPlanMode,
+# ReadSessionContext and ListModels (when the dynamic-workflow flag is on) — as far as the
+# session's surface holds them (a subagent has no Plan tools), plus ``InteractionStatus``.
+# Each entry's input schema and description are the ones the HTTP service gives the model
+# (:meth:`ToolHandler.model_schema`, from the pydantic contracts); its annotations come from
+# the tool's descriptor (``readOnlyHint``, ``destructiveHint``).
+
+MCP_TOOLS = (
+    "TodoRead", "TodoWrite", "AskUserQuestion", "EnterPlanMode", "ExitPlanMode",
+    "ReadSessionContext", "ListModels",
+)
+"""The session tools exposed over MCP, in listing order (the cron and off-peak tools are
+left to hosts that run prompts, D119)."""
+INTERACTION_STATUS = "InteractionStatus"
+
+
+class InteractionStatusInput(BaseModel):
+    """Input of ``InteractionStatus``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    interaction_id: str = Field(
+        alias="interactionId", min_length=1, max_length=200,
+        description="The id of a pending question or plan approval, as a pending call named it "
+                    "(int_…).",
+    )
+
+
+_STATUS_DESCRIPTION = (
+    "Check a question or plan approval that is waiting for the user. When AskUserQuestion or "
+    "ExitPlanMode answers that it is pending (this client cannot ask the user itself), a person "
+    "answers it elsewhere — on the sessionledger web page, for example. Call this with the "
+    "interactionId it named: while it waits you are told so; once it is resolved you get the "
+    "tool's result, exactly as if the call had just completed."
+)
+
+
+def _annotations(descriptor: ToolDescriptor) -> ToolAnnotations:
+    return ToolAnnotations(
+        title=descriptor.name, read_only_hint=descriptor.read_only,
+        destructive_hint=descriptor.destructive,
+    )
+
+
+def mcp_tool_entry(
+    name: str, description: str, schema: dict[str, Any], descriptor: ToolDescriptor
+) -> Tool:
+    """One MCP tool entry."""
+    return Tool(
+        name=name, description=description, input_schema=schema,
+        annotations=_annotations(descriptor),
+    )
+
+
+def interaction_status_tool() -> Tool:
+    """The extra tool of the no-elicitation path: read-only, not destructive."""
+    schema = InteractionStatusInput.model_json_schema(by_alias=True)
+    descriptor = ToolDescriptor(name=INTERACTION_STATUS, kind="service", read_only=True)
+    return mcp_tool_entry(INTERACTION_STATUS, _STATUS_DESCRIPTION, schema, descriptor)
+
+
+def offered_tools(registry: ToolRegistry, surface: list[str]) -> list[Tool]:
+    """The MCP entries of the tools in ``surface``, then ``InteractionStatus``."""
+    entries: list[Tool] = []
+    for name in MCP_TOOLS:
+        handler = registry.handler(name)
+        if name in surface and handler is not None:
+            entries.append(mcp_tool_entry(
+                name, handler.description, handler.model_schema(), handler.descriptor
+            ))
+    return [*entries, interaction_status_tool()]
+
+
+# -- a result: the model's text plus the call document (D122) ----------------------------------
+#
+# A tool-call document (SPEC §11 wire shape) as an MCP tool result.
+#
+# The text the model gets is the call's ``modelContent``; the structured result is the whole
+# call document, as ``POST …/tool-calls`` answers it. A completed call that did not succeed, or
+# a denied one, is an error result (``isError``). A pending call says so at once, naming the
+# interaction and the web page where a person can answer it, and how to ask for the outcome
+# (``InteractionStatus``).
+
+def session_page(web_url: str, session_id: str) -> str:
+    """The web client's page of the session."""
+    return f"{web_url.rstrip('/')}/#/sessions/{session_id}"
+
+
+def pending_text(interaction_id: str, page: str) -> str:
+    """What the model is told about a call waiting for the user."""
+    return (
+        f"Waiting for the user: this call is pending as interaction {interaction_id}. "
+        f"A person can answer it on the sessionledger web page {page} (served by "
+        "`sessionledger serve`). Call InteractionStatus with "
+        f'{{"interactionId": "{interaction_id}"}} to get the outcome once it is resolved; '
+        "until then, do not assume an answer."
+    )
+
+
+def call_result(document: dict[str, Any], *, page: str) -> CallToolResult:
+    """The MCP result of a call document (completed, denied or pending)."""
+    if document["status"] == "pending":
+        structured = {**document, "webUrl": page}
+        text = pending_text(str(document["interactionId"]), page)
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=structured,
+        )
+    ok = document["status"] == "completed" and document.get("success") is True
+    return CallToolResult(
+        content=[TextContent(type="text", text=str(document.get("modelContent", "")))],
+        structured_content=document, is_error=not ok,
+    )
+
+
+def error_result(error: SessionLedgerError) -> CallToolResult:
+    """A refused call (bad input, unknown tool, …): the message and the SPEC §11 error body."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=error.message)],
+        structured_content=error.to_wire(), is_error=True,
+    )
+
+
+# -- the server --------------------------------------------------------------------------------
+#
+# The MCP server: one MCP connection is one ledger session (issue 12).
+#
+# :class:`LedgerMcp` builds a low-level ``mcp`` :class:`~mcp.server.Server` over a
+# :class:`~sessionledger.service.sessions.SessionService`. Every tool call goes through
+# :meth:`ToolService.call <sessionledger.tools.service.ToolService.call>` with the configured host
+# kind (``protocol`` by default), the same path as ``POST /v1/sessions/{id}/tool-calls``, so it
+# is recorded identically. A call that waits for the user (AskUserQuestion, ExitPlanMode in
+# Plan) is asked through MCP elicitation when the client declared that capability (one form
+# per questionnaire, :mod:`.forms`) and answered through :meth:`ToolService.respond`, the path of
+# ``POST …/interactions/{iid}/respond``; otherwise it answers at once that it is pending and
+# ``InteractionStatus`` reports the outcome later. The service is synchronous: calls run in
+# worker threads.
 
 DEFAULT_WEB_URL = "http://127.0.0.1:8765/"
 """Where ``sessionledger serve`` answers by default: the web page named in pending results."""

@@ -28,8 +28,7 @@ from eventlog import UserActivityAction
 
 from ..tools.ask import HEADER_CHIP_WIDTH
 from ..tools.executor import Decision
-from .approval import Approval, ApprovalEffect
-from .questionnaire import Effect, Questionnaire
+from .questionnaire import Approval, ApprovalEffect, Effect, Questionnaire
 
 __all__ = [
     "Answered",

@@ -22,6 +22,8 @@ question; the *current* question is the cursor's. Keys (HO-1):
 
 On the confirmation page a movement key goes back to the questions; no key outside HO-1 is
 used anywhere (docs/decisions.md D81).
+
+Here too: the keys of a plan approval (approve, reject with feedback), just as pure.
 """
 
 from __future__ import annotations
@@ -31,14 +33,112 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "APPROVE",
+    "Approval",
+    "ApprovalEffect",
+    "Choice",
     "DIGITS",
+    "Effect",
+    "FEEDBACK",
     "MOVE_DOWN",
     "MOVE_UP",
-    "Effect",
     "Question",
     "QuestionState",
     "Questionnaire",
+    "REJECT",
 ]
+
+
+# -- a plan approval's keys --------------------------------------------------------------------
+#
+# An ordinary approval request as pure state: the TUI's view of a plan approval (PM-6).
+#
+# On the TUI host, ``ExitPlanMode`` is not a questionnaire but an ordinary approval request of
+# the call (docs/decisions.md D62): the user approves, gives feedback text (Plan stays on and
+# the text is steered into the turn, PM-8) or rejects (the turn ends, PM-9). Any other call a
+# workspace rule makes ask (kind ``toolApproval``) gets the same request without feedback, which
+# the executor accepts only for plan approvals. The keys are the questionnaire's (HO-1), so a
+# user learns one set: ``up``/``k`` and ``down``/``j`` move, ``1``-``9`` pick a choice directly,
+# ``enter`` takes the highlighted one, ``escape`` rejects. Feedback opens a text field whose
+# Enter sends it. No I/O; :mod:`sessionledger.tui.panels` draws it and does what it says.
+
+Choice = Literal["approve", "feedback", "deny"]
+APPROVE: tuple[Choice, str] = ("approve", "Approve")
+FEEDBACK: tuple[Choice, str] = ("feedback", "No, give feedback: keep planning")
+REJECT: tuple[Choice, str] = ("deny", "Reject")
+
+ApprovalEffect = Literal["none", "moved", "approve", "type_feedback", "reject"]
+"""What a key asked the panel to do: redraw only, answer ``approve``, open the feedback
+field, or answer ``deny``."""
+
+
+@dataclass(slots=True)
+class Approval:
+    """The choices of one approval request and the highlighted one."""
+
+    choices: tuple[tuple[Choice, str], ...]
+    cursor: int = 0
+
+    @classmethod
+    def for_kind(cls, kind: str) -> Approval:
+        """Plan approvals take feedback; other approvals only approve or reject."""
+        if kind == "planApproval":
+            return cls((APPROVE, FEEDBACK, REJECT))
+        return cls((APPROVE, REJECT))
+
+    def press(self, key: str) -> ApprovalEffect:
+        """Apply one key; what the panel must do besides redrawing."""
+        if key == "escape":
+            return "reject"
+        if key in MOVE_UP or key in MOVE_DOWN:
+            step = -1 if key in MOVE_UP else 1
+            self.cursor = max(0, min(self.cursor + step, len(self.choices) - 1))
+            return "moved"
+        if key in DIGITS:
+            picked = int(key) - 1
+            if picked >= len(self.choices):
+                return "none"
+            self.cursor = picked
+            return self._take()
+        if key == "enter":
+            return self._take()
+        return "none"
+
+    def _take(self) -> ApprovalEffect:
+        choice = self.choices[self.cursor][0]
+        if choice == "approve":
+            return "approve"
+        if choice == "feedback":
+            return "type_feedback"
+        return "reject"
+
+
+# -- a questionnaire's keys (HO-1) -------------------------------------------------------------
+#
+# The questionnaire's keys as pure state: what each HO-1 key does to the user's answers.
+#
+# The TUI's question panel (:mod:`sessionledger.tui.panels`) only draws this state and feeds it
+# keys, so every rule of SPEC HO-1 — and what the ``modify`` input looks like once the user
+# submits (AQ-3, AQ-5) — lives here, testable without a terminal. No I/O.
+#
+# All questions of one AskUserQuestion are shown at once; each has its options and a last
+# "Other" row (the client always offers Other, AQ-2). The cursor walks every row of every
+# question; the *current* question is the cursor's. Keys (HO-1):
+#
+# * ``up``/``k`` and ``down``/``j`` move the cursor (across questions; no wrap);
+# * ``1``-``9`` pick option N of the current question directly (single-select: it becomes the
+#   answer and the cursor goes on to the next question; multi-select: N is toggled); the number
+#   of the Other row starts typing Other;
+# * ``space`` toggles the cursor's option in a multi-select question (on the Other row it
+#   starts typing Other, or drops the Other text); in a single-select question it chooses it;
+# * ``o`` starts typing Other for the current question (the panel shows a text field; the
+#   text is answer text, AQ-3);
+# * ``s`` skips the current question (clears its answer; no key for it in ``answers``);
+# * ``enter`` opens the confirmation page, and on that page submits;
+# * ``escape`` rejects (the panel answers ``deny``).
+#
+# On the confirmation page a movement key goes back to the questions; no key outside HO-1 is
+# used anywhere (docs/decisions.md D81).
 
 MOVE_UP = frozenset({"up", "k"})
 MOVE_DOWN = frozenset({"down", "j"})
