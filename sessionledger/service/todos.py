@@ -21,7 +21,7 @@ from projections import SessionSummary
 from projections.tools import as_item
 
 from ..ledger import Ledger, eventlog_errors
-from ..tools.todo_contract import item_wire, list_lines, summary
+from ..tools.todo import item_wire, list_lines, summary
 
 __all__ = ["TodoList", "TodoService", "progress_text"]
 

@@ -27,7 +27,7 @@ from .plan_handlers import EnterPlanModeHandler, ExitPlanModeHandler
 from .ports import ConfigLoader, ToolPorts
 from .schedule_handlers import ScheduleTools, schedule_handlers
 from .session_context import ReadSessionContextHandler
-from .todo_handler import TodoReadHandler, TodoWriteHandler
+from .todo import TodoReadHandler, TodoWriteHandler
 
 __all__ = [
     "CRON_TOOLS",
