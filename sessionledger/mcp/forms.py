@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..tools.plan_contract import APPROVE_OPTION, REVIEW_QUESTION
+from ..tools.plan import APPROVE_OPTION, REVIEW_QUESTION
 
 __all__ = ["Answer", "Form", "ask_form", "plan_form"]
 

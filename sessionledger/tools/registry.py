@@ -22,8 +22,8 @@ from ..config.workspace import load_workspace_config
 from .ask import AskUserQuestionHandler
 from .handlers import ToolHandler
 from .list_models import ListModelsHandler
+from .plan import EnterPlanModeHandler, ExitPlanModeHandler
 from .plan_files import PlanFiles
-from .plan_handlers import EnterPlanModeHandler, ExitPlanModeHandler
 from .ports import ConfigLoader, ToolPorts
 from .schedule_handlers import ScheduleTools, schedule_handlers
 from .session_context import ReadSessionContextHandler
