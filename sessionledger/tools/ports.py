@@ -27,7 +27,7 @@ from eventlog import Clock, SystemClock
 
 from ..config.workspace import WorkspaceConfig, load_workspace_config
 from .model_catalog import FileModelCatalog, ModelCatalogPort
-from .schedule_ports import CroniterCron, CronPort, OffPeakPorts
+from .schedule import CroniterCron, CronPort, OffPeakPorts
 
 __all__ = [
     "AUXILIARY_TIMEOUT_S",

@@ -25,7 +25,7 @@ from .list_models import ListModelsHandler
 from .plan import EnterPlanModeHandler, ExitPlanModeHandler
 from .plan_files import PlanFiles
 from .ports import ConfigLoader, ToolPorts
-from .schedule_handlers import ScheduleTools, schedule_handlers
+from .schedule import ScheduleTools, schedule_handlers
 from .session_context import ReadSessionContextHandler
 from .todo import TodoReadHandler, TodoWriteHandler
 
