@@ -27,9 +27,8 @@ from pydantic import BaseModel, ConfigDict
 from eventlog import InteractionKind
 
 from ..permission.descriptors import SERVICE_TOOLS, ToolDescriptor
-from .handlers import HandlerOutcome, Resolution, ToolContext
+from .handlers import HandlerOutcome, PortTimeout, Resolution, ToolContext, call_with_timeout
 from .model_catalog import CatalogModel, ModelCatalog, ModelCatalogPort
-from .ports import PortTimeout, call_with_timeout
 
 __all__ = [
     "CATALOG_UNAVAILABLE_CODE",

@@ -27,14 +27,8 @@ from eventlog import InteractionKind, RecordedEvent
 from projections import SessionSummary
 
 from ..permission.descriptors import SERVICE_TOOLS, ToolDescriptor
-from .handlers import HandlerOutcome, Resolution, ToolContext
-from .ports import (
-    AUXILIARY_TIMEOUT_S,
-    AuxiliaryModel,
-    ExtractionRequest,
-    PortTimeout,
-    call_with_timeout,
-)
+from .handlers import HandlerOutcome, PortTimeout, Resolution, ToolContext, call_with_timeout
+from .ports import AUXILIARY_TIMEOUT_S, AuxiliaryModel, ExtractionRequest
 from .session_material import (
     cut_utf8,
     digest,
