@@ -3,7 +3,7 @@
 Handlers do no I/O of their own; what they need from outside the log comes through a port
 injected when the registry is built (:class:`ToolPorts`):
 
-* the **model catalog** (ListModels, model references) — :mod:`sessionledger.tools.model_catalog`;
+* the **model catalog** (ListModels, model references) — :mod:`sessionledger.tools.models`;
 * an optional **auxiliary model** that extracts material for ReadSessionContext (RS-2), with
   a fallback to local material when it is absent, fails or overruns its time;
 * the **cron** port (TR-5), which validates five-field expressions and answers next-due
@@ -26,7 +26,7 @@ from typing import Literal, Protocol
 from eventlog import Clock, SystemClock
 
 from ..config.workspace import WorkspaceConfig, load_workspace_config
-from .model_catalog import FileModelCatalog, ModelCatalogPort
+from .models import FileModelCatalog, ModelCatalogPort
 from .schedule import CroniterCron, CronPort, OffPeakPorts
 
 __all__ = [

@@ -21,7 +21,7 @@ from projections.tables import Doc
 from ..config.workspace import load_workspace_config
 from .ask import AskUserQuestionHandler
 from .handlers import ToolHandler
-from .list_models import ListModelsHandler
+from .models import ListModelsHandler
 from .plan import EnterPlanModeHandler, ExitPlanModeHandler
 from .plan_files import PlanFiles
 from .ports import ConfigLoader, ToolPorts
