@@ -27,8 +27,13 @@ from eventlog import (
 from sessionledger import SessionService
 from sessionledger.config.workspace import parse_workspace_config
 from sessionledger.errors import ConfigurationError, InvalidInput
-from sessionledger.tools.schedule_contract import SCHEDULE_TOOLS, schema_of
-from sessionledger.tools.schedule_ports import CroniterCron, InvalidCronExpression, WindowOffPeak
+from sessionledger.tools.schedule import (
+    SCHEDULE_TOOLS,
+    CroniterCron,
+    InvalidCronExpression,
+    WindowOffPeak,
+    schema_of,
+)
 from sessionledger.tools.service import ToolService
 
 START = datetime(2026, 11, 29, 21, 7, 30, tzinfo=UTC)

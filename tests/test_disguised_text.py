@@ -26,7 +26,7 @@ from server_support import create_session as create
 from server_support import session_version as version
 
 from sessionledger.tools.ask import parse_model_input, text_key, visible
-from sessionledger.tools.todo_contract import parse_write_input
+from sessionledger.tools.todo import parse_write_input
 
 CAFE_NFC = unicodedata.normalize("NFC", "Café or tea?")
 CAFE_NFD = unicodedata.normalize("NFD", "Café or tea?")

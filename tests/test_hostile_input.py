@@ -49,7 +49,7 @@ from tool_support import CATALOG_TOML, write_config
 from sessionledger import SessionService
 from sessionledger.http.middleware import MAX_BODY_BYTES
 from sessionledger.http.schemas import MAX_ID_CHARS, MAX_TEXT_CHARS
-from sessionledger.tools.plan_contract import PLAN_MAX
+from sessionledger.tools.plan import PLAN_MAX
 from sessionledger.web import STATIC_DIR
 
 Served = tuple[TestClient, SessionService]

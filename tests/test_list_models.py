@@ -22,14 +22,16 @@ from sessionledger import SessionService
 from sessionledger.errors import InvalidInput
 from sessionledger.permission.descriptors import SERVICE_TOOLS
 from sessionledger.tools.handlers import ToolContext
-from sessionledger.tools.list_models import (
+from sessionledger.tools.models import (
     DESCRIPTION,
     NOT_A_SWITCH,
     OUTPUT_BUDGET,
+    CatalogModel,
     ListModelsHandler,
+    ModelCatalog,
+    StaticModelCatalog,
     listing_text,
 )
-from sessionledger.tools.model_catalog import CatalogModel, ModelCatalog, StaticModelCatalog
 
 EXACT = (
     "This tool does NOT change the model you are running on. The session model is the user's "

@@ -28,7 +28,7 @@ from server_support import running_server
 from sessionledger.http.server import GRACEFUL_SHUTDOWN_S
 from sessionledger.mcp import SESSION_META
 from sessionledger.tools.ask import ALL_ANSWERED_PREFIX
-from sessionledger.tools.plan_contract import APPROVED_PREFIX, NOT_APPROVED
+from sessionledger.tools.plan import APPROVED_PREFIX, NOT_APPROVED
 
 
 @asynccontextmanager

@@ -39,7 +39,7 @@ from sessionledger import SessionService
 from sessionledger.mcp import SESSION_META
 from sessionledger.permission.descriptors import SERVICE_TOOLS
 from sessionledger.tools.ask import ALL_ANSWERED_PREFIX
-from sessionledger.tools.plan_contract import APPROVED_PREFIX, NOT_APPROVED, REVIEW_QUESTION
+from sessionledger.tools.plan import APPROVED_PREFIX, NOT_APPROVED, REVIEW_QUESTION
 from sessionledger.tools.service import default_registry
 
 

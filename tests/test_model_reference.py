@@ -13,13 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionledger.tools.model_catalog import CatalogModel, ModelCatalog
-from sessionledger.tools.model_reference import (
+from sessionledger.tools.models import (
     MAX_LISTED,
     AmbiguousModel,
+    CatalogModel,
     DisabledModel,
     InvalidLevel,
     MalformedReference,
+    ModelCatalog,
     ModelReferenceError,
     UnknownModel,
     resolve_model_reference,

@@ -18,7 +18,7 @@ from eventlog import RecordedEvent
 from sessionledger import SessionService
 from sessionledger.errors import InvalidInput, ServiceUnavailable
 from sessionledger.tools import plan_files
-from sessionledger.tools.plan_contract import ENTER_DESCRIPTION
+from sessionledger.tools.plan import ENTER_DESCRIPTION
 from sessionledger.tools.plan_files import READ_LIMIT, plan_path
 
 ENTER_REASON = "EnterPlanMode switches to plan mode without a permission prompt"

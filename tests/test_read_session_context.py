@@ -37,8 +37,7 @@ from sessionledger import SessionService
 from sessionledger.errors import InvalidInput
 from sessionledger.permission.descriptors import SERVICE_TOOLS
 from sessionledger.tools.ports import ExtractionRequest
-from sessionledger.tools.session_context import DESCRIPTION
-from sessionledger.tools.session_material import estimate_tokens
+from sessionledger.tools.session_context import DESCRIPTION, estimate_tokens
 
 RARE = "zorbifluxometer"
 PLAN = "1. Add the parser module.\n2. Wire it into the CLI.\n3. Write the property tests."

@@ -24,16 +24,17 @@ from todo_support import as_items, events, item, reopen, stored, write
 from sessionledger import SessionService
 from sessionledger.errors import InvalidInput
 from sessionledger.permission.descriptors import SERVICE_TOOLS
-from sessionledger.tools.todo_contract import (
+from sessionledger.tools.todo import (
     READ_DESCRIPTION,
     TODOS_DESCRIPTION,
     WRITE_DESCRIPTION,
     TodoItem,
+    TodoReadHandler,
+    TodoWriteHandler,
     dropped_unfinished,
     parse_write_input,
     write_model_schema,
 )
-from sessionledger.tools.todo_handler import TodoReadHandler, TodoWriteHandler
 
 EXACT_DESCRIPTION = (
     "The complete updated todo list. At most one item may be in_progress at a time."

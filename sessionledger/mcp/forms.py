@@ -29,7 +29,7 @@ from mcp_types import (
 )
 
 from ..errors import InvalidInput
-from ..tools.plan_contract import APPROVE_OPTION, REVIEW_QUESTION
+from ..tools.plan import APPROVE_OPTION, REVIEW_QUESTION
 
 __all__ = [
     "ANSWER_KEY",

@@ -40,7 +40,7 @@ from projections.tools import as_item
 from statemachine.execution import ExecutionState
 
 from ..ledger import Ledger, eventlog_errors
-from ..tools.todo_contract import item_wire, list_lines, summary
+from ..tools.todo import item_wire, list_lines, summary
 
 __all__ = [
     "DESCRIBERS",

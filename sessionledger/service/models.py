@@ -26,9 +26,16 @@ from ..errors import (
     NotFound,
 )
 from ..ledger import Ledger, eventlog_errors
-from ..tools.list_models import CATALOG_UNAVAILABLE_CODE, CATALOG_UNAVAILABLE_NAME, listing_text
-from ..tools.model_catalog import ModelCatalog, ModelCatalogPort
-from ..tools.model_reference import ModelReferenceError, ResolvedModel, resolve_model_reference
+from ..tools.models import (
+    CATALOG_UNAVAILABLE_CODE,
+    CATALOG_UNAVAILABLE_NAME,
+    ModelCatalog,
+    ModelCatalogPort,
+    ModelReferenceError,
+    ResolvedModel,
+    listing_text,
+    resolve_model_reference,
+)
 
 __all__ = ["InvalidModelReference", "ModelCatalogUnavailable", "ModelService"]
 

@@ -69,7 +69,7 @@ from .handlers import (
     ToolHandler,
 )
 from .registry import SurfaceOptions, ToolRegistry
-from .todo_contract import answer_result, is_recorded_by_reference, recorded_old_seq
+from .todo import answer_result, is_recorded_by_reference, recorded_old_seq
 
 __all__ = [
     "BROKERS",

@@ -5,13 +5,15 @@ and runs — returning a :class:`HandlerOutcome` (success, result, the text for 
 any extra events to append with the completion). Handlers do no I/O of their own: everything
 they change is in the events they return (the plan file of PM-7 is the one exception, in its
 issue: such a handler is :class:`DecidesFirst`, so its answer is on record before it runs).
+A handler that reads a port bounds the call by its budget with :func:`call_with_timeout`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, cast, runtime_checkable
 
 from eventlog import (
     Event,
@@ -31,10 +33,12 @@ __all__ = [
     "Asked",
     "DecidesFirst",
     "HandlerOutcome",
+    "PortTimeout",
     "Resolution",
     "TodoFields",
     "ToolContext",
     "ToolHandler",
+    "call_with_timeout",
 ]
 
 
@@ -171,3 +175,36 @@ class DecidesFirst(Protocol):
     def undo(self, context: ToolContext, raw: Mapping[str, Any]) -> None:
         """After the abandonment is on record: make what the run may have done outside the
         log agree with the log again (idempotent, best effort)."""
+
+
+# -- calling a port within a budget (the ports themselves: :mod:`sessionledger.tools.ports`) ---
+
+T = TypeVar("T")
+
+
+class PortTimeout(TimeoutError):
+    """A port call did not answer within its budget."""
+
+
+def call_with_timeout(function: Callable[[], T], timeout_s: float, *, name: str) -> T:
+    """Run ``function`` on a daemon thread and wait at most ``timeout_s`` seconds for it.
+
+    Its exception is re-raised here; past the budget :class:`PortTimeout` is raised and the
+    call is abandoned (a port that hangs keeps only its own thread; nothing waits for it).
+    """
+    outcome: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as exc:  # handed to the caller
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"port-{name}", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise PortTimeout(f"{name} did not answer within {timeout_s:g} s")
+    if "error" in outcome:
+        raise cast(BaseException, outcome["error"])
+    return cast(T, outcome["value"])

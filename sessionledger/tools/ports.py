@@ -3,7 +3,7 @@
 Handlers do no I/O of their own; what they need from outside the log comes through a port
 injected when the registry is built (:class:`ToolPorts`):
 
-* the **model catalog** (ListModels, model references) — :mod:`sessionledger.tools.model_catalog`;
+* the **model catalog** (ListModels, model references) — :mod:`sessionledger.tools.models`;
 * an optional **auxiliary model** that extracts material for ReadSessionContext (RS-2), with
   a fallback to local material when it is absent, fails or overruns its time;
 * the **cron** port (TR-5), which validates five-field expressions and answers next-due
@@ -11,66 +11,34 @@ injected when the registry is built (:class:`ToolPorts`):
 * the **off-peak** port, open only when the host declares its off-peak windows (the
   ``[offPeak]`` table of the workspace configuration) and only on protocol sessions.
 
-:func:`call_with_timeout` bounds a port call by a wall-clock budget. Which tools a session
-sees, from its host and these ports, is the registry's (:mod:`sessionledger.tools.registry`).
+A handler bounds a port call by a wall-clock budget with
+:func:`~sessionledger.tools.handlers.call_with_timeout`. Which tools a session sees, from its
+host and these ports, is the registry's (:mod:`sessionledger.tools.registry`).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar, cast
+from typing import Literal, Protocol
 
 from eventlog import Clock, SystemClock
 
 from ..config.workspace import WorkspaceConfig, load_workspace_config
-from .model_catalog import FileModelCatalog, ModelCatalogPort
-from .schedule_ports import CroniterCron, CronPort, OffPeakPorts
+from .models import FileModelCatalog, ModelCatalogPort
+from .schedule import CroniterCron, CronPort, OffPeakPorts
 
 __all__ = [
     "AUXILIARY_TIMEOUT_S",
     "AuxiliaryModel",
     "ExtractionRequest",
-    "PortTimeout",
     "ToolPorts",
-    "call_with_timeout",
 ]
-
-T = TypeVar("T")
 
 AUXILIARY_TIMEOUT_S = 270.0
 """How long the auxiliary model may take: the tool's fixed 5 minutes (RS-2) less a margin
 for reading the session and building the local fallback."""
-
-
-class PortTimeout(TimeoutError):
-    """A port call did not answer within its budget."""
-
-
-def call_with_timeout(function: Callable[[], T], timeout_s: float, *, name: str) -> T:
-    """Run ``function`` on a daemon thread and wait at most ``timeout_s`` seconds for it.
-
-    Its exception is re-raised here; past the budget :class:`PortTimeout` is raised and the
-    call is abandoned (a port that hangs keeps only its own thread; nothing waits for it).
-    """
-    outcome: dict[str, object] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = function()
-        except BaseException as exc:  # handed to the caller
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=target, name=f"port-{name}", daemon=True)
-    worker.start()
-    worker.join(timeout_s)
-    if worker.is_alive():
-        raise PortTimeout(f"{name} did not answer within {timeout_s:g} s")
-    if "error" in outcome:
-        raise cast(BaseException, outcome["error"])
-    return cast(T, outcome["value"])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -21,13 +21,13 @@ from projections.tables import Doc
 from ..config.workspace import load_workspace_config
 from .ask import AskUserQuestionHandler
 from .handlers import ToolHandler
-from .list_models import ListModelsHandler
+from .models import ListModelsHandler
+from .plan import EnterPlanModeHandler, ExitPlanModeHandler
 from .plan_files import PlanFiles
-from .plan_handlers import EnterPlanModeHandler, ExitPlanModeHandler
 from .ports import ConfigLoader, ToolPorts
-from .schedule_handlers import ScheduleTools, schedule_handlers
+from .schedule import ScheduleTools, schedule_handlers
 from .session_context import ReadSessionContextHandler
-from .todo_handler import TodoReadHandler, TodoWriteHandler
+from .todo import TodoReadHandler, TodoWriteHandler
 
 __all__ = [
     "CRON_TOOLS",

@@ -1,25 +1,10 @@
-"""The TodoRead / TodoWrite contract: input schemas, the result and its texts (SPEC §4).
+"""TodoWrite and TodoRead, whole: their words, their contract with the handlers, the handlers (§4).
 
-Pure code for the handlers to call, no I/O.
-
-* :class:`TodoWriteInput` — ``{"todos": [item…]}`` (TD-1), strict: no coercion, unknown
-  fields rejected at both levels. An item has no id: ``content`` (non-empty, not blank as
-  :func:`.ask.visible` sees it: only zero-width characters is blank),
-  ``status`` and ``priority``. The schema description of ``todos`` is the exact TD-2 sentence.
-  More than one ``in_progress`` item is accepted: the rule is advisory (parallel subagents).
-* :class:`TodoReadInput` — ``{}``, strict.
-
-:func:`write_result` builds what TodoWrite returns (TD-3): ``oldTodos``, ``todos``,
-``summary`` keyed by the status values plus ``total``, and ``droppedUnfinished`` — the old
-pending or in-progress items whose content no longer appears in the new list, so the model
-notices an unfinished item it may have lost (the write still replaces the list). Contents are
-compared exactly, as a multiset: each new item covers at most one old item with the same
-content (docs/decisions.md D28).
-
-The log records that result without the two lists (D70): the new list is the call's own
-``TodosWritten`` and the old one the ``TodosWritten`` at ``oldTodosSeq`` (``null`` when the
-list was empty), so ``ToolCallCompleted`` keeps only ``summary``, ``droppedUnfinished`` and
-that seq. :func:`answer_result` puts the lists back for readers of a recorded call.
+What the model reads (:data:`WRITE_DESCRIPTION`, :data:`READ_DESCRIPTION`, the model schemas),
+what it may write (:class:`TodoWriteInput`, :class:`TodoReadInput`), what comes back
+(:func:`write_result`, :func:`read_result`) and how the log keeps it (:func:`answer_result`,
+D70), and :class:`TodoWriteHandler` / :class:`TodoReadHandler`, the executor's view of all this.
+Pure code, no I/O.
 """
 
 from __future__ import annotations
@@ -31,10 +16,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from eventlog import TodoItemData
+from eventlog import InteractionKind, TodoItemData, TodosWritten
 
+from ..permission.descriptors import SERVICE_TOOLS, ToolDescriptor
 from .ask import visible
-from .handlers import TodoFields
+from .handlers import HandlerOutcome, Resolution, TodoFields, ToolContext
 
 __all__ = [
     "READ_DESCRIPTION",
@@ -42,13 +28,15 @@ __all__ = [
     "TODOS_DESCRIPTION",
     "UNFINISHED",
     "WRITE_DESCRIPTION",
-    "answer_result",
-    "is_recorded_by_reference",
     "TodoItem",
+    "TodoReadHandler",
     "TodoReadInput",
     "TodoResult",
+    "TodoWriteHandler",
     "TodoWriteInput",
+    "answer_result",
     "dropped_unfinished",
+    "is_recorded_by_reference",
     "item_wire",
     "list_lines",
     "parse_read_input",
@@ -60,6 +48,9 @@ __all__ = [
     "write_model_schema",
     "write_result",
 ]
+
+
+# -- the words (SPEC TD-2, TD-3) ---------------------------------------------------------------
 
 TODOS_DESCRIPTION = (
     "The complete updated todo list. At most one item may be in_progress at a time."
@@ -85,6 +76,15 @@ READ_DESCRIPTION = (
     "in order, and how many are pending, in progress and completed. Takes no input."
 )
 """What the model is told about TodoRead (TD-3)."""
+
+
+# -- the contract: input schemas (SPEC TD-1, TD-2) -------------------------------------------
+#
+# TodoWriteInput is ``{"todos": [item…]}`` (TD-1), strict: no coercion, unknown fields rejected
+# at both levels. An item has no id: ``content`` (non-empty, not blank as :func:`.ask.visible`
+# sees it: only zero-width characters is blank), ``status`` and ``priority``. The schema
+# description of ``todos`` is the exact TD-2 sentence. More than one ``in_progress`` item is
+# accepted: the rule is advisory (parallel subagents). TodoReadInput is ``{}``, strict.
 
 
 class _Strict(BaseModel):
@@ -154,7 +154,19 @@ def read_model_schema() -> dict[str, Any]:
     return _for_model(TodoReadInput.model_json_schema())
 
 
-# -- results ---------------------------------------------------------------------------------
+# -- results (SPEC TD-3, D28, D70) ------------------------------------------------------------
+#
+# write_result builds what TodoWrite returns (TD-3): ``oldTodos``, ``todos``, ``summary`` keyed
+# by the status values plus ``total``, and ``droppedUnfinished`` — the old pending or
+# in-progress items whose content no longer appears in the new list, so the model notices an
+# unfinished item it may have lost (the write still replaces the list). Contents are compared
+# exactly, as a multiset: each new item covers at most one old item with the same content
+# (docs/decisions.md D28).
+#
+# The log records that result without the two lists (D70): the new list is the call's own
+# ``TodosWritten`` and the old one the ``TodosWritten`` at ``oldTodosSeq`` (``null`` when the
+# list was empty), so ``ToolCallCompleted`` keeps only ``summary``, ``droppedUnfinished`` and
+# that seq. answer_result puts the lists back for readers of a recorded call.
 
 
 def item_wire(item: TodoFields) -> dict[str, str]:
@@ -289,3 +301,96 @@ def read_result(todos: Sequence[TodoFields]) -> TodoResult:
     return TodoResult(
         result={"todos": [item_wire(t) for t in todos], "summary": counts}, text=text,
     )
+
+
+# -- the handlers: the executor's view of the contract (SPEC §4, TD-3, TD-4) -----------------
+#
+# Both tools are read-only and need no approval, so the permission service allows them in
+# every mode, Plan included (TD-3; TodoWrite's side-effect scope is ``session`` and it is
+# declared allowed in Plan). Neither ever waits for the user under the default rules; should a
+# workspace rule make one ask, the answer step runs it like the first step would (a ``modify``
+# must pass the same schema), and a ``deny`` completes it as declined.
+#
+# TodoWrite's outcome carries one ``TodosWritten`` event with the whole new list: the executor
+# appends it in the call's one batch, and the store's todo projection replaces the session's
+# rows in that same transaction (TD-4). Its recorded result refers to the lists instead of
+# repeating them (D70); the caller gets them in the answer. The list before the write comes
+# from :attr:`ToolContext.todos`, which the executor loads with the session's summary, so
+# ``oldTodos`` is the list the write replaced (a concurrent write makes the append conflict and
+# the executor runs the call again on the fresh list).
+
+
+def _declined(tool: str, resolution: Resolution | None) -> HandlerOutcome | None:
+    """The outcome of a call the user declined, or ``None`` when it may run."""
+    if resolution is None or resolution.decision != "deny":
+        return None
+    return HandlerOutcome(
+        success=False, model_content=f"The user declined the {tool} call.",
+        result={"declined": True},
+    )
+
+
+class TodoWriteHandler:
+    """Replaces the session's whole todo list (TD-3)."""
+
+    descriptor: ToolDescriptor = SERVICE_TOOLS["TodoWrite"]
+    description: str = WRITE_DESCRIPTION
+
+    def model_schema(self) -> dict[str, Any]:
+        return write_model_schema()
+
+    def validate_input(self, raw: Mapping[str, Any]) -> None:
+        parse_write_input(raw)
+
+    def validate_answer(self, raw: Mapping[str, Any], *, original: Mapping[str, Any]) -> None:
+        parse_write_input(raw)
+
+    def interaction(self, raw: Mapping[str, Any]) -> tuple[InteractionKind, dict[str, Any]]:
+        """Only reached when a workspace rule makes TodoWrite ask: show the new list."""
+        return "toolApproval", {"tool": "TodoWrite", "input": dict(raw)}
+
+    def run(
+        self, context: ToolContext, raw: Mapping[str, Any], resolution: Resolution | None
+    ) -> HandlerOutcome:
+        declined = _declined("TodoWrite", resolution)
+        if declined is not None:
+            return declined
+        # ``raw`` passed validate_input (or validate_answer): its items only become the
+        # catalog's, in one validation of the event.
+        written = TodosWritten.model_validate({"todos": raw["todos"]})
+        answer = write_result(context.todos, written.todos, old_seq=context.todos_seq)
+        # The log keeps the result without the lists: TodosWritten holds the new one, the
+        # write at ``oldTodosSeq`` the old one (D70). The caller gets them all the same.
+        return HandlerOutcome(
+            success=True, model_content=answer.text, result=answer.recorded or answer.result,
+            answer=answer.result, events=(written,),
+        )
+
+
+class TodoReadHandler:
+    """Returns the session's current todo list and its counts."""
+
+    descriptor: ToolDescriptor = SERVICE_TOOLS["TodoRead"]
+    description: str = READ_DESCRIPTION
+
+    def model_schema(self) -> dict[str, Any]:
+        return read_model_schema()
+
+    def validate_input(self, raw: Mapping[str, Any]) -> None:
+        parse_read_input(raw)
+
+    def validate_answer(self, raw: Mapping[str, Any], *, original: Mapping[str, Any]) -> None:
+        parse_read_input(raw)
+
+    def interaction(self, raw: Mapping[str, Any]) -> tuple[InteractionKind, dict[str, Any]]:
+        """Only reached when a workspace rule makes TodoRead ask."""
+        return "toolApproval", {"tool": "TodoRead", "input": dict(raw)}
+
+    def run(
+        self, context: ToolContext, raw: Mapping[str, Any], resolution: Resolution | None
+    ) -> HandlerOutcome:
+        declined = _declined("TodoRead", resolution)
+        if declined is not None:
+            return declined
+        answer = read_result(context.todos)
+        return HandlerOutcome(success=True, model_content=answer.text, result=answer.result)
