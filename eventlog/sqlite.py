@@ -194,6 +194,28 @@ class SQLiteEventStore(GroupAppends):
                 return fault
         return UnreadableStore(str(exc))
 
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """The write connection in one ``BEGIN IMMEDIATE`` transaction, committed when the
+        block ends and rolled back on any exception.
+
+        A driver error leaves as the log's own error (:meth:`_translated`), except "busy"
+        (another process holds the lock), which leaves as it is for the caller to retry.
+        """
+        conn = self._writer
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.DatabaseError as exc:
+            self._raise_unless_busy(exc)
+            raise
+
     # -- writing ---------------------------------------------------------------------------
 
     def _commit(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
@@ -201,8 +223,7 @@ class SQLiteEventStore(GroupAppends):
             raise StoreClosed("the store is closed")
         try:
             outcomes = self._commit_once(group)
-        except sqlite3.DatabaseError as exc:
-            self._raise_unless_busy(exc)
+        except sqlite3.DatabaseError:  # busy: any other error left as the log's own
             outcomes = self._retry(lambda: self._commit_once(group))
         if self._listeners:
             committed = [
@@ -214,20 +235,16 @@ class SQLiteEventStore(GroupAppends):
         return outcomes
 
     def _commit_once(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
-        conn = self._writer
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            done = write_group(
-                conn, group, heads=self._heads, position=self._high_water(conn),
-                now=now_text(self._clock), upcasters=self._upcasters,
-                projections=self._projections,
-            )
-            conn.execute("COMMIT")
+            with self._transaction() as conn:
+                done = write_group(
+                    conn, group, heads=self._heads, position=self._high_water(conn),
+                    now=now_text(self._clock), upcasters=self._upcasters,
+                    projections=self._projections,
+                )
         except BaseException:
             self._known_position = None
             self._heads.clear()
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
             raise
         self._known_position = done.last_position
         return done.outcomes
@@ -251,9 +268,7 @@ class SQLiteEventStore(GroupAppends):
 
     def _refresh_stale_projections(self) -> None:
         """Rebuild, in one transaction, every projection whose recorded version differs."""
-        conn = self._writer
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction() as conn:
             recorded = dict(conn.execute("SELECT name, version FROM projection_versions"))
             stale = [
                 p for p in self._projections
@@ -261,11 +276,6 @@ class SQLiteEventStore(GroupAppends):
             ]
             if stale:
                 self._refold(conn, stale, progress=None)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
 
     def _refold(
         self,
@@ -300,16 +310,8 @@ class SQLiteEventStore(GroupAppends):
         """Drop every projection and fold the whole log again; the events folded."""
 
         def run() -> int:
-            conn = self._writer
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                done = self._refold(conn, self._projections, progress=progress)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            return done
+            with self._transaction() as conn:
+                return self._refold(conn, self._projections, progress=progress)
 
         with self._committer.exclusive():
             if self._closed:
@@ -328,9 +330,7 @@ class SQLiteEventStore(GroupAppends):
         """
 
         def run() -> int:
-            conn = self._writer
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with self._transaction() as conn:
                 (high_water,) = conn.execute(HIGH_WATER).fetchone()
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('purged_through', ?) "
@@ -343,11 +343,6 @@ class SQLiteEventStore(GroupAppends):
                 self._heads.pop(session_id, None)
                 for projection in self._projections:
                     projection.forget(conn, session_id)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
             return int(removed)
 
         with self._committer.exclusive():
