@@ -21,7 +21,14 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .appending import GroupAppends, GroupCommitter, Listener, PreparedBatch, Subscribers
+from .appending import (
+    GroupAppends,
+    GroupCommitter,
+    Listener,
+    PreparedBatch,
+    Subscribers,
+    write_group,
+)
 from .chain import ChainReport, verify_chain
 from .envelope import (
     AppendResult,
@@ -36,7 +43,7 @@ from .envelope import (
 )
 from .errors import DescriptorsExhausted, InvalidStoreUrl, StorageFault, StoreClosed
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
-from .postgres_group import copy_rows, write_group
+from .postgres_group import REPLAY, copy_rows, group_heads, write_rows
 from .postgres_listen import CommitFollower, channel_for, notify_payload
 from .postgres_schema import (
     APPEND_LOCK,
@@ -44,6 +51,7 @@ from .postgres_schema import (
     HIGH_WATER,
     SCHEMA,
     ImportRefused,
+    check_text,
     parse_url,
 )
 from .sqlite import ReaderPool, descriptors_exhausted
@@ -176,8 +184,14 @@ class PostgresEventStore(GroupAppends):
         def write(conn: psycopg.Connection) -> list[AppendResult | BaseException]:
             (position,) = conn.execute(HIGH_WATER).fetchone()  # type: ignore[misc]
             done = write_group(
-                conn, group, position=int(position), now=now, upcasters=self._upcasters,
-                projections=self._projections,
+                group, heads=group_heads(conn, group), position=int(position), now=now,
+                earlier_rows=lambda session_id, key: conn.execute(
+                    REPLAY, (session_id, key)
+                ).fetchall(),
+                write=lambda rows, written, events: write_rows(
+                    conn, rows, written, events, now=now, projections=self._projections
+                ),
+                upcasters=self._upcasters, check=check_text,
             )
             committed[:] = [
                 e for o in done.outcomes if isinstance(o, AppendResult) and not o.replayed

@@ -39,10 +39,6 @@ SQL_ALLOWED = {
     "eventlog/postgres.py": "the PostgreSQL store backend",
     "eventlog/postgres_group.py": "the PostgreSQL backend's group write",
     "eventlog/postgres_listen.py": "the PostgreSQL backend's LISTEN/NOTIFY of other commits",
-    "eventlog/appending.py": (
-        "backend code shared by both SQL backends: the idempotency-key lookup runs the SQL "
-        "text the calling backend hands it, in its placeholder style, on its connection"
-    ),
     "projections/tables.py": "view tables: the execution-state summaries on SQLite",
     "projections/todo_tables.py": "view tables: the todo rows on SQLite",
     "projections/interaction_timer_tables.py": "view tables: the interaction timers on SQLite",
