@@ -1,8 +1,8 @@
 """How a batch is appended: checks, chaining, group commit, publication to subscribers.
 
-Backends call the neutral steps (:func:`prepare`, :func:`check_expected`, :func:`plan_rows`)
-inside their transaction so every store numbers, hashes and refuses batches the same way; only
-reading and writing rows differs between them. All appends of a store go through one
+Every backend hands a group to :func:`write_group` inside its transaction, with its own
+idempotency lookup and row write, so every store numbers, hashes and refuses batches the same
+way; only reading and writing rows differs between them. All appends of a store go through one
 :class:`GroupCommitter` (flat combining: many batches per transaction, DESIGN "Writing"), and
 committed events are told to :class:`Subscribers` only once they are durable.
 """
@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from .catalog import CATALOG
 from .encoding import session_hasher
@@ -34,15 +34,17 @@ from .upcasting import UpcasterRegistry
 __all__ = [
     "GroupAppends",
     "GroupCommitter",
+    "GroupWrite",
+    "Head",
     "Listener",
     "PreparedBatch",
     "Subscribers",
     "check_expected",
-    "earlier_batch",
     "plan_rows",
     "prepare",
     "result_from_rows",
     "typed_outcomes",
+    "write_group",
 ]
 
 Listener = Callable[[Sequence[RecordedEvent]], None]
@@ -78,25 +80,20 @@ def prepare(batch: AppendBatch) -> PreparedBatch:
     return PreparedBatch(batch, tuple(encoded))
 
 
-def earlier_batch(
-    conn: Any,
-    sql: str,
+def _earlier_batch(
     prepared: PreparedBatch,
     keyed: dict[tuple[str, str], AppendResult],
+    earlier_rows: Callable[[str, str], Sequence[RawRow]],
     upcasters: UpcasterRegistry,
 ) -> AppendResult | None:
-    """The earlier batch with the same idempotency key (in this group or the log), if any.
-
-    ``sql`` selects a session's rows with one idempotency key in ``seq`` order, in the
-    backend's placeholder style; ``conn`` is the backend's DB-API connection.
-    """
+    """The earlier batch with the same idempotency key (in this group or the log), if any."""
     batch = prepared.batch
     if batch.idempotency_key is None:
         return None
     earlier_here = keyed.get((batch.session_id, batch.idempotency_key))
     if earlier_here is not None:
         return AppendResult(batch.session_id, earlier_here.events, replayed=True)
-    rows = conn.execute(sql, (batch.session_id, batch.idempotency_key)).fetchall()
+    rows = earlier_rows(batch.session_id, batch.idempotency_key)
     if not rows:
         return None
     events = tuple(decode_row(r, upcasters=upcasters) for r in rows)
@@ -161,6 +158,86 @@ def result_from_rows(
         for r, new in zip(rows, prepared.batch.events, strict=False)
     )
     return AppendResult(prepared.batch.session_id, events, replayed=replayed)
+
+
+# -- the group write ---------------------------------------------------------------------------
+#
+# Every backend writes a group (DESIGN "Writing") the same way, inside its transaction: each
+# batch is checked (idempotency key, expected version) and chained in Python against the
+# session heads before anything is written, so a refused batch fails alone, with no savepoint;
+# then the backend writes the group's new rows and heads, and folds its events into the inline
+# projections, in one call. Only the idempotency lookup and that write differ per backend.
+
+Head = tuple[int, str]
+"""A session's version and head hash."""
+
+
+@dataclass(slots=True)
+class GroupWrite:
+    """What a group did: per batch its result or the log error it alone failed with."""
+
+    outcomes: list[AppendResult | BaseException]
+    last_position: int
+
+
+def _no_check(_prepared: PreparedBatch) -> None:
+    return None
+
+
+def write_group(
+    group: Sequence[PreparedBatch],
+    *,
+    heads: dict[str, Head],
+    position: int,
+    now: str,
+    earlier_rows: Callable[[str, str], Sequence[RawRow]],
+    write: Callable[[list[RawRow], dict[str, Head], list[RecordedEvent]], None],
+    upcasters: UpcasterRegistry,
+    check: Callable[[PreparedBatch], None] = _no_check,
+) -> GroupWrite:
+    """Check, chain and write ``group`` after global ``position``, recorded at ``now``.
+
+    ``heads`` holds the head of every session of the group (``(0, GENESIS_HASH)`` for a new
+    one) and is updated in place. ``earlier_rows(session_id, key)`` are the stored rows of an
+    earlier batch with that idempotency key, in ``seq`` order. ``check`` may refuse a batch
+    before anything else (with a log error). ``write(rows, heads_written, events)`` writes
+    the new rows and heads and folds the events into the projections; it is called once, and
+    only when a batch was written. The caller owns the transaction.
+    """
+    outcomes: list[AppendResult | BaseException] = []
+    rows: list[RawRow] = []
+    written: dict[str, Head] = {}
+    keyed: dict[tuple[str, str], AppendResult] = {}
+    events: list[RecordedEvent] = []
+    for prepared in group:
+        batch = prepared.batch
+        try:
+            check(prepared)
+            replayed = _earlier_batch(prepared, keyed, earlier_rows, upcasters)
+            if replayed is not None:
+                outcomes.append(replayed)
+                continue
+            version, prev_hash = heads[batch.session_id]
+            check_expected(batch, version)
+        except EventLogError as exc:
+            outcomes.append(exc)
+            continue
+        batch_rows = plan_rows(
+            prepared, version=version, prev_hash=prev_hash, next_position=position + 1,
+            recorded_at=now,
+        )
+        result = result_from_rows(prepared, batch_rows)
+        last = batch_rows[-1]
+        position = last[0]
+        heads[batch.session_id] = written[batch.session_id] = (last[2], last[12])
+        if batch.idempotency_key is not None:
+            keyed[(batch.session_id, batch.idempotency_key)] = result
+        rows.extend(batch_rows)
+        events.extend(result.events)
+        outcomes.append(result)
+    if rows:
+        write(rows, written, events)
+    return GroupWrite(outcomes, position)
 
 
 def typed_outcomes(

@@ -14,12 +14,11 @@ from typing import Any, TypeVar
 from .appending import (
     GroupAppends,
     GroupCommitter,
+    Head,
     Listener,
     PreparedBatch,
     Subscribers,
-    check_expected,
-    plan_rows,
-    result_from_rows,
+    write_group,
 )
 from .chain import ChainReport, verify_chain
 from .encoding import GENESIS_HASH
@@ -33,7 +32,7 @@ from .envelope import (
     decode_row,
     now_text,
 )
-from .errors import EventLogError, StoreClosed
+from .errors import StoreClosed
 from .inline import InlineProjection, Progress, chunked
 from .upcasting import UpcasterRegistry, default_upcasters
 
@@ -76,53 +75,50 @@ class MemoryEventStore(GroupAppends):
         with self._lock:
             if self._closed:
                 raise StoreClosed("the store is closed")
-            outcomes: list[AppendResult | BaseException] = []
-            committed: list[RecordedEvent] = []
-            for prepared in group:
-                try:
-                    result = self._apply(prepared)
-                except EventLogError as exc:
-                    outcomes.append(exc)
-                    continue
-                outcomes.append(result)
-                if not result.replayed:
-                    committed.extend(result.events)
+            heads = {
+                sid: (h.version, h.head_hash) if (h := self.heads.get(sid)) else (0, GENESIS_HASH)
+                for sid in dict.fromkeys(p.batch.session_id for p in group)
+            }
+            now = now_text(self._clock)
+            done = write_group(
+                group, heads=heads, position=self._high_water, now=now,
+                earlier_rows=self._earlier_rows,
+                write=lambda rows, written, events: self._write(rows, written, events, now),
+                upcasters=self._upcasters,
+            )
+            committed = [
+                e for o in done.outcomes if isinstance(o, AppendResult) and not o.replayed
+                for e in o.events
+            ]
             if committed:
                 self._listeners.publish(committed)
-            return outcomes
+            return done.outcomes
 
-    def _apply(self, prepared: PreparedBatch) -> AppendResult:
-        batch = prepared.batch
-        indexes = self._by_session.get(batch.session_id, [])
-        if batch.idempotency_key is not None:
-            earlier = [self.rows[i] for i in indexes if self.rows[i][10] == batch.idempotency_key]
-            if earlier:
-                events = tuple(decode_row(r, upcasters=self._upcasters) for r in earlier)
-                return AppendResult(batch.session_id, events, replayed=True)
-        head = self.heads.get(batch.session_id)
-        version = head.version if head else 0
-        check_expected(batch, version)
-        now = now_text(self._clock)
-        rows = plan_rows(
-            prepared,
-            version=version,
-            prev_hash=head.head_hash if head else GENESIS_HASH,
-            next_position=self._high_water + 1,
-            recorded_at=now,
-        )
+    def _earlier_rows(self, session_id: str, key: str) -> list[RawRow]:
+        return [
+            row for i in self._by_session.get(session_id, [])
+            if (row := self.rows[i])[10] == key
+        ]
+
+    def _write(
+        self,
+        rows: list[RawRow],
+        written: dict[str, Head],
+        events: list[RecordedEvent],
+        now: str,
+    ) -> None:
         start = len(self.rows)
         self.rows.extend(rows)
-        self._by_session.setdefault(batch.session_id, []).extend(
-            range(start, start + len(rows))
-        )
-        self.heads[batch.session_id] = SessionHead(
-            batch.session_id, rows[-1][2], rows[-1][12], head.created_at if head else now, now
-        )
+        for index, row in enumerate(rows, start):
+            self._by_session.setdefault(row[1], []).append(index)
+        for session_id, (version, head_hash) in written.items():
+            head = self.heads.get(session_id)
+            self.heads[session_id] = SessionHead(
+                session_id, version, head_hash, head.created_at if head else now, now
+            )
         self._high_water = rows[-1][0]
-        result = result_from_rows(prepared, rows)
         for projection in self._projections:
-            projection.apply(self, result.events)
-        return result
+            projection.apply(self, events)
 
     def _check_open(self) -> None:
         if self._closed:

@@ -1,28 +1,33 @@
 """The scale-out backend: one PostgreSQL database shared by any number of processes (EL-8).
 
-Same protocol and guarantees as :mod:`eventlog.sqlite`. Appends go through a
-:class:`GroupCommitter` (concurrent appends in one process share a transaction); each group's
-transaction first takes a transaction-scoped advisory lock (``pg_advisory_xact_lock``, D109),
-so appends from every process are serialised and global positions are handed out in commit
-order: a reader of the global stream never sees position *n + 1* before *n*, and never skips
-an event that commits late. Inline projections are updated in that transaction (their tables
-in :mod:`projections`). Readers borrow one of a few pooled autocommit connections
-(:class:`eventlog.sqlite.ReaderPool`). Each append
-transaction also sends a ``NOTIFY``, and while the store has listeners a thread ``LISTEN``s
-for it, so they hear other processes' commits too (:mod:`eventlog.postgres_listen`, D116).
-
-psycopg 3 (the ``postgres`` extra) is imported only when a store is opened.
+This module answers everything the store does with the database: its tables, SQL text and URL
+(:func:`parse_url`), the rows and heads of a group written under the append lock (D109), the
+verbatim copy of another log into it (:func:`copy_rows`), and the commits of other processes
+heard through ``LISTEN/NOTIFY`` (:class:`CommitFollower`, D116). The store itself is
+:class:`PostgresEventStore`; psycopg 3 (the ``postgres`` extra) is imported only when one opens.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .appending import GroupAppends, GroupCommitter, Listener, PreparedBatch, Subscribers
+from .appending import (
+    GroupAppends,
+    GroupCommitter,
+    Head,
+    Listener,
+    PreparedBatch,
+    Subscribers,
+    write_group,
+)
 from .chain import ChainReport, verify_chain
+from .encoding import GENESIS_HASH
 from .envelope import (
     AppendResult,
     Clock,
@@ -34,32 +39,56 @@ from .envelope import (
     now_text,
     paged_rows,
 )
-from .errors import DescriptorsExhausted, InvalidStoreUrl, StorageFault, StoreClosed
-from .inline import REBUILD_CHUNK, InlineProjection, Progress
-from .postgres_group import copy_rows, write_group
-from .postgres_listen import CommitFollower, channel_for, notify_payload
-from .postgres_schema import (
-    APPEND_LOCK,
-    COLUMNS,
-    HIGH_WATER,
-    SCHEMA,
-    ImportRefused,
-    parse_url,
+from .errors import (
+    DescriptorsExhausted,
+    EventLogError,
+    InvalidStoreUrl,
+    StorageFault,
+    StoreClosed,
 )
+from .inline import REBUILD_CHUNK, InlineProjection, Progress
 from .sqlite import ReaderPool, descriptors_exhausted
 from .upcasting import UpcasterRegistry, default_upcasters
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["PostgresEventStore"]
+__all__ = [
+    "APPEND_LOCK",
+    "COLUMNS",
+    "HIGH_WATER",
+    "INSERT",
+    "SCHEMA",
+    "UPSERT_HEAD",
+    "CommitFollower",
+    "ImportRefused",
+    "PostgresEventStore",
+    "TextNotStorable",
+    "channel_for",
+    "check_text",
+    "copy_rows",
+    "notify_payload",
+    "parse_url",
+    "storable",
+]
+
+
+# -- the store ---------------------------------------------------------------------------------
+#
+# Same protocol and guarantees as :mod:`eventlog.sqlite`. Appends go through a
+# :class:`GroupCommitter` (concurrent appends in one process share a transaction); each group's
+# transaction first takes a transaction-scoped advisory lock (``pg_advisory_xact_lock``, D109),
+# so appends from every process are serialised and global positions are handed out in commit
+# order: a reader of the global stream never sees position *n + 1* before *n*, and never skips
+# an event that commits late. Inline projections are updated in that transaction (their tables
+# in :mod:`projections`). Readers borrow one of a few pooled autocommit connections
+# (:class:`eventlog.sqlite.ReaderPool`). Each append transaction also sends a ``NOTIFY``, and
+# while the store has listeners a thread ``LISTEN``s for it, so they hear other processes'
+# commits too (:class:`CommitFollower`, D116).
 
 T = TypeVar("T")
 _PAGE = 2000
 _HEAD_COLUMNS = "session_id, version, head_hash, created_at, updated_at"
-_RAW_SESSION = (f"SELECT {COLUMNS} FROM events WHERE session_id = %s "
-                "ORDER BY seq < 1, seq, global_position")
-"""A session's rows as stored; rows whose seq was tampered below 1 sort last (as on SQLite)."""
 
 
 def _psycopg() -> Any:
@@ -176,8 +205,14 @@ class PostgresEventStore(GroupAppends):
         def write(conn: psycopg.Connection) -> list[AppendResult | BaseException]:
             (position,) = conn.execute(HIGH_WATER).fetchone()  # type: ignore[misc]
             done = write_group(
-                conn, group, position=int(position), now=now, upcasters=self._upcasters,
-                projections=self._projections,
+                group, heads=_group_heads(conn, group), position=int(position), now=now,
+                earlier_rows=lambda session_id, key: conn.execute(
+                    _REPLAY, (session_id, key)
+                ).fetchall(),
+                write=lambda rows, written, events: _write_rows(
+                    conn, rows, written, events, now=now, projections=self._projections
+                ),
+                upcasters=self._upcasters, check=check_text,
             )
             committed[:] = [
                 e for o in done.outcomes if isinstance(o, AppendResult) and not o.replayed
@@ -437,3 +472,356 @@ class PostgresEventStore(GroupAppends):
             self._closed = True
             self._writer.close()
         self._readers.close()
+
+
+# -- tables, SQL text and the store URL --------------------------------------------------------
+#
+# The tables the store keeps (SPEC EL-8, EL-9), the same as the SQLite file's, with
+# PostgreSQL's types: ``events`` (EL-9's columns, ``global_position BIGINT PRIMARY KEY``,
+# ``UNIQUE (session_id, seq)``), ``streams`` (each session's head), ``meta`` (the purge
+# high-water mark) and ``projection_versions``. Every statement uses psycopg's ``%s``
+# placeholders. The store URL is parsed here too.
+
+COLUMNS = (
+    "global_position, session_id, seq, type, schema_version, data, recorded_at, actor, "
+    "causation_id, correlation_id, idempotency_key, prev_hash, hash"
+)
+INSERT = f"INSERT INTO events ({COLUMNS}) VALUES ({', '.join(['%s'] * 13)})"
+UPSERT_HEAD = (
+    "INSERT INTO streams (session_id, version, head_hash, created_at, updated_at) "
+    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET "
+    "version = excluded.version, head_hash = excluded.head_hash, "
+    "updated_at = excluded.updated_at"
+)
+HIGH_WATER = (
+    "SELECT greatest(coalesce((SELECT max(global_position) FROM events), 0), "
+    "coalesce((SELECT value FROM meta WHERE key = 'purged_through'), 0))"
+)
+"""The last global position ever used: purged positions are never handed out again."""
+
+_RAW_SESSION = (f"SELECT {COLUMNS} FROM events WHERE session_id = %s "
+                "ORDER BY seq < 1, seq, global_position")
+"""A session's rows as stored; rows whose seq was tampered below 1 sort last (as on SQLite)."""
+
+APPEND_LOCK = 0x5E55_1ED6
+"""The ``pg_advisory_xact_lock`` key every append transaction takes first (D109): appends are
+serialised, so global positions are handed out in commit order."""
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS events ("
+    "global_position BIGINT PRIMARY KEY, session_id TEXT NOT NULL, seq BIGINT NOT NULL, "
+    "type TEXT NOT NULL, schema_version INTEGER NOT NULL, data TEXT NOT NULL, "
+    "recorded_at TEXT NOT NULL, actor TEXT NOT NULL, causation_id TEXT, "
+    "correlation_id TEXT, idempotency_key TEXT, prev_hash TEXT NOT NULL, hash TEXT NOT NULL, "
+    "CONSTRAINT events_session_seq UNIQUE (session_id, seq))",
+    "CREATE INDEX IF NOT EXISTS events_idempotency ON events (session_id, idempotency_key) "
+    "WHERE idempotency_key IS NOT NULL",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS projection_versions "
+    "(name TEXT PRIMARY KEY, version INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS streams (session_id TEXT PRIMARY KEY, "
+    "version BIGINT NOT NULL, head_hash TEXT NOT NULL, created_at TEXT NOT NULL, "
+    "updated_at TEXT NOT NULL)",
+)
+
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def parse_url(url: str) -> tuple[str, str | None]:
+    """``postgresql://…[?schema=name]`` → the libpq URL and the schema to use, if any.
+
+    ``schema`` is ours (the store's tables live in that schema, created if missing); every
+    other query parameter is libpq's and passed on.
+    """
+    parts = urlsplit(url)
+    if parts.scheme != "postgresql":
+        raise InvalidStoreUrl(f"not a postgresql URL: {url!r}")
+    options = parse_qsl(parts.query, keep_blank_values=True)
+    schema = None
+    kept: list[tuple[str, Any]] = []
+    for key, value in options:
+        if key == "schema":
+            if not _SCHEMA_NAME.match(value):
+                raise InvalidStoreUrl(f"schema must be a lower-case SQL name, not {value!r}")
+            schema = value
+        else:
+            kept.append((key, value))
+    return urlunsplit(parts._replace(query=urlencode(kept))), schema
+
+
+class TextNotStorable(EventLogError, ValueError):
+    """PostgreSQL's ``text`` holds only valid UTF-8 without U+0000: an envelope string with
+    U+0000 or a lone surrogate is refused and nothing of its batch is appended (D110).
+    Payloads are unaffected: canonical JSON writes U+0000 as ``\\u0000``."""
+
+
+def check_text(prepared: PreparedBatch) -> None:
+    """Raise :class:`TextNotStorable` if an envelope string of the batch cannot be stored."""
+    batch = prepared.batch
+    texts = [batch.session_id, batch.idempotency_key]
+    for new in batch.events:
+        texts += (new.actor, new.causation_id, new.correlation_id)
+    for text in texts:
+        if text is not None and not storable(text):
+            raise TextNotStorable(
+                f"session {batch.session_id!r}: PostgreSQL text cannot hold {text!r} "
+                "(U+0000 or a lone surrogate)"
+            )
+
+
+def storable(text: str) -> bool:
+    """Whether PostgreSQL ``text`` can hold ``text`` (valid UTF-8, no U+0000)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class ImportRefused(EventLogError):
+    """A copy into a PostgreSQL store was refused and rolled back: the store was not empty,
+    or a chain did not verify on arrival (``eventlog.migrate``)."""
+
+
+# -- the group write ---------------------------------------------------------------------------
+#
+# What the store does in :func:`eventlog.appending.write_group`: the heads of the group's
+# sessions are read in one ``SELECT … = ANY``; the rows and heads go in with pipelined
+# ``executemany`` and each inline projection folds the group's events. The caller holds the
+# append lock (D109) and owns the transaction.
+
+
+def _group_heads(conn: psycopg.Connection, group: Sequence[PreparedBatch]) -> dict[str, Head]:
+    sessions = list(dict.fromkeys(p.batch.session_id for p in group))
+    sessions = [s for s in sessions if storable(s)]
+    heads: dict[str, Head] = {s: (0, GENESIS_HASH) for s in sessions}
+    rows = conn.execute(
+        "SELECT session_id, version, head_hash FROM streams WHERE session_id = ANY(%s)",
+        (sessions,),
+    ).fetchall()
+    for session_id, version, head_hash in rows:
+        heads[session_id] = (int(version), head_hash)
+    return heads
+
+
+_REPLAY = (
+    f"SELECT {COLUMNS} FROM events WHERE session_id = %s AND idempotency_key = %s "
+    "ORDER BY seq"
+)
+"""The rows of an earlier batch with the same idempotency key."""
+
+
+def _write_rows(
+    conn: psycopg.Connection,
+    rows: list[RawRow],
+    written: dict[str, Head],
+    events: list[RecordedEvent],
+    *,
+    now: str,
+    projections: Sequence[InlineProjection],
+) -> None:
+    """A group's new rows and heads, and its events folded into the inline projections."""
+    with conn.cursor() as cursor:
+        cursor.executemany(INSERT, rows)
+        cursor.executemany(UPSERT_HEAD, [(s, v, h, now, now) for s, (v, h) in written.items()])
+    for projection in projections:
+        projection.apply(conn, events)
+
+
+def copy_rows(conn: psycopg.Connection, rows: Iterable[RawRow]) -> dict[str, Head]:
+    """``COPY`` rows verbatim, numbered 1, 2, 3 … in the order given; write each session's
+    head (version, head hash, first and last time). Returns the heads written."""
+    heads: dict[str, Head] = {}
+    times: dict[str, tuple[str, str]] = {}
+    position = 0
+    with conn.cursor() as cursor:
+        with cursor.copy(f"COPY events ({COLUMNS}) FROM STDIN") as copy:
+            for row in rows:
+                position += 1
+                copy.write_row((position, *row[1:]))
+                sid = row[1]
+                heads[sid] = (row[2], row[12])
+                first = times.get(sid)
+                times[sid] = (row[6] if first is None else first[0], row[6])
+        cursor.executemany(
+            UPSERT_HEAD, [(s, v, h, *times[s]) for s, (v, h) in heads.items()]
+        )
+    return heads
+
+
+# -- other processes' commits ------------------------------------------------------------------
+#
+# Heard through PostgreSQL's ``LISTEN/NOTIFY`` (D116, issue 11). Every append transaction of
+# :class:`PostgresEventStore` ends with one
+# ``pg_notify(channel, '<high-water position> <token>')``, delivered to listening sessions
+# when (and only if) the transaction commits, in commit order. The channel is named after the
+# store's schema (:func:`channel_for`), so stores in different schemas of one database do not
+# hear each other; the token names the store instance that committed.
+#
+# While a store has subscribers, a :class:`CommitFollower` daemon thread holds a connection of
+# its own with ``LISTEN`` on the channel. It keeps a cursor (the last global position it has
+# accounted for). A notification at or below the cursor is stale; one from this store whose
+# positions were all committed here (:meth:`CommitFollower.expect`, called inside the append
+# transaction) only moves the cursor, since the committing thread publishes those events
+# itself; any other reads the events after the cursor and publishes them in global order,
+# skipping those this store committed (matched by position *and* hash, so a position a failed
+# transaction had registered and another process then used is not mistaken for ours). Reading
+# from the cursor rather than trusting the payload means coalesced or missed notifications lose
+# nothing; after a lost connection the thread connects again, listens, and catches up the same
+# way. The thread stops with the last unsubscribe or when the store closes.
+
+_log = logging.getLogger("eventlog")
+
+WAIT_S = 0.2
+"""How long one wait for notifications lasts before the thread checks whether to stop."""
+RETRY_S = (0.1, 0.5, 1.0, 2.0, 5.0)
+"""Pauses before connecting again after a failure (the last one repeats)."""
+PUBLISH_CHUNK = 500
+"""At most this many events are handed to the listeners in one call."""
+_SHORTCUT_SPAN = 10_000
+"""A notification of our own covering more positions than this is checked by reading."""
+
+
+def channel_for(schema: str) -> str:
+    """The ``NOTIFY`` channel of the store whose tables are in ``schema`` (≤ 63 bytes)."""
+    return f"sessionledger_{schema}"[:63]
+
+
+def notify_payload(position: int, token: str) -> str:
+    """What an append transaction sends: the new high-water position and the store's token."""
+    return f"{position} {token}"
+
+
+def _parse(payload: str) -> tuple[int | None, str]:
+    text, _, token = payload.partition(" ")
+    try:
+        return int(text), token
+    except ValueError:
+        return None, token
+
+
+class CommitFollower:
+    """Publishes the commits of other processes to a store's listeners (see the module)."""
+
+    def __init__(
+        self,
+        *,
+        connect: Callable[[], psycopg.Connection],
+        channel: str,
+        token: str,
+        read_after: Callable[[int], Iterator[RecordedEvent]],
+        publish: Callable[[Sequence[RecordedEvent]], None],
+        cursor: int,
+    ) -> None:
+        self._connect = connect
+        self._channel = channel
+        self._token = token
+        self._read_after = read_after
+        self._publish = publish
+        self._cursor = cursor
+        self._own: dict[int, str] = {}
+        self._own_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"eventlog-listen-{channel}", daemon=True
+        )
+
+    @property
+    def cursor(self) -> int:
+        """The last global position accounted for (published, or committed here)."""
+        return self._cursor
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Ask the thread to stop and wait for it (at most ``timeout`` seconds)."""
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    # -- the committing side ---------------------------------------------------------------
+
+    def expect(self, events: Iterable[RecordedEvent]) -> None:
+        """Note events this store is committing (called inside the transaction): the thread
+        will not publish them, the committing thread does."""
+        with self._own_lock:
+            for event in events:
+                self._own[event.global_position] = event.hash
+
+    def forget(self, events: Iterable[RecordedEvent]) -> None:
+        """The transaction that was to commit ``events`` did not (their positions may be
+        handed out again, to another process)."""
+        with self._own_lock:
+            for event in events:
+                if self._own.get(event.global_position) == event.hash:
+                    del self._own[event.global_position]
+
+    # -- the listening thread --------------------------------------------------------------
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                conn = self._connect()
+                try:
+                    conn.execute(f'LISTEN "{self._channel}"')
+                    self._catch_up()  # what committed while we were not listening
+                    failures = 0
+                    while not self._stop.is_set():
+                        for note in conn.notifies(timeout=WAIT_S):
+                            if self._stop.is_set():
+                                break
+                            self._heard(note.payload)
+                finally:
+                    conn.close()
+            except Exception as exc:  # a lost connection, a closed store, a failed read
+                if self._stop.is_set():
+                    return
+                pause = RETRY_S[min(failures, len(RETRY_S) - 1)]
+                failures += 1
+                _log.warning("listening for commits on %s failed (%s); again in %.1fs",
+                             self._channel, exc, pause)
+                self._stop.wait(pause)
+
+    def _heard(self, payload: str) -> None:
+        position, token = _parse(payload)
+        if position is not None and position <= self._cursor:
+            return
+        if position is not None and token == self._token and self._all_own(position):
+            self._cursor = position
+            return
+        self._catch_up()
+
+    def _all_own(self, position: int) -> bool:
+        """Whether every position after the cursor up to ``position`` was committed here; if
+        so they are forgotten (the committing thread publishes them)."""
+        span = range(self._cursor + 1, position + 1)
+        if len(span) > _SHORTCUT_SPAN:
+            return False
+        with self._own_lock:
+            if not all(p in self._own for p in span):
+                return False
+            for p in span:
+                del self._own[p]
+        return True
+
+    def _catch_up(self) -> None:
+        """Publish, in global order, every event after the cursor not committed here."""
+        fresh: list[RecordedEvent] = []
+        for event in self._read_after(self._cursor):
+            with self._own_lock:
+                mine = self._own.pop(event.global_position, None) == event.hash
+            if not mine:
+                fresh.append(event)
+            self._cursor = event.global_position
+            if len(fresh) >= PUBLISH_CHUNK:
+                self._publish(fresh)
+                fresh = []
+        if fresh:
+            self._publish(fresh)
+        with self._own_lock:
+            for p in [p for p in self._own if p <= self._cursor]:
+                del self._own[p]

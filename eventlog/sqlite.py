@@ -2,8 +2,8 @@
 
 This module answers everything the store does with the file: its tables and SQL text
 (:func:`create_schema`), the bounded pool of reader connections (:class:`ReaderPool`, also lent
-to the PostgreSQL backend), the group write in one ``BEGIN IMMEDIATE`` transaction
-(:func:`write_group`), and the translation of every driver error into the log's own errors.
+to the PostgreSQL backend), the rows and heads of a group written in one ``BEGIN IMMEDIATE``
+transaction, and the translation of every driver error into the log's own errors.
 The store itself is :class:`SQLiteEventStore`; what it promises is below.
 """
 
@@ -17,7 +17,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
 from pathlib import Path
@@ -28,13 +27,11 @@ import sqlite_utils
 from .appending import (
     GroupAppends,
     GroupCommitter,
+    Head,
     Listener,
     PreparedBatch,
     Subscribers,
-    check_expected,
-    earlier_batch,
-    plan_rows,
-    result_from_rows,
+    write_group,
 )
 from .chain import ChainReport, verify_chain
 from .encoding import GENESIS_HASH
@@ -67,7 +64,6 @@ __all__ = [
     "INSERT",
     "READERS",
     "UPSERT_HEAD",
-    "GroupWrite",
     "ReaderPool",
     "SQLiteEventStore",
     "chunked_rows",
@@ -78,7 +74,6 @@ __all__ = [
     "storage_fault",
     "text_or_bytes",
     "upsert_heads_sql",
-    "write_group",
 ]
 
 
@@ -194,6 +189,28 @@ class SQLiteEventStore(GroupAppends):
                 return fault
         return UnreadableStore(str(exc))
 
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """The write connection in one ``BEGIN IMMEDIATE`` transaction, committed when the
+        block ends and rolled back on any exception.
+
+        A driver error leaves as the log's own error (:meth:`_translated`), except "busy"
+        (another process holds the lock), which leaves as it is for the caller to retry.
+        """
+        conn = self._writer
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.DatabaseError as exc:
+            self._raise_unless_busy(exc)
+            raise
+
     # -- writing ---------------------------------------------------------------------------
 
     def _commit(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
@@ -201,8 +218,7 @@ class SQLiteEventStore(GroupAppends):
             raise StoreClosed("the store is closed")
         try:
             outcomes = self._commit_once(group)
-        except sqlite3.DatabaseError as exc:
-            self._raise_unless_busy(exc)
+        except sqlite3.DatabaseError:  # busy: any other error left as the log's own
             outcomes = self._retry(lambda: self._commit_once(group))
         if self._listeners:
             committed = [
@@ -214,20 +230,24 @@ class SQLiteEventStore(GroupAppends):
         return outcomes
 
     def _commit_once(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
-        conn = self._writer
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            done = write_group(
-                conn, group, heads=self._heads, position=self._high_water(conn),
-                now=now_text(self._clock), upcasters=self._upcasters,
-                projections=self._projections,
-            )
-            conn.execute("COMMIT")
+            with self._transaction() as conn:
+                position = self._high_water(conn)
+                now = now_text(self._clock)
+                _load_heads(conn, self._heads, group)
+                done = write_group(
+                    group, heads=self._heads, position=position, now=now,
+                    earlier_rows=lambda session_id, key: conn.execute(
+                        _REPLAY, (session_id, key)
+                    ).fetchall(),
+                    write=lambda rows, written, events: _write_rows(
+                        conn, rows, written, events, now=now, projections=self._projections
+                    ),
+                    upcasters=self._upcasters,
+                )
         except BaseException:
             self._known_position = None
             self._heads.clear()
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
             raise
         self._known_position = done.last_position
         return done.outcomes
@@ -251,9 +271,7 @@ class SQLiteEventStore(GroupAppends):
 
     def _refresh_stale_projections(self) -> None:
         """Rebuild, in one transaction, every projection whose recorded version differs."""
-        conn = self._writer
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction() as conn:
             recorded = dict(conn.execute("SELECT name, version FROM projection_versions"))
             stale = [
                 p for p in self._projections
@@ -261,11 +279,6 @@ class SQLiteEventStore(GroupAppends):
             ]
             if stale:
                 self._refold(conn, stale, progress=None)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
 
     def _refold(
         self,
@@ -300,16 +313,8 @@ class SQLiteEventStore(GroupAppends):
         """Drop every projection and fold the whole log again; the events folded."""
 
         def run() -> int:
-            conn = self._writer
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                done = self._refold(conn, self._projections, progress=progress)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            return done
+            with self._transaction() as conn:
+                return self._refold(conn, self._projections, progress=progress)
 
         with self._committer.exclusive():
             if self._closed:
@@ -328,9 +333,7 @@ class SQLiteEventStore(GroupAppends):
         """
 
         def run() -> int:
-            conn = self._writer
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with self._transaction() as conn:
                 (high_water,) = conn.execute(HIGH_WATER).fetchone()
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('purged_through', ?) "
@@ -343,11 +346,6 @@ class SQLiteEventStore(GroupAppends):
                 self._heads.pop(session_id, None)
                 for projection in self._projections:
                     projection.forget(conn, session_id)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
             return int(removed)
 
         with self._committer.exclusive():
@@ -789,30 +787,18 @@ def storage_fault(
 
 # -- the group write ---------------------------------------------------------------------------
 #
-# One group of batches written with a fixed handful of statements, however large the group.
-#
-# The SQLite store's writer hands a whole group (DESIGN "Writing") to :func:`write_group` inside
-# its ``BEGIN IMMEDIATE`` transaction. Every batch is checked and chained in Python against the
-# session heads — cached by the store, the missing ones fetched in one ``SELECT … IN`` — before
-# anything is written, so a refused batch fails alone without a savepoint. Then the new rows go
-# in with multi-row ``INSERT``s, the heads with multi-row upserts, and each inline projection
-# folds the group's events in one call. Few statement *steps* matter beyond their own cost:
-# each step releases the GIL (``executemany`` steps once per row), and with many writer threads
-# waiting, getting the GIL back is what made large groups slow.
+# What the SQLite store does in :func:`eventlog.appending.write_group`: a fixed handful of
+# statements per group, however large. The heads missing from the store's cache are fetched in
+# one ``SELECT … IN``; the new rows go in with multi-row ``INSERT``s, the heads with multi-row
+# upserts, and each inline projection folds the group's events in one call. Few statement
+# *steps* matter beyond their own cost: each step releases the GIL (``executemany`` steps once
+# per row), and with many writer threads waiting, getting the GIL back is what made large
+# groups slow.
 
-Head = tuple[int, str]
 _IN_CHUNK = 500
 _ROWS_PER_STATEMENT = 64
 """Rows per multi-row statement: 13 x 64 = 832 variables, far below SQLite's limit, and few
 distinct statement texts for the connection's statement cache."""
-
-
-@dataclass(slots=True)
-class GroupWrite:
-    """What a group did: per batch its result or the log error it alone failed with."""
-
-    outcomes: list[AppendResult | BaseException]
-    last_position: int
 
 
 def _load_heads(
@@ -861,56 +847,17 @@ def _upsert_heads(conn: sqlite3.Connection, written: dict[str, Head], now: str) 
         conn.execute(upsert_heads_sql(len(part)), values)
 
 
-def write_group(
+def _write_rows(
     conn: sqlite3.Connection,
-    group: Sequence[PreparedBatch],
+    rows: list[RawRow],
+    written: dict[str, Head],
+    events: list[RecordedEvent],
     *,
-    heads: dict[str, Head],
-    position: int,
     now: str,
-    upcasters: UpcasterRegistry,
     projections: Sequence[InlineProjection],
-) -> GroupWrite:
-    """Check, chain and write ``group`` after ``position``; ``heads`` is updated in place.
-
-    The caller owns the transaction: on any exception it rolls back and forgets ``heads``.
-    """
-    _load_heads(conn, heads, group)
-    outcomes: list[AppendResult | BaseException] = []
-    rows: list[RawRow] = []
-    written: dict[str, Head] = {}
-    keyed: dict[tuple[str, str], AppendResult] = {}
-    events: list[RecordedEvent] = []
-    for prepared in group:
-        batch = prepared.batch
-        try:
-            if batch.idempotency_key is not None:
-                replayed = earlier_batch(conn, _REPLAY, prepared, keyed, upcasters)
-                if replayed is not None:
-                    outcomes.append(replayed)
-                    continue
-            version, prev_hash = heads[batch.session_id]
-            check_expected(batch, version)
-        except EventLogError as exc:
-            outcomes.append(exc)
-            continue
-        batch_rows = plan_rows(
-            prepared, version=version, prev_hash=prev_hash, next_position=position + 1,
-            recorded_at=now,
-        )
-        result = result_from_rows(prepared, batch_rows)
-        last = batch_rows[-1]
-        position = last[0]
-        heads[batch.session_id] = written[batch.session_id] = (last[2], last[12])
-        if batch.idempotency_key is not None:
-            keyed[(batch.session_id, batch.idempotency_key)] = result
-        rows.extend(batch_rows)
-        if projections:
-            events.extend(result.events)
-        outcomes.append(result)
-    if rows:
-        _insert(conn, rows)
-        _upsert_heads(conn, written, now)
-        for projection in projections:
-            projection.apply(conn, events)
-    return GroupWrite(outcomes, position)
+) -> None:
+    """A group's new rows and heads, and its events folded into the inline projections."""
+    _insert(conn, rows)
+    _upsert_heads(conn, written, now)
+    for projection in projections:
+        projection.apply(conn, events)

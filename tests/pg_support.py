@@ -183,7 +183,7 @@ class PostgresTamper:
     """
 
     def __init__(self, url: str) -> None:
-        from eventlog.postgres_schema import parse_url
+        from eventlog.postgres import parse_url
 
         self.conninfo, self.schema = parse_url(url)
 

@@ -39,12 +39,9 @@ SQL_ALLOWED = {
         "pool and its group write in the append transaction"
     ),
     "eventlog/sqlite_backup.py": "the SQLite backend's online backup (`sessionledger backup`)",
-    "eventlog/postgres.py": "the PostgreSQL store backend",
-    "eventlog/postgres_group.py": "the PostgreSQL backend's group write",
-    "eventlog/postgres_listen.py": "the PostgreSQL backend's LISTEN/NOTIFY of other commits",
-    "eventlog/appending.py": (
-        "backend code shared by both SQL backends: the idempotency-key lookup runs the SQL "
-        "text the calling backend hands it, in its placeholder style, on its connection"
+    "eventlog/postgres.py": (
+        "the PostgreSQL store backend: its tables, SQL text and URL, its group write in the "
+        "append transaction and its LISTEN/NOTIFY of other processes' commits"
     ),
     "projections/tables.py": (
         "view tables: every projection table on SQLite (summaries, documents, todo rows, "
@@ -54,8 +51,7 @@ SQL_ALLOWED = {
 }
 """Modules that may run SQL or import a database driver, each with its reason. Not listed:
 ``eventlog/inline.py`` (it hands the backend's transaction handle to a projection and runs
-nothing on it) and ``eventlog/postgres_schema.py`` (SQL text and URL parsing; the backend runs
-the text)."""
+nothing on it)."""
 
 DRIVERS = ("sqlite3", "sqlite_utils", "psycopg", "psycopg2", "psycopg_pool")
 """Top-level modules that talk to a database."""
