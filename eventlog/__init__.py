@@ -105,9 +105,10 @@ from .errors import (
     UnknownEventType,
     UnknownSchemaVersion,
     UnreadableStore,
+    descriptors_exhausted,
 )
 from .inline import InlineProjection, Progress
-from .sqlite import READERS, descriptors_exhausted
+from .sqlite import READERS
 from .sqlite_backup import BackupReport, backup_store
 from .store import DEFAULT_STORE_URL, EventStore, backend_of, open_store
 from .upcasting import UpcasterRegistry, default_upcasters

@@ -19,7 +19,13 @@ Every error the log raises derives from one base class, so callers can catch the
 
 from __future__ import annotations
 
+import errno
+import os
+from collections.abc import Iterator
+
 __all__ = [
+    "EXHAUSTION_ERRNOS",
+    "descriptors_exhausted",
     "BackupFailed",
     "BackupRefused",
     "ConcurrencyConflict",
@@ -130,3 +136,32 @@ class BackupRefused(EventLogError):
 
 class BackupFailed(EventLogError):
     """Copying failed (an unreadable source, a full disk); the destination was not written."""
+
+
+EXHAUSTION_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
+"""``errno`` values of "no descriptor left": this process's limit, or the system's."""
+
+
+def descriptors_exhausted(exc: BaseException | None = None) -> bool:
+    """True when ``exc`` (or, without one, this moment) is out of file descriptors.
+
+    An :class:`OSError` says so by its errno; a driver error that hides the errno (SQLite's
+    ``SQLITE_CANTOPEN``) is judged by opening one descriptor now.
+    """
+    for cause in _chain(exc):
+        if isinstance(cause, OSError) and cause.errno is not None:
+            return cause.errno in EXHAUSTION_ERRNOS
+    try:
+        probe = os.open(os.devnull, os.O_RDONLY)
+    except OSError as probe_error:
+        return probe_error.errno in EXHAUSTION_ERRNOS
+    os.close(probe)
+    return False
+
+
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__

@@ -45,9 +45,10 @@ from .errors import (
     InvalidStoreUrl,
     StorageFault,
     StoreClosed,
+    descriptors_exhausted,
 )
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
-from .sqlite import ReaderPool, descriptors_exhausted
+from .sqlite import ReaderPool
 from .upcasting import UpcasterRegistry, default_upcasters
 
 if TYPE_CHECKING:

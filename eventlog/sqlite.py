@@ -9,8 +9,6 @@ The store itself is :class:`SQLiteEventStore`; what it promises is below.
 
 from __future__ import annotations
 
-import errno
-import os
 import random
 import sqlite3
 import threading
@@ -53,13 +51,13 @@ from .errors import (
     StoreBusy,
     StoreClosed,
     UnreadableStore,
+    descriptors_exhausted,
 )
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
 from .upcasting import UpcasterRegistry, default_upcasters
 
 __all__ = [
     "COLUMNS",
-    "EXHAUSTION_ERRNOS",
     "HIGH_WATER",
     "INSERT",
     "READERS",
@@ -68,7 +66,6 @@ __all__ = [
     "SQLiteEventStore",
     "chunked_rows",
     "create_schema",
-    "descriptors_exhausted",
     "insert_events_sql",
     "is_busy",
     "storage_fault",
@@ -481,43 +478,14 @@ class SQLiteEventStore(GroupAppends):
 # threads opens no new files (a connection per thread, closed only at shutdown, grew by every
 # thread the pool ever started, issue 19).
 #
-# :func:`descriptors_exhausted` tells "the process has no file descriptor left" (EMFILE, ENFILE)
-# from a disk fault: SQLite reports both as "unable to open database file".
+# :func:`~eventlog.errors.descriptors_exhausted` tells "the process has no file descriptor left"
+# (EMFILE, ENFILE) from a disk fault: SQLite reports both as "unable to open database file".
 
 C = TypeVar("C")
 
 READERS = 8
 """Reader connections a store keeps open at most (each is two or three descriptors on SQLite:
 the file, its WAL and the shared-memory index)."""
-EXHAUSTION_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
-"""``errno`` values of "no descriptor left": this process's limit, or the system's."""
-
-
-def descriptors_exhausted(exc: BaseException | None = None) -> bool:
-    """True when ``exc`` (or, without one, this moment) is out of file descriptors.
-
-    An :class:`OSError` says so by its errno; a driver error that hides the errno (SQLite's
-    ``SQLITE_CANTOPEN``) is judged by opening one descriptor now.
-    """
-    for cause in _chain(exc):
-        if isinstance(cause, OSError) and cause.errno is not None:
-            return cause.errno in EXHAUSTION_ERRNOS
-    try:
-        probe = os.open(os.devnull, os.O_RDONLY)
-    except OSError as probe_error:
-        return probe_error.errno in EXHAUSTION_ERRNOS
-    os.close(probe)
-    return False
-
-
-def _chain(exc: BaseException | None) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
-
-
 class ReaderPool(Generic[C]):
     """At most ``size`` connections made by ``connect``, lent one per thread at a time.
 
