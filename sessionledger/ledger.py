@@ -80,17 +80,17 @@ from .errors import (
 )
 
 __all__ = [
-    "checked_input",
-    "shape_refused",
-    "AfterAppend",
-    "Ledger",
-    "eventlog_errors",
-    "from_eventlog",
     "FIRST_PAUSE_S",
     "LONGEST_PAUSE_S",
     "PATIENCE_S",
     "UNCONDITIONAL_PATIENCE_S",
+    "AfterAppend",
+    "Ledger",
+    "checked_input",
+    "eventlog_errors",
+    "from_eventlog",
     "retry_overtaken",
+    "shape_refused",
 ]
 
 T = TypeVar("T")
@@ -294,10 +294,10 @@ class Ledger:
         idempotency_key: str | None = None,
     ) -> AppendResult:
         """Append ``events`` to the session (guarded by ``expected_version``, deduplicated by
-        ``idempotency_key``, when given), then
-        tell the after-append observers. What the log raises passes through as it is (a
-        ``ConcurrencyConflict`` is what :meth:`retry` decides again on; the service's entry
-        point translates the rest with :func:`eventlog_errors`)."""
+        ``idempotency_key``, when given), then tell the after-append observers. What the log
+        raises passes through as it is (a ``ConcurrencyConflict`` is what :meth:`retry`
+        decides again on; the service's entry point translates the rest with
+        :func:`eventlog_errors`)."""
         appended = self.store.append(
             session_id, events, expected_version=expected_version, idempotency_key=idempotency_key
         )
