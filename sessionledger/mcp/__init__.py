@@ -1,13 +1,13 @@
 """The Model Context Protocol server (issue 12): the session tools for any MCP client.
 
-:mod:`.catalog` lists the tools with the schemas and descriptions of their pydantic contracts
-and annotations from their descriptors; :mod:`.forms` maps a questionnaire or a plan approval
-to one MCP elicitation and its answer back to a ``respond`` decision, and :mod:`.rounds` carries
-that form in a 2026-07-28 ``input_required`` round; :mod:`.results` turns a tool-call document
-into an MCP tool result; :mod:`.server` binds one MCP connection to one ledger session and runs
-every call through :meth:`ToolService.call <sessionledger.tools.service.ToolService.call>`, the
-path the HTTP routes take; :mod:`.http` is the streamable-HTTP endpoint ``serve`` mounts at
-``/mcp``.
+:mod:`.server` lists the tools (the schemas and descriptions of their pydantic contracts,
+annotations from their descriptors), binds one MCP connection to one ledger session, runs every
+call through :meth:`ToolService.call <sessionledger.tools.service.ToolService.call>`, the path
+the HTTP routes take, and turns a tool-call document into an MCP tool result; :mod:`.asking`
+asks the user about a call that waits for them and records the answer, with the forms of
+:mod:`.forms` (one elicitation per questionnaire or plan approval, carried in a 2026-07-28
+``input_required`` round where the server cannot ask mid-call); :mod:`.http` is the
+streamable-HTTP endpoint ``serve`` mounts at ``/mcp``.
 """
 
 from __future__ import annotations

@@ -19,19 +19,16 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import anyio.to_thread
-from mcp.server import Server, ServerRequestContext
+from mcp.server import Server
 from mcp.server.stdio import stdio_server
-from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CallToolRequestParams,
     CallToolResult,
-    ElicitResult,
     InputRequiredResult,
     ListToolsResult,
     PaginatedRequestParams,
@@ -39,17 +36,17 @@ from mcp_types import (
     Tool,
     ToolAnnotations,
 )
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eventlog import HostKind
 
 from .. import __version__
-from ..errors import Conflict, InvalidInput, NotFound, SessionLedgerError
+from ..errors import InvalidInput, NotFound, SessionLedgerError
 from ..permission.descriptors import ToolDescriptor
 from ..service.sessions import SessionService
 from ..tools.registry import PLAN_TOOLS, ToolRegistry
-from .forms import Form, Round, ask_form, asking_round, plan_form, returned_round
+from .asking import FORMS, Asking, Ctx, can_ask_in_rounds, can_elicit, in_thread
+from .forms import asking_round, returned_round
 
 __all__ = [
     "DEFAULT_WEB_URL",
@@ -214,17 +211,10 @@ def error_result(error: SessionLedgerError) -> CallToolResult:
 
 DEFAULT_WEB_URL = "http://127.0.0.1:8765/"
 """Where ``sessionledger serve`` answers by default: the web page named in pending results."""
-_FORMS: dict[str, Callable[[dict[str, Any]], Form]] = {
-    "AskUserQuestion": ask_form, "ExitPlanMode": plan_form,
-}
 SESSION_META = "sessionledger/sessionId"
 """The ``_meta`` key of every tool result that names the connection's ledger session."""
 _SESSION_HEADER = "mcp-session-id"
 _BINDINGS_HELD = 4096
-WITHDRAW_POLL_S = 0.5
-"""How often a call with a form open is checked for an answer given elsewhere."""
-T = TypeVar("T")
-Ctx = ServerRequestContext[Any, Any]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -253,6 +243,7 @@ class LedgerMcp:
         self._session_id = self._options.session_id
         self._bindings: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._asking = Asking(service)
 
     @property
     def session_id(self) -> str | None:
@@ -288,7 +279,7 @@ class LedgerMcp:
             surface = [n for n in MCP_TOOLS if registry.always_offered(n) or n in PLAN_TOOLS]
             return ListToolsResult(tools=offered_tools(registry, surface))
         session_id = await self._bound(ctx)
-        surface = await _run(lambda: self._service.tools.surface(session_id))
+        surface = await in_thread(lambda: self._service.tools.surface(session_id))
         return ListToolsResult(tools=offered_tools(registry, surface))
 
     async def _call_tool(
@@ -302,16 +293,16 @@ class LedgerMcp:
                 return await self._status(ctx, session_id, arguments)
             if params.name not in MCP_TOOLS:
                 raise InvalidInput(f"unknown tool {params.name!r} for this session")
-            form = _FORMS[params.name](arguments) if params.name in _FORMS else None
+            form = FORMS[params.name](arguments) if params.name in FORMS else None
             returned = returned_round(params)
             if returned is not None and form is not None:
-                document = await self._answer_round(session_id, form, returned)
+                document = await self._asking.answer_round(session_id, form, returned)
             else:
                 document = await self._call(session_id, params.name, arguments)
             if document["status"] == "pending" and form is not None and returned is None:
-                if _can_elicit(ctx):
-                    document = await self._elicit(ctx, session_id, form, document)
-                elif _can_ask_in_rounds(ctx):
+                if can_elicit(ctx):
+                    document = await self._asking.elicit(ctx, session_id, form, document)
+                elif can_ask_in_rounds(ctx):
                     return asking_round(form, document)
         except SessionLedgerError as exc:
             return _tagged(error_result(exc), session_id)
@@ -329,7 +320,7 @@ class LedgerMcp:
                 "bind one to; connect to /mcp?session=SESSION (create one with POST "
                 "/v1/sessions), or negotiate a 2025 protocol version"
             )
-        return await _run(lambda: self._connection_session(key, wanted))
+        return await in_thread(lambda: self._connection_session(key, wanted))
 
     def _connection_session(self, key: str | None, wanted: str | None) -> str:
         """The ledger session of the HTTP transport's MCP session ``key``: the one the URL
@@ -354,79 +345,7 @@ class LedgerMcp:
             )
             return answer.document
 
-        return await _run(call)
-
-    async def _elicit(
-        self, ctx: Ctx, session_id: str, form: Form, pending: dict[str, Any]
-    ) -> dict[str, Any]:
-        """Ask through the client; record the answer as the respond endpoint does. A
-        dismissed form, or a client that fails to ask, leaves the call pending.
-
-        While the form is open the call is watched: answered elsewhere (the web page, the
-        HTTP respond endpoint, another process) or continued by its timer, the form is
-        withdrawn — the SDK sends the client ``notifications/cancelled`` for its request —
-        and the call answers as it now stands.
-        """
-        asked: list[ElicitResult] = []
-        settled: list[dict[str, Any]] = []
-        call_id = str(pending["callId"])
-
-        async def ask(done: anyio.CancelScope) -> None:
-            try:
-                asked.append(await ctx.session.elicit_form(
-                    form.message, form.schema, related_request_id=ctx.request_id
-                ))
-            except (MCPError, ValidationError):
-                pass
-            done.cancel()
-
-        async def watch(done: anyio.CancelScope) -> None:
-            while True:
-                await anyio.sleep(WITHDRAW_POLL_S)
-                now = await _run(lambda: self._service.tools.get(session_id, call_id).document)
-                if now["status"] != "pending":
-                    settled.append(now)
-                    done.cancel()
-                    return
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(ask, group.cancel_scope)
-            group.start_soon(watch, group.cancel_scope)
-        if settled:
-            return settled[0]
-        if not asked:
-            return pending
-        return await self._record(session_id, form, asked[0], pending)
-
-    async def _answer_round(self, session_id: str, form: Form, returned: Round) -> dict[str, Any]:
-        """A modern client's retry: the waiting call, answered with the form's response."""
-        current = await _run(lambda: self._service.tools.get(session_id, returned.call_id))
-        document = current.document
-        if document["status"] != "pending" or returned.response is None:
-            return document
-        if document.get("interactionId") != returned.interaction_id:
-            raise InvalidInput("requestState does not name the interaction the call waits on")
-        return await self._record(session_id, form, returned.response, document)
-
-    async def _record(
-        self, session_id: str, form: Form, result: ElicitResult, pending: dict[str, Any]
-    ) -> dict[str, Any]:
-        """The user's response recorded as the respond endpoint records an answer."""
-        answer = form.answer(result.action, result.content)
-        if answer is None:
-            return pending
-        interaction_id = str(pending["interactionId"])
-
-        def respond() -> dict[str, Any]:
-            try:
-                return self._service.tools.respond(
-                    session_id, interaction_id, answer.decision, input=answer.input,
-                    feedback=answer.feedback,
-                )
-            except (Conflict, InvalidInput):  # resolved meanwhile, or an answer it refuses
-                return self._service.tools.get(session_id, str(pending["callId"])).document
-
-        return await _run(respond)
+        return await in_thread(call)
 
     async def _status(
         self, ctx: Ctx, session_id: str, arguments: dict[str, Any]
@@ -446,7 +365,7 @@ class LedgerMcp:
                 )
             return service.tools.get(session_id, str(found.body["callId"])).document
 
-        document = await _run(status)
+        document = await in_thread(status)
         return call_result(document, page=self._page(ctx, session_id))
 
     def _page(self, ctx: Ctx, session_id: str) -> str:
@@ -468,29 +387,6 @@ def _tagged(result: CallToolResult, session_id: str) -> CallToolResult:
     if not session_id:
         return result
     return result.model_copy(update={"meta": {SESSION_META: session_id}})
-
-
-def _form_capable(ctx: Ctx) -> bool:
-    """The client declared form elicitation (an empty capability means form)."""
-    capabilities = ctx.session.client_capabilities
-    elicitation = capabilities.elicitation if capabilities is not None else None
-    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
-
-
-def _can_elicit(ctx: Ctx) -> bool:
-    """Whether the server may send the elicitation request mid-call: a handshake-era
-    connection that can carry a server-to-client request."""
-    return (_form_capable(ctx) and ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
-            and ctx.session.can_send_request)
-
-
-def _can_ask_in_rounds(ctx: Ctx) -> bool:
-    """Whether the call may answer ``input_required`` (a 2026-07-28 connection)."""
-    return _form_capable(ctx) and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-
-
-async def _run(function: Callable[[], T]) -> T:
-    return await anyio.to_thread.run_sync(function)
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
