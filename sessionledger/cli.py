@@ -550,10 +550,11 @@ def mcp(
     """Serve the session tools over the Model Context Protocol on stdin/stdout.
 
     One MCP connection is one ledger session: --session resumes it, else a new session is
-    created at the first tool call (its id is printed on stderr then). Every call is recorded exactly as one made over
-    HTTP. AskUserQuestion and ExitPlanMode ask through MCP elicitation when the client
-    supports it; otherwise they answer that they are pending, naming the web page where a
-    person can answer, and InteractionStatus reports the outcome. See docs/mcp.md.
+    created at the first tool call (its id is printed on stderr then). Every call is recorded
+    exactly as one made over HTTP. AskUserQuestion and ExitPlanMode ask through MCP
+    elicitation when the client supports it; otherwise they answer that they are pending,
+    naming the web page where a person can answer, and InteractionStatus reports the outcome.
+    See docs/mcp.md.
     """
     from .mcp import LedgerMcp, McpOptions, run_stdio  # the mcp SDK only for this command
     from .service.timers import TimerScheduler

@@ -547,7 +547,7 @@ def test_in_process_writers_of_one_session_take_turns(tmp_path: Path) -> None:  
             try:
                 service.tools.call(session, "TodoWrite", {"todos": [
                     {"content": f"t{n}", "status": "pending", "priority": "low"}]})
-            except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            except BaseException as exc:  # collected for the assertion
                 errors.append(exc)
 
         writers = [threading.Thread(target=write, args=(n,)) for n in range(30)]

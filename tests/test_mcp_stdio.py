@@ -20,7 +20,6 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
 from mcp_support import (
     PLAN,
     QUESTION,
@@ -34,6 +33,7 @@ from mcp_support import (
     server_params,
     text_of,
 )
+from mcp_types import INVALID_PARAMS
 from server_support import in_process_client, sessionledger_command
 from tool_support import CATALOG_TOML
 
