@@ -108,8 +108,11 @@ class InProcessServe:
 
 
 @contextmanager
-def serve_in_process(directory: Path, *, config: str | None = None) -> Iterator[InProcessServe]:
-    """Serve the app over a fresh SQLite file in ``directory`` until the block ends."""
+def serve_in_process(
+    directory: Path, *, config: str | None = None, idle_timeout_s: float | None = None,
+) -> Iterator[InProcessServe]:
+    """Serve the app over a fresh SQLite file in ``directory`` until the block ends (MCP
+    sessions idle for ``idle_timeout_s`` end, when given)."""
     workspace = directory / "workspace"
     workspace.mkdir(exist_ok=True)
     if config is not None:
@@ -121,6 +124,8 @@ def serve_in_process(directory: Path, *, config: str | None = None) -> Iterator[
     (transport,) = [getattr(r, "endpoint", None) for r in app.router.routes
                     if getattr(r, "path", None) == MCP_PATH]
     assert isinstance(transport, McpHttpTransport)
+    if idle_timeout_s is not None:
+        transport.session_idle_timeout_s = idle_timeout_s
     server = uvicorn.Server(uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
     ))

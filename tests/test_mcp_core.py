@@ -165,6 +165,35 @@ def test_a_listing_binds_nothing_and_a_delete_drops_the_binding(  # issue 21 fin
         assert len(serve.service.summaries()) == 2  # the sessions stay in the log
 
 
+def test_an_idle_timeout_and_a_stopping_server_drop_the_binding(  # issue 21 finding 1
+    tmp_path: Path,
+) -> None:
+    with serve_in_process(tmp_path, idle_timeout_s=0.5) as serve:
+        with httpx.Client(timeout=30) as http:
+            init = http.post(serve.mcp_url, headers=_RPC_HEADERS, json=_INITIALIZE)
+            headers = {**_RPC_HEADERS, "mcp-session-id": init.headers["mcp-session-id"],
+                       "mcp-protocol-version": "2025-11-25"}
+            http.post(serve.mcp_url, headers=headers,
+                      json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            _rpc_body(http.post(serve.mcp_url, headers=headers, json=_call(2, "2025-11-25")))
+            assert serve.transport.ledger.bound_connections == 1
+            assert serve.bound_when_settled(0) == 0  # idle past the timeout: it ended
+            gone = http.post(serve.mcp_url, headers=headers, json=_call(3, "2025-11-25"))
+            assert gone.status_code == 404  # the SDK forgot the MCP session too
+    (tmp_path / "again").mkdir()
+    with serve_in_process(tmp_path / "again") as serve:
+        with httpx.Client(timeout=30) as http:
+            init = http.post(serve.mcp_url, headers=_RPC_HEADERS, json=_INITIALIZE)
+            headers = {**_RPC_HEADERS, "mcp-session-id": init.headers["mcp-session-id"],
+                       "mcp-protocol-version": "2025-11-25"}
+            http.post(serve.mcp_url, headers=headers,
+                      json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            _rpc_body(http.post(serve.mcp_url, headers=headers, json=_call(2, "2025-11-25")))
+        assert serve.transport.ledger.bound_connections == 1
+        transport = serve.transport
+    assert transport.ledger.bound_connections == 0  # the manager stopped: every session ended
+
+
 @pytest.mark.slow
 def test_an_open_connection_keeps_its_session_after_5000_others(  # issue 21 finding 1
     tmp_path: Path,

@@ -19,7 +19,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
 import anyio
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import (
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    StreamableHTTPSessionManager,
+)
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -41,13 +44,16 @@ class McpHttpTransport:
 
     def __init__(self, service: SessionService) -> None:
         self.ledger = LedgerMcp(service, McpOptions())
+        self.session_idle_timeout_s: float = DEFAULT_SESSION_IDLE_TIMEOUT
+        """How long an MCP session without a request in flight lives (read at each start)."""
         self._manager: StreamableHTTPSessionManager | None = None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Run a session manager until the app stops; open MCP sessions end then."""
         manager = StreamableHTTPSessionManager(
-            app=self.ledger.server(), security_settings=_SECURITY
+            app=self.ledger.server(), security_settings=_SECURITY,
+            session_idle_timeout=self.session_idle_timeout_s,
         )
         async with manager.run():
             self._manager = manager
