@@ -3,8 +3,11 @@
 :func:`mcp_client` spawns the *installed* command over stdio (``stdio_client``), initializes a
 ``ClientSession`` — with an elicitation callback when one is given, so the client declares the
 capability — and closes the process on exit. :class:`Answers` is an elicitation callback that
-replays prepared answers and keeps what it was asked. :func:`normalized` turns a session's
-events into comparable ``(type, data)`` pairs with ids replaced by their order of appearance.
+replays prepared answers and keeps what it was asked; :class:`Scripted` runs one step per
+request (:func:`reply`, :func:`never`, or the test's own). :class:`UrlOnlySession` declares URL
+elicitation only; :func:`call_resetting_on_progress` calls a tool as a host that resets its
+request timeout on progress. :func:`normalized` turns a session's events into comparable
+``(type, data)`` pairs with ids replaced by their order of appearance.
 """
 
 from __future__ import annotations

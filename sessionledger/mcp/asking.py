@@ -187,15 +187,17 @@ class Wakeups:
 
     Subscribed to the store's commit publication (:meth:`Ledger.on_commit
     <sessionledger.ledger.Ledger.on_commit>`: every batch this process commits, and on
-    PostgreSQL those of other processes too). The observer runs on the committing thread
-    while it holds the writer, so it only looks at event types and hands the ring to the
-    waiter's loop (``call_soon_threadsafe``): the waiter then reads the call itself.
+    PostgreSQL those of other processes too) while any call waits, and only then. The
+    observer runs on the committing thread while it holds the writer, so it only looks at
+    event types and hands the ring to the waiter's loop (``call_soon_threadsafe``): the
+    waiter then reads the call itself.
     """
 
     def __init__(self, service: SessionService) -> None:
+        self._ledger = service.ledger
         self._waiting: dict[str, list[_Waiter]] = {}
         self._lock = threading.Lock()
-        self.close = service.ledger.on_commit(self._on_commit)
+        self._unsubscribe: Callable[[], None] | None = None
 
     def _on_commit(self, events: Sequence[RecordedEvent]) -> None:
         if not self._waiting:
@@ -217,6 +219,8 @@ class Wakeups:
         """A bell for ``call_id`` while the block runs (on the running event loop)."""
         waiter = _Waiter(asyncio.get_running_loop())
         with self._lock:
+            if self._unsubscribe is None:
+                self._unsubscribe = self._ledger.on_commit(self._on_commit)
             self._waiting.setdefault(call_id, []).append(waiter)
         try:
             yield waiter
@@ -227,6 +231,9 @@ class Wakeups:
                     held.remove(waiter)
                 if not held:
                     self._waiting.pop(call_id, None)
+                if not self._waiting and self._unsubscribe is not None:
+                    self._unsubscribe()
+                    self._unsubscribe = None
 
 
 # -- asking ------------------------------------------------------------------------------------
