@@ -256,8 +256,6 @@ class Asking:
         self.progress_interval_s = progress_interval_s
         self.answer_poll_s = answer_poll_s
         self.wakeups = Wakeups(service)
-        self.reads = 0
-        """How many times a waiting call read its document (tests count them)."""
 
     # -- the handshake era: the request stays open while the person answers -----------------
 
@@ -391,7 +389,6 @@ class Asking:
         """The call's document once it is no longer pending: read now, then again each time
         a commit for it rings (this process) or every ``answer_poll_s`` (another process)."""
         while True:
-            self.reads += 1
             now = await in_thread(lambda: self._service.tools.get(session_id, call_id).document)
             if now["status"] != "pending":
                 return now
