@@ -25,7 +25,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from eventlog import EventStore, HostKind, NewEvent, PermissionDecided, PermissionVerdict, new_id
+from eventlog import (
+    EventStore,
+    HostKind,
+    InteractionResolved,
+    NewEvent,
+    PermissionDecided,
+    PermissionVerdict,
+    new_id,
+)
 from projections import Projections
 from projections.tools import interaction_wire
 from statemachine.execution import ExecutionState
@@ -249,6 +257,38 @@ class ToolService:
         if self.timers is not None:
             self.timers.settle_quietly(session_id)
         return done
+
+    def withdraw(self, session_id: str, interaction_id: str, *, reason: str) -> dict[str, Any]:
+        """Withdraw a waiting call whose caller cancelled its request (D157): its interaction
+        resolved ``withdrawn`` (by the ``host``), its call ``cancelled``, its timer ended and
+        the queue's next question at the head; the call document. 409 ``conflict`` when the
+        interaction was already resolved (nothing changes), 404 when it is not the session's.
+        """
+        if not reason.strip():
+            raise InvalidInput("a withdrawal needs a reason", details=[{"loc": ["reason"]}])
+        self._resume(session_id)
+        with eventlog_errors():
+            done = self.executor.withdraw(session_id, interaction_id, reason=reason)
+        if self.timers is not None:
+            self.timers.settle_quietly(session_id)
+        return done
+
+    def resolution(self, session_id: str, interaction_id: str) -> dict[str, Any] | None:
+        """How a resolved interaction of the session was resolved: ``decision``, ``actor``
+        (the envelope's: ``user``, ``timer``, ``host``) and ``recordedAt``; ``None`` while it is
+        pending or when it is not the session's."""
+        with eventlog_errors():
+            found = self._ledger.interaction(interaction_id)
+            if found is None or found.session_id != session_id or found.status != "resolved":
+                return None
+            call = self._ledger.call(session_id, str(found.body["callId"]))
+            after = call.order - 1 if call is not None else 0  # the call's first seq
+            for event in self._store.read_session(session_id, after=after):
+                data = event.data
+                if isinstance(data, InteractionResolved) and data.interaction_id == interaction_id:
+                    return {"decision": data.decision, "actor": event.actor,
+                            "recordedAt": event.recorded_at}
+        return None
 
     def pending_interactions(self, session_id: str) -> list[dict[str, Any]]:
         """The session's pending interactions in queue order, as the document lists them."""
