@@ -47,6 +47,7 @@ from ..service.sessions import SessionService
 from ..tools.registry import PLAN_TOOLS, ToolRegistry
 from .asking import FORMS, Asking, Ctx, can_ask_in_rounds, can_elicit, in_thread
 from .forms import asking_round, returned_round
+from .tasks import TaskRequests, task_augmented
 
 __all__ = [
     "DEFAULT_WEB_URL",
@@ -260,12 +261,17 @@ class LedgerMcp:
 
     def server(self) -> Server[Any]:
         """The low-level MCP server with the tool handlers."""
-        return Server(
+        server = Server(
             "sessionledger", version=__version__,
             instructions=f"Session tools recorded in the sessionledger event log "
                          f"(session {self._session_id or 'created per connection'}).",
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
         )
+        TaskRequests(  # 2025-11-25 tasks (D158)
+            self._service, self._asking, bound=self._bound,
+            answer=lambda ctx, sid, doc: _tagged(call_result(doc, page=self._page(ctx, sid)), sid),
+        ).install(server)
+        return server
 
     # -- handlers --------------------------------------------------------------------------
 
@@ -299,7 +305,8 @@ class LedgerMcp:
                 document = await self._asking.answer_round(session_id, form, returned)
             else:
                 document = await self._call(session_id, params.name, arguments)
-            if document["status"] == "pending" and form is not None and returned is None:
+            if document["status"] == "pending" and form is not None and returned is None \
+                    and not task_augmented(ctx, params):  # a task answers at once (D158)
                 if can_elicit(ctx):
                     document = await self._asking.elicit(ctx, session_id, form, document)
                 elif can_ask_in_rounds(ctx):
