@@ -275,13 +275,14 @@ class InteractionRequested(Event):
 
 
 class InteractionResolved(Event):
-    """The user (or the auto-continue timer) answered an interaction."""
+    """The user (or the auto-continue timer) answered an interaction, or the host withdrew
+    it (``withdrawn``: its caller cancelled the request; nobody answered)."""
 
     schema_version: ClassVar[int] = 1
     type: Literal["InteractionResolved"] = "InteractionResolved"
     interaction_id: str
     call_id: str
-    decision: Literal["modify", "approve", "deny", "feedback", "autoContinued"]
+    decision: Literal["modify", "approve", "deny", "feedback", "autoContinued", "withdrawn"]
     input: dict[str, Any] | None = None
     feedback: str | None = None
 
@@ -354,13 +355,14 @@ class FollowUpData(_Payload):
 
 
 class ToolCallCompleted(Event):
-    """A call finished: completed (ran, or answered by the user) or denied."""
+    """A call finished: completed (ran, or answered by the user), denied, or cancelled (its
+    interaction was withdrawn because the caller cancelled the request; ``success`` false)."""
 
     schema_version: ClassVar[int] = 1
     type: Literal["ToolCallCompleted"] = "ToolCallCompleted"
     call_id: str
     tool: str
-    status: Literal["completed", "denied"]
+    status: Literal["completed", "denied", "cancelled"]
     success: bool
     result: dict[str, Any] = Field(default_factory=dict)
     model_content: str

@@ -328,7 +328,8 @@ class DocProjection(TableBacked[DocTable]):
 
 
 def call_wire(doc: Doc) -> dict[str, Any]:
-    """The tool-call document of SPEC §11 for the call's current status."""
+    """The tool-call document of SPEC §11 for the call's current status (``cancelled``, a
+    withdrawn call, D157, has the shape of a completed one)."""
     body = doc.body
     if doc.status == "pending":
         return {"status": "pending", "callId": body["callId"],
@@ -338,7 +339,7 @@ def call_wire(doc: Doc) -> dict[str, Any]:
                 "modelContent": body["modelContent"], "permission": body["permission"],
                 "turnControl": body["turnControl"],
                 "followUpUserInput": body["followUpUserInput"]}
-    return {"status": "completed", "callId": body["callId"], "success": body["success"],
+    return {"status": doc.status, "callId": body["callId"], "success": body["success"],
             "result": body["result"], "modelContent": body["modelContent"],
             "turnControl": body["turnControl"], "followUpUserInput": body["followUpUserInput"]}
 

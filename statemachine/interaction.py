@@ -5,7 +5,7 @@ A question a protocol host puts to the user waits in its session's FIFO queue. E
 reach the head: silent grace (``hiddenGrace``), then a visible ``countdown``, then, at the
 deadline, an auto-continue. User activity pauses a running timer for good; the setting
 turned off pauses it too, or makes a queued question ineligible. Any state may be answered
-or declined by the user.
+or declined by the user, or withdrawn by the host (its caller cancelled the request).
 
 Everything here is pure: :func:`next_due` answers "what is the next timer transition of this
 interaction, and at which instant" from the interaction's recorded state, the setting's
@@ -63,17 +63,17 @@ __all__ = [
 
 TimerState = Literal[
     "registered", "ineligible", "hiddenGrace", "countdown", "paused",
-    "answered", "declined", "autoContinued",
+    "answered", "declined", "autoContinued", "withdrawn",
 ]
 Trigger = Literal[
     "exclude", "start", "show_countdown", "setting_off", "user_activity", "deadline",
-    "answer", "decline",
+    "answer", "decline", "withdraw",
 ]
 
 INITIAL: TimerState = "registered"
 STATES: list[str] = [
     "registered", "ineligible", "hiddenGrace", "countdown", "paused",
-    "answered", "declined", "autoContinued",
+    "answered", "declined", "autoContinued", "withdrawn",
 ]
 OPEN_STATES: tuple[TimerState, ...] = (
     "registered", "ineligible", "hiddenGrace", "countdown", "paused",
@@ -98,6 +98,8 @@ TRANSITIONS: list[dict[str, object]] = [
     # the user answers whatever the timer says
     {"trigger": "answer", "source": list(OPEN_STATES), "dest": "answered"},
     {"trigger": "decline", "source": list(OPEN_STATES), "dest": "declined"},
+    # the host withdraws it: its caller cancelled the request (nobody answered, D157)
+    {"trigger": "withdraw", "source": list(OPEN_STATES), "dest": "withdrawn"},
 ]
 """Every legal move, as data. A (state, trigger) pair missing here is refused."""
 
@@ -117,6 +119,7 @@ class InteractionModel:
     def deadline(self) -> bool: raise NotImplementedError
     def answer(self) -> bool: raise NotImplementedError
     def decline(self) -> bool: raise NotImplementedError
+    def withdraw(self) -> bool: raise NotImplementedError
 
 
 def build_machine(model: InteractionModel | None = None, *, initial: str = INITIAL) -> Machine:

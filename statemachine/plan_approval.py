@@ -3,12 +3,13 @@
 An ExitPlanMode call in Plan is *submitted* (waiting for the user). The user's answer, or a
 headless host that has nobody to ask, moves it to exactly one end: *approved* (PM-7: the plan
 file is written and Plan is left), *feedback* (PM-8: the feedback becomes a user message and
-Plan stays on) or *rejected* (PM-9: the turn ends and Plan stays on). An approval passes
-through *approving*: the user's decision is on record, the plan file is being written, and
-``PlanApproved`` with the exit from Plan is not appended yet. From there ``finish`` leads to
-*approved*, and ``abandon`` — the write was cancelled, or the service stopped in between —
-back to *submitted* (``PlanApprovalCancelled``; the plan is asked again and Plan
-stays on). The machine is the one place that says which answer leads where;
+Plan stays on), *rejected* (PM-9: the turn ends and Plan stays on) or *withdrawn* (the
+caller cancelled its request before anyone answered: nothing approved, Plan stays on, D157).
+An approval passes through *approving*: the user's decision is on record, the plan file is
+being written, and ``PlanApproved`` with the exit from Plan is not appended yet. From there
+``finish`` leads to *approved*, and ``abandon`` — the write was cancelled, or the service
+stopped in between — back to *submitted* (``PlanApprovalCancelled``; the plan is asked again
+and Plan stays on). The machine is the one place that says which answer leads where;
 :func:`decide_plan` and :func:`abandon_plan` are pure and return the outcome with the event
 that records it, or a :class:`PlanRefusal` for an answer with no move (a second answer, or
 ``modify`` with no approval meaning). Auto-continue is not a move: plan approvals are never
@@ -49,7 +50,7 @@ __all__ = [
     "next_state",
 ]
 
-STATES: list[str] = ["submitted", "approving", "approved", "feedback", "rejected"]
+STATES: list[str] = ["submitted", "approving", "approved", "feedback", "rejected", "withdrawn"]
 INITIAL = "submitted"
 
 TRANSITIONS: list[dict[str, Any]] = [
@@ -59,16 +60,20 @@ TRANSITIONS: list[dict[str, Any]] = [
     {"trigger": "give_feedback", "source": "submitted", "dest": "feedback"},
     {"trigger": "reject", "source": "submitted", "dest": "rejected"},
     {"trigger": "headless_deny", "source": "submitted", "dest": "rejected"},
+    {"trigger": "withdraw", "source": "submitted", "dest": "withdrawn"},
 ]
 """Every legal move, as data; anything else (a second answer, the timer) is refused."""
 
-Answer: TypeAlias = Literal["approve", "feedback", "deny", "headless", "autoContinued", "modify"]
+Answer: TypeAlias = Literal[
+    "approve", "feedback", "deny", "headless", "autoContinued", "modify", "withdrawn",
+]
 _TRIGGERS: dict[str, str] = {
     "approve": "approve",
     "modify": "approve",  # the TUI's approval carries the (unchanged or edited) input
     "feedback": "give_feedback",
     "deny": "reject",
     "headless": "headless_deny",
+    "withdrawn": "withdraw",  # the host's, when the caller cancelled (not the user's answer)
     "finish": "finish",  # the runtime's steps after an approval, not answers of the user
     "abandon": "abandon",
 }
@@ -88,6 +93,7 @@ class PlanApprovalModel:
     def give_feedback(self) -> bool: raise NotImplementedError
     def reject(self) -> bool: raise NotImplementedError
     def headless_deny(self) -> bool: raise NotImplementedError
+    def withdraw(self) -> bool: raise NotImplementedError
 
 
 def build_machine(
@@ -119,7 +125,7 @@ class PlanOutcome:
     """Where the answer led; ``event`` records it (an approval's ``PlanApproved`` is written
     by the handler once the file outcome is known, so ``approving`` has ``None`` here)."""
 
-    state: Literal["submitted", "approving", "feedback", "rejected"]
+    state: Literal["submitted", "approving", "feedback", "rejected", "withdrawn"]
     event: Event | None
 
 
@@ -150,6 +156,8 @@ def decide_plan(
         return PlanOutcome("feedback", PlanFeedbackGiven(
             call_id=call_id, feedback=feedback, mode=mode, plan=plan
         ))
+    if after == "withdrawn":  # recorded by the interaction's resolution and the call's end
+        return PlanOutcome("withdrawn", None)
     if after == "rejected":
         by: Literal["user", "headless"] = "headless" if answer == "headless" else "user"
         return PlanOutcome("rejected", PlanRejected(by=by, call_id=call_id, mode=mode, plan=plan))

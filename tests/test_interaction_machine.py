@@ -40,9 +40,9 @@ T0 = datetime(2026, 11, 29, 19, 10, 56, 123000, tzinfo=UTC)
 CONFIG = TimerConfig(grace_s=60, deadline_s=300)
 TRIGGERS: tuple[Trigger, ...] = (
     "exclude", "start", "show_countdown", "setting_off", "user_activity", "deadline",
-    "answer", "decline",
+    "answer", "decline", "withdraw",
 )
-FINAL = ("answered", "declined", "autoContinued")
+FINAL = ("answered", "declined", "autoContinued", "withdrawn")
 
 
 def at(seconds: float) -> datetime:

@@ -26,14 +26,14 @@ from statemachine.plan_approval import (
 
 @pytest.mark.parametrize(("answer", "state"), [
     ("approve", "approving"), ("modify", "approving"), ("feedback", "feedback"),
-    ("deny", "rejected"), ("headless", "rejected"),
+    ("deny", "rejected"), ("headless", "rejected"), ("withdrawn", "withdrawn"),
 ])
 def test_pm7_pm8_pm9_each_answer_has_one_destination(answer: str, state: str) -> None:
     assert next_state(INITIAL, answer) == state
 
 
-@pytest.mark.parametrize("end", ["approving", "approved", "feedback", "rejected"])
-@pytest.mark.parametrize("answer", ["approve", "feedback", "deny", "headless"])
+@pytest.mark.parametrize("end", ["approving", "approved", "feedback", "rejected", "withdrawn"])
+@pytest.mark.parametrize("answer", ["approve", "feedback", "deny", "headless", "withdrawn"])
 def test_an_answered_plan_takes_no_second_answer(end: str, answer: str) -> None:
     refused = next_state(end, answer)
     assert isinstance(refused, PlanRefusal) and end in refused.message
@@ -49,6 +49,11 @@ def test_pm7_an_approval_on_record_finishes_or_is_abandoned_back_to_submitted() 
     assert abandoned == PlanOutcome("submitted", PlanApprovalCancelled(
         call_id="c", cause="interrupted", mode="edit", plan="p"
     ))
+
+
+def test_a_withdrawn_plan_records_nothing_of_its_own() -> None:  # issue 21 finding 6, D157
+    withdrawn = decide_plan("withdrawn", call_id="c", plan="p", mode="build")
+    assert withdrawn == PlanOutcome("withdrawn", None)  # the resolution and the completion do
 
 
 def test_ho4_the_timer_cannot_answer_a_plan() -> None:

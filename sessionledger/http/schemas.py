@@ -34,6 +34,7 @@ __all__ = [
     "AuditDocument",
     "CallIdPath",
     "CallDocument",
+    "CancelledCall",
     "CompletedCall",
     "DeniedCall",
     "DeletedSession",
@@ -356,10 +357,22 @@ class DeniedCall(_Wire):
     followUpUserInput: FollowUpUserInput | None
 
 
+class CancelledCall(_Wire):
+    """Withdrawn before anyone answered: its caller cancelled the request (D157)."""
+
+    status: Literal["cancelled"]
+    callId: str
+    success: Literal[False]
+    result: Any = Field(description='{"withdrawn": true, "reason": …}')
+    modelContent: str
+    turnControl: TurnControl | None
+    followUpUserInput: FollowUpUserInput | None
+
+
 CallDocument = Annotated[
-    CompletedCall | PendingCall | DeniedCall, Field(discriminator="status")
+    CompletedCall | PendingCall | DeniedCall | CancelledCall, Field(discriminator="status")
 ]
-"""A tool call as it is now: completed, pending on the user, or denied."""
+"""A tool call as it is now: completed, pending on the user, denied, or cancelled."""
 
 
 class PermissionAnswer(_Wire):

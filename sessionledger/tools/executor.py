@@ -67,6 +67,8 @@ from .handlers import (
     TodoFields,
     ToolContext,
     ToolHandler,
+    Withdrawable,
+    Withdrawal,
 )
 from .registry import SurfaceOptions, ToolRegistry
 from .todo import answer_result, is_recorded_by_reference, recorded_old_seq
@@ -88,6 +90,7 @@ __all__ = [
     "resolved_event",
     "summarize",
     "validation_details",
+    "withdrawn_text",
     "written_list",
 ]
 
@@ -605,6 +608,46 @@ class ToolExecutor:
 
         return self._ledger.retry(session_id, attempt)
 
+    def withdraw(self, session_id: str, interaction_id: str, *, reason: str) -> dict[str, Any]:
+        """The host withdraws a waiting call whose caller cancelled its request (D157): the
+        interaction is resolved ``withdrawn`` and the call completes ``cancelled`` in one
+        batch by the ``host``, so the session's queue moves on; the call document. Nobody
+        answered: the handler does not run (a :class:`Withdrawable` one adds its note — a
+        withdrawn plan stays unapproved, Plan stays on). 409 when already resolved."""
+        def attempt() -> dict[str, Any]:
+            session = self._ledger.live(session_id)
+            interaction = self._ledger.interaction(interaction_id)
+            if interaction is None or interaction.session_id != session_id:
+                raise NotFound(f"no interaction {interaction_id!r} in session {session_id!r}")
+            if interaction.status != "pending":
+                raise Conflict(f"interaction {interaction_id!r} was already resolved")
+            call_id = interaction.body["callId"]
+            call = self._ledger.call(session_id, call_id)
+            handler = self._registry.handler(call.body["tool"]) if call is not None else None
+            assert call is not None and handler is not None
+            added = (handler.withdrawn(self._context(session, call_id), call.body["input"])
+                     if isinstance(handler, Withdrawable) else Withdrawal())
+            events: list[Event] = [
+                InteractionResolved(
+                    interaction_id=interaction.key, call_id=call_id, decision="withdrawn"
+                ),
+                *added.events,
+                ToolCallCompleted(
+                    call_id=call_id, tool=handler.descriptor.name, status="cancelled",
+                    success=False, model_content=withdrawn_text(reason, added.note),
+                    result={"withdrawn": True, "reason": reason, **added.result},
+                ),
+            ]
+            self._ledger.append(  # overtaken: decided again afresh (an answer wins: 409)
+                session_id, [NewEvent(e, actor="host", causation_id=call_id) for e in events],
+                expected_version=session.version,
+            )
+            done = self._ledger.call(session_id, call_id)
+            assert done is not None
+            return call_answer(self._store, done)
+
+        return self._ledger.retry(session_id, attempt)
+
     def auto_continue(
         self, session_id: str, interaction_id: str, *, expected_version: int,
         idempotency_key: str,
@@ -649,6 +692,13 @@ class ToolExecutor:
             resolved_event(interaction_id, call_id, resolution), *outcome.events,
             completed_event(handler.descriptor.name, call_id, outcome),
         ]
+
+
+def withdrawn_text(reason: str, note: str = "") -> str:
+    """What the model is told about a call withdrawn because its caller cancelled it."""
+    text = (f"This request was withdrawn before anyone answered it: {reason}. The user gave "
+            "no answer; do not assume one.")
+    return f"{text} {note}" if note else text
 
 
 def _resolution(

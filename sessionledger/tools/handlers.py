@@ -38,6 +38,8 @@ __all__ = [
     "TodoFields",
     "ToolContext",
     "ToolHandler",
+    "Withdrawable",
+    "Withdrawal",
     "call_with_timeout",
 ]
 
@@ -175,6 +177,26 @@ class DecidesFirst(Protocol):
     def undo(self, context: ToolContext, raw: Mapping[str, Any]) -> None:
         """After the abandonment is on record: make what the run may have done outside the
         log agree with the log again (idempotent, best effort)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Withdrawal:
+    """What a handler adds when its waiting call is withdrawn (D157): events appended with
+    the withdrawal, fields for the call's result, a sentence for the model."""
+
+    events: tuple[Event, ...] = ()
+    result: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+@runtime_checkable
+class Withdrawable(Protocol):
+    """A handler with something to say or record when the host withdraws its waiting call
+    (the caller cancelled the request; nobody answered): ExitPlanMode's plan stays
+    unapproved. The handler itself never runs for a withdrawal."""
+
+    def withdrawn(self, context: ToolContext, raw: Mapping[str, Any]) -> Withdrawal:
+        """The events, result fields and note of the withdrawal of the call with ``raw``."""
 
 
 # -- calling a port within a budget (the ports themselves: :mod:`sessionledger.tools.ports`) ---

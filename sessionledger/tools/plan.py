@@ -39,7 +39,7 @@ from statemachine.plan_approval import (
 
 from ..errors import ServiceUnavailable
 from ..permission.descriptors import SERVICE_TOOLS, ToolDescriptor
-from .handlers import AbandonCause, Asked, HandlerOutcome, Resolution, ToolContext
+from .handlers import AbandonCause, Asked, HandlerOutcome, Resolution, ToolContext, Withdrawal
 from .plan_files import PlanFiles, PlanWriteCancelled, last_approved_plan, put_back
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "PLAN_MAX",
     "REVIEW_QUESTION",
     "TURN_STOP_REASON",
+    "WITHDRAWN_PLAN",
     "AllowedPrompt",
     "EnterPlanInput",
     "EnterPlanModeHandler",
@@ -82,6 +83,7 @@ APPROVE_OPTION = "Approve"
 FEEDBACK_SOURCE = "plan_approval_feedback"
 TURN_STOP_REASON = "plan_exit_denied"
 NOT_APPROVED = "The plan was not approved by the user."
+WITHDRAWN_PLAN = "The plan was not approved; plan mode stays on."
 APPROVED_PREFIX = (
     "User has approved your plan. You can now start coding. Start with updating your todo "
     "list if applicable.\n\n## Approved Plan:\n"
@@ -329,6 +331,18 @@ class ExitPlanModeHandler:
             approved=last_approved_plan(self._events(session.session_id)),
             abandoned=parse_exit_input(raw).plan,
         )
+
+    # -- the host's withdrawal (D157) ---------------------------------------------------------
+
+    def withdrawn(self, context: ToolContext, raw: Mapping[str, Any]) -> Withdrawal:
+        """The caller cancelled before anyone answered: the plan is not approved and Plan
+        stays on (the machine's ``withdraw``; no plan file, no exit, no turn stop)."""
+        decided = decide_plan(
+            "withdrawn", call_id=context.call_id, plan=parse_exit_input(raw).plan,
+            mode=context.session.execution.mode,
+        )
+        assert isinstance(decided, PlanOutcome) and decided.state == "withdrawn"
+        return Withdrawal(result={"approved": False}, note=WITHDRAWN_PLAN)
 
     # -- the answer -------------------------------------------------------------------------
 

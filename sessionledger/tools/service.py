@@ -250,6 +250,21 @@ class ToolService:
             self.timers.settle_quietly(session_id)
         return done
 
+    def withdraw(self, session_id: str, interaction_id: str, *, reason: str) -> dict[str, Any]:
+        """Withdraw a waiting call whose caller cancelled its request (D157): its interaction
+        resolved ``withdrawn`` (by the ``host``), its call ``cancelled``, its timer ended and
+        the queue's next question at the head; the call document. 409 ``conflict`` when the
+        interaction was already resolved (nothing changes), 404 when it is not the session's.
+        """
+        if not reason.strip():
+            raise InvalidInput("a withdrawal needs a reason", details=[{"loc": ["reason"]}])
+        self._resume(session_id)
+        with eventlog_errors():
+            done = self.executor.withdraw(session_id, interaction_id, reason=reason)
+        if self.timers is not None:
+            self.timers.settle_quietly(session_id)
+        return done
+
     def pending_interactions(self, session_id: str) -> list[dict[str, Any]]:
         """The session's pending interactions in queue order, as the document lists them."""
         self._resume(session_id)
