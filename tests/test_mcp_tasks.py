@@ -27,7 +27,7 @@ from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
-from mcp_support import PLAN, QUESTION, TODOS, Answers, server_params, text_of
+from mcp_support import PLAN, QUESTION, TODOS, Answers, NeverAnswers, server_params, text_of
 from server_support import ServerProcess, in_process_client, running_server
 
 from sessionledger import SessionService
@@ -59,10 +59,10 @@ class Tasks:
         request = types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task_id))
         return await self.session.send_request(request, types.GetTaskResult)
 
-    async def result(self, task_id: str) -> types.CallToolResult:
+    async def result(self, task_id: str, timeout: float | None = None) -> types.CallToolResult:
         request = types.GetTaskPayloadRequest(
             params=types.GetTaskPayloadRequestParams(task_id=task_id))
-        return await self.session.send_request(request, types.CallToolResult)
+        return await self.session.send_request(request, types.CallToolResult, timeout)
 
     async def cancel(self, task_id: str) -> types.CancelTaskResult:
         request = types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task_id))
@@ -269,6 +269,45 @@ def test_tasks_result_asks_the_user_through_the_form_tagged_with_its_task(
     anyio.run(scenario)
 
 
+def test_a_task_outlives_a_tasks_result_the_client_gave_up_on(
+    ledger: tuple[str, Path],
+) -> None:  # issue 21 finding 8, acceptance 2: a task outlives the requests about it
+    db_url, workspace = ledger
+    form = NeverAnswers()
+
+    async def scenario() -> None:
+        async with over_stdio(ledger, elicitation=form) as tasks:
+            session_id, task_id, _task = created(
+                await tasks.call_as_task("AskUserQuestion", QUESTION))
+            with pytest.raises(MCPError):  # the client's own timeout cancels its request
+                await tasks.result(task_id, timeout=2.0)
+            assert (await tasks.get(task_id)).status == "input_required"
+            results: list[types.CallToolResult] = []
+
+            async def wait() -> None:
+                results.append(await tasks.result(task_id))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(wait)
+                with anyio.fail_after(30):
+                    while form.opened < 2:  # asked again, by the new tasks/result
+                        await anyio.sleep(0.05)
+                await anyio.to_thread.run_sync(lambda: respond_in_process(session_id))
+            (result,) = results
+            assert text_of(result).startswith(ALL_ANSWERED_PREFIX)
+
+    def respond_in_process(session_id: str) -> None:
+        with in_process_client(workspace, store_url=db_url) as (http, _service):
+            (waiting,) = http.get(f"/v1/sessions/{session_id}").json()["interactions"]
+            response = http.post(
+                f"/v1/sessions/{session_id}/interactions/{waiting['interactionId']}/respond",
+                json={"decision": "modify", "input": ANSWERED})
+            assert response.status_code == 200, response.text
+
+    anyio.run(scenario)
+    assert (form.opened, form.withdrawn) == (2, 2)  # each form closed with its request
+
+
 def test_a_failed_call_is_a_failed_task_with_the_same_error_result(
     ledger: tuple[str, Path],
 ) -> None:  # issue 21 finding 8: isError → failed
@@ -311,7 +350,6 @@ def test_cancelling_a_task_withdraws_its_interaction(tmp_path: Path) -> None:
         anyio.run(scenario)
         with server.client() as http:
             document = http.get(f"/v1/sessions/{seen['session']}").json()
-            assert [i["callId"] for i in document["interactions"]] != [seen["dropped"]]
             assert seen["dropped"] not in [i["callId"] for i in document["interactions"]]
             call = http.get(f"/v1/sessions/{seen['session']}/tool-calls/{seen['dropped']}")
             assert call.json()["status"] == "cancelled", call.text
