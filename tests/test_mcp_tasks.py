@@ -377,6 +377,7 @@ def test_a_task_of_another_session_is_not_found(tmp_path: Path) -> None:
                 assert (await owner.get(task_id)).status == "input_required"
 
         anyio.run(scenario)
+        assert "Traceback" not in server.log()  # refusals are JSON-RPC errors, not crashes
 
 
 def test_task_augmentation_is_refused_where_it_is_not_offered(

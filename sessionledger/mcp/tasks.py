@@ -306,7 +306,8 @@ class TaskRequests:
 
             def withdraw() -> None:
                 self._service.tools.withdraw(
-                    session_id, str(doc.body["interactionId"]), reason="the client cancelled the task (tasks/cancel)",
+                    session_id, str(doc.body["interactionId"]),
+                    reason="the client cancelled the task (tasks/cancel)",
                 )
 
             try:
