@@ -9,9 +9,10 @@ events into comparable ``(type, data)`` pairs with ids replaced by their order o
 
 from __future__ import annotations
 
+import os
 import re
 import signal
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,9 @@ from server_support import sessionledger_command
 from eventlog import RecordedEvent
 
 __all__ = [
-    "PLAN", "QUESTION", "TODOS", "Answers", "NeverAnswers", "kill_servers", "masked", "mcp_client",
-    "normalized", "server_params", "text_of",
+    "PLAN", "QUESTION", "TODOS", "Answers", "NeverAnswers", "Scripted", "UrlOnlySession",
+    "call_resetting_on_progress", "kill_servers", "masked", "mcp_client", "never",
+    "normalized", "reply", "server_params", "text_of",
 ]
 
 QUESTION = {"questions": [{
@@ -44,24 +46,31 @@ _ID = re.compile(r"\b(?:sess|call|int|chk)_[0-9A-Z]{1,26}(?:\b|…)")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
 
-def server_params(db_url: str, workspace: Path, *args: str) -> StdioServerParameters:
-    """The installed ``sessionledger mcp`` over ``db_url`` in ``workspace``."""
+def server_params(
+    db_url: str, workspace: Path, *args: str, env: dict[str, str] | None = None
+) -> StdioServerParameters:
+    """The installed ``sessionledger mcp`` over ``db_url`` in ``workspace``, with ``env`` on
+    top of the SDK's safe default environment and this test's ``PYTHONPATH`` (the SDK passes
+    on only a few variables, so the command would import another checkout's code)."""
     command, *rest = sessionledger_command()
+    extra = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
     return StdioServerParameters(
         command=command,
         args=[*rest, "mcp", "--db", db_url, "--workspace", str(workspace), *args],
-        cwd=str(workspace),
+        cwd=str(workspace), env={**extra, **(env or {})},
     )
 
 
 @asynccontextmanager
 async def mcp_client(
-    db_url: str, workspace: Path, *args: str, elicitation: ElicitationFnT | None = None
+    db_url: str, workspace: Path, *args: str, elicitation: ElicitationFnT | None = None,
+    env: dict[str, str] | None = None, session_class: type[ClientSession] = ClientSession,
 ) -> AsyncIterator[ClientSession]:
-    """An initialized client session with a fresh ``sessionledger mcp`` process."""
+    """An initialized client session (2025-11-25, the handshake) with a fresh
+    ``sessionledger mcp`` process."""
     async with (
-        stdio_client(server_params(db_url, workspace, *args)) as (read, write),
-        ClientSession(read, write, elicitation_callback=elicitation) as session,
+        stdio_client(server_params(db_url, workspace, *args, env=env)) as (read, write),
+        session_class(read, write, elicitation_callback=elicitation) as session,
     ):
         await session.initialize()
         yield session
@@ -116,6 +125,73 @@ class NeverAnswers:
             self.withdrawn += 1
             raise
         raise AssertionError("sleep_forever returned")
+
+
+Step = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult]]
+
+
+class Scripted:
+    """An elicitation callback running one step per request, in order: each step gets the
+    request's params and returns the result (it may wait, act elsewhere first, or never
+    return). Keeps what it was asked; counts the requests the server withdrew."""
+
+    def __init__(self, *steps: Step) -> None:
+        self._steps = list(steps)
+        self.asked: list[types.ElicitRequestParams] = []
+        self.withdrawn = 0
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        self.asked.append(params)
+        step = self._steps.pop(0)
+        try:
+            return await step(params)
+        except anyio.get_cancelled_exc_class():
+            self.withdrawn += 1
+            raise
+
+
+def reply(action: str, content: dict[str, Any] | None = None) -> Step:
+    """A step answering at once."""
+    async def step(_params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult.model_validate({"action": action, "content": content})
+
+    return step
+
+
+async def never(_params: types.ElicitRequestParams) -> types.ElicitResult:
+    """A step that keeps its form open until the server withdraws it."""
+    await anyio.sleep_forever()
+    raise AssertionError("sleep_forever returned")
+
+
+class UrlOnlySession(ClientSession):
+    """A client session that declares URL elicitation only (no forms)."""
+
+    def _build_capabilities(self, version: str) -> types.ClientCapabilities:
+        declared = super()._build_capabilities(version)
+        return declared.model_copy(update={"elicitation": types.ElicitationCapability(
+            url=types.UrlElicitationCapability()
+        )})
+
+
+async def call_resetting_on_progress(
+    session: ClientSession, name: str, arguments: dict[str, Any], *, timeout_s: float
+) -> tuple[types.CallToolResult | None, list[float]]:
+    """``tools/call`` as a host with ``resetTimeoutOnProgress`` makes it (the TypeScript SDK's
+    option): abandoned — ``notifications/cancelled`` — once ``timeout_s`` pass without a
+    progress notification. The result (``None`` when it timed out) and the progress values."""
+    progress: list[float] = []
+    scope = anyio.CancelScope(deadline=anyio.current_time() + timeout_s)
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+        scope.deadline = anyio.current_time() + timeout_s
+
+    with scope:
+        return await session.call_tool(name, arguments, progress_callback=on_progress), progress
+    return None, progress
 
 
 def text_of(result: types.CallToolResult) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -45,7 +45,20 @@ from ..errors import InvalidInput, NotFound, SessionLedgerError
 from ..permission.descriptors import ToolDescriptor
 from ..service.sessions import SessionService
 from ..tools.registry import PLAN_TOOLS, ToolRegistry
-from .asking import FORMS, Asking, Ctx, can_ask_in_rounds, can_elicit, in_thread
+from .asking import (
+    ANSWER_POLL_ENV,
+    DEFAULT_ANSWER_POLL_S,
+    DEFAULT_PROGRESS_S,
+    FORMS,
+    MAX_PROGRESS_S,
+    PROGRESS_ENV,
+    Asking,
+    Ctx,
+    can_ask_in_rounds,
+    can_elicit,
+    env_seconds,
+    in_thread,
+)
 from .forms import asking_round, returned_round
 from .tasks import TaskRequests, task_augmented
 
@@ -228,6 +241,12 @@ class McpOptions:
     web_url: str | None = None
     """Where the web page is served; ``None``: the HTTP request's own base URL (the HTTP
     transport is mounted on ``serve``), else :data:`DEFAULT_WEB_URL`."""
+    progress_interval_s: float = field(default_factory=lambda: env_seconds(
+        PROGRESS_ENV, DEFAULT_PROGRESS_S, most=MAX_PROGRESS_S))
+    """Seconds between progress notifications while a call waits for a person (D157)."""
+    answer_poll_s: float = field(default_factory=lambda: env_seconds(
+        ANSWER_POLL_ENV, DEFAULT_ANSWER_POLL_S))
+    """Seconds between reads of a waiting call for an answer written by another process."""
 
 
 class LedgerMcp:
@@ -244,7 +263,8 @@ class LedgerMcp:
         self._session_id = self._options.session_id
         self._bindings: dict[str, str] = {}
         self._lock = threading.Lock()
-        self._asking = Asking(service)
+        self._asking = Asking(service, progress_interval_s=self._options.progress_interval_s,
+                              answer_poll_s=self._options.answer_poll_s)
 
     @property
     def session_id(self) -> str | None:
@@ -302,13 +322,18 @@ class LedgerMcp:
             form = FORMS[params.name](arguments) if params.name in FORMS else None
             returned = returned_round(params)
             if returned is not None and form is not None:
-                document = await self._asking.answer_round(session_id, form, returned)
+                answered = await self._asking.answer_round(session_id, form, returned)
+                if isinstance(answered, InputRequiredResult):  # an empty form, asked again
+                    return answered
+                document = answered
             else:
                 document = await self._call(session_id, params.name, arguments)
             if document["status"] == "pending" and form is not None and returned is None \
                     and not task_augmented(ctx, params):  # a task answers at once (D158)
                 if can_elicit(ctx):
-                    document = await self._asking.elicit(ctx, session_id, form, document)
+                    document = await self._asking.elicit(
+                        ctx, session_id, form, document, page=self._page(ctx, session_id)
+                    )
                 elif can_ask_in_rounds(ctx):
                     return asking_round(form, document)
         except SessionLedgerError as exc:

@@ -25,7 +25,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from eventlog import EventStore, HostKind, NewEvent, PermissionDecided, PermissionVerdict, new_id
+from eventlog import (
+    EventStore,
+    HostKind,
+    InteractionResolved,
+    NewEvent,
+    PermissionDecided,
+    PermissionVerdict,
+    new_id,
+)
 from projections import Projections
 from projections.tools import interaction_wire
 from statemachine.execution import ExecutionState
@@ -264,6 +272,23 @@ class ToolService:
         if self.timers is not None:
             self.timers.settle_quietly(session_id)
         return done
+
+    def resolution(self, session_id: str, interaction_id: str) -> dict[str, Any] | None:
+        """How a resolved interaction of the session was resolved: ``decision``, ``actor``
+        (the envelope's: ``user``, ``timer``, ``host``) and ``recordedAt``; ``None`` while it is
+        pending or when it is not the session's."""
+        with eventlog_errors():
+            found = self._ledger.interaction(interaction_id)
+            if found is None or found.session_id != session_id or found.status != "resolved":
+                return None
+            call = self._ledger.call(session_id, str(found.body["callId"]))
+            after = call.order - 1 if call is not None else 0  # the call's first seq
+            for event in self._store.read_session(session_id, after=after):
+                data = event.data
+                if isinstance(data, InteractionResolved) and data.interaction_id == interaction_id:
+                    return {"decision": data.decision, "actor": event.actor,
+                            "recordedAt": event.recorded_at}
+        return None
 
     def pending_interactions(self, session_id: str) -> list[dict[str, Any]]:
         """The session's pending interactions in queue order, as the document lists them."""

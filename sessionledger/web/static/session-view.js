@@ -64,6 +64,7 @@ export class SessionView {
     this.workspace = h('span', { class: 'workspace' });
     this.goal = h('section', { class: 'panel goal', id: 'goal', 'aria-label': 'Goal' });
     this.notice = h('div', { class: 'notice', id: 'auto-continued', hidden: true, role: 'status' });
+    this.withdrawn = h('div', { class: 'notice', id: 'withdrawn', hidden: true, role: 'status' });
     this.cardsEl = h('div', { class: 'cards', id: 'interactions' });
     this.nothingWaiting = h('p', { class: 'panel empty nothing-waiting' },
       'No question or plan is waiting for you.');
@@ -77,7 +78,7 @@ export class SessionView {
     fill(this.root, h('div', { class: 'session', dataset: { sessionId: this.sessionId } },
       head, this.banner,
       h('div', { class: 'columns' },
-        h('div', { class: 'main-col' }, this.goal, this.notice, this.cardsEl, this.nothingWaiting,
+        h('div', { class: 'main-col' }, this.goal, this.notice, this.withdrawn, this.cardsEl, this.nothingWaiting,
           this.todos),
         this.timeline.el)));
   }
@@ -222,21 +223,29 @@ export class SessionView {
     this.nothingWaiting.hidden = interactions.length > 0;
   }
 
-  /** HO-4: the last question resolved by the timer, while nothing was resolved after it. */
+  /** HO-4: the last question resolved by the timer, while nothing was resolved after it; or
+   * (D157) the last one withdrawn because the agent's request was cancelled. */
   #drawNotice() {
     const last = this.lastResolution;
-    if (!last || last.decision !== 'autoContinued') {
-      this.notice.hidden = true;
-      return;
+    const notices = { autoContinued: this.notice, withdrawn: this.withdrawn };
+    for (const [decision, el] of Object.entries(notices)) {
+      if (!last || last.decision !== decision) {
+        el.hidden = true;
+        continue;
+      }
+      const asked = this.requested.get(last.interactionId);
+      const questions = asked && asked.kind === 'planApproval' ? ['The plan approval']
+        : ((asked && asked.payload && asked.payload.questions) || []).map((q) => q.question);
+      const title = decision === 'withdrawn'
+        ? 'Withdrawn — the agent cancelled its request; nobody answered'
+        : 'Unanswered — auto-continued';
+      fill(el,
+        h('strong', {}, title),
+        h('span', { class: 'notice-time' }, ` at ${clock(last.recordedAt)}`),
+        questions.length ? h('ul', {}, questions.map((q) => h('li', {}, q))) : null);
+      el.dataset.interactionId = last.interactionId;
+      el.hidden = false;
     }
-    const asked = this.requested.get(last.interactionId);
-    const questions = ((asked && asked.payload && asked.payload.questions) || []).map((q) => q.question);
-    fill(this.notice,
-      h('strong', {}, 'Unanswered — auto-continued'),
-      h('span', { class: 'notice-time' }, ` at ${clock(last.recordedAt)}`),
-      questions.length ? h('ul', {}, questions.map((q) => h('li', {}, q))) : null);
-    this.notice.dataset.interactionId = last.interactionId;
-    this.notice.hidden = false;
   }
 
   async #changeMode(body) {

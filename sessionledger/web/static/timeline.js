@@ -27,9 +27,15 @@ const SUMMARIES = {
   },
   InteractionAutoResolutionChanged: (d) => `timer ${d.state}${d.reason ? ` (${d.reason})` : ''}`,
   InteractionUserActivity: (d) => `user activity: ${d.action}`,
-  InteractionResolved: (d) => (d.decision === 'autoContinued'
-    ? 'unanswered — auto-continued' : `${d.decision}${d.feedback ? `: ${clip(d.feedback, 100)}` : ''}`),
-  ToolCallCompleted: (d) => `${d.tool} ${d.success ? 'succeeded' : 'failed'}: ${clip(d.modelContent, 100)}`,
+  InteractionResolved: (d) => {
+    if (d.decision === 'autoContinued') return 'unanswered — auto-continued';
+    if (d.decision === 'withdrawn') return 'withdrawn — the agent cancelled its request';
+    return `${d.decision}${d.feedback ? `: ${clip(d.feedback, 100)}` : ''}`;
+  },
+  ToolCallCompleted: (d) => {
+    const outcome = d.status === 'cancelled' ? 'cancelled' : (d.success ? 'succeeded' : 'failed');
+    return `${d.tool} ${outcome}: ${clip(d.modelContent, 100)}`;
+  },
   TodosWritten: (d) => {
     const todos = d.todos || [];
     return `${todos.filter((t) => t.status === 'completed').length}/${todos.length} completed`;
