@@ -12,7 +12,6 @@ resumed on the same session; a task is cancelled; another session's task is not 
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, stdio_client
 from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -90,17 +89,11 @@ async def over_http(url: str, elicitation: ElicitationFnT | None = None) -> Asyn
         yield tasks
 
 
-def stdio_params(ledger: tuple[str, Path], *args: str) -> StdioServerParameters:
-    """The installed ``sessionledger mcp``, run with this test's environment (its
-    ``PYTHONPATH`` names the code under test; the SDK passes on only a few variables)."""
-    return server_params(*ledger, *args).model_copy(update={"env": dict(os.environ)})
-
-
 @asynccontextmanager
 async def over_stdio(
     ledger: tuple[str, Path], *args: str, elicitation: ElicitationFnT | None = None
 ) -> AsyncIterator[Tasks]:
-    async with stdio_client(stdio_params(ledger, *args)) as (read, write), \
+    async with stdio_client(server_params(*ledger, *args)) as (read, write), \
             tasks_session(read, write, elicitation) as tasks:
         yield tasks
 
@@ -421,7 +414,7 @@ def test_task_augmentation_is_refused_where_it_is_not_offered(
 def test_a_2026_connection_has_no_tasks(ledger: tuple[str, Path]) -> None:
     # D158: 2026-07-28 moved tasks out of the core protocol
     async def scenario() -> None:
-        async with Client(stdio_params(ledger)) as client:
+        async with Client(server_params(*ledger)) as client:
             capabilities = client.session.server_capabilities
             assert capabilities is not None and capabilities.tasks is None
             request = types.GetTaskRequest(params=types.GetTaskRequestParams(task_id="call_X"))

@@ -76,6 +76,7 @@ from projections.tables import Doc
 from ..errors import SessionLedgerError
 from ..service.sessions import SessionService
 from .asking import FORMS, Asking, Ctx, can_elicit, in_thread
+from .forms import Form
 
 __all__ = [
     "IMMEDIATE_RESPONSE",
@@ -179,12 +180,18 @@ def _text(result: Mapping[str, Any]) -> str:
 
 
 class _TaskSession(ServerSession):
-    """The request's server session, its form elicitation tagged with the task it serves
-    (the spec's related-task metadata). Everything else is the session's own."""
+    """The request's server session for the form ``tasks/result`` opens: its elicitation is
+    tagged with the task it serves (the spec's related-task metadata), and :meth:`give_up`
+    closes it as a client that fails to ask does. Everything else is the session's own."""
 
     def __init__(self, inner: ServerSession, task_id: str) -> None:
         self.__dict__.update(vars(inner))
         self._related_task = task_id
+        self._given_up = anyio.Event()
+
+    def give_up(self) -> None:
+        """Close the open form (and any later one): the call is left pending, not withdrawn."""
+        self._given_up.set()
 
     async def elicit_form(
         self, message: str, requested_schema: ElicitRequestedSchema,
@@ -194,10 +201,25 @@ class _TaskSession(ServerSession):
             "message": message, "requestedSchema": requested_schema,
             "_meta": {RELATED_TASK: {"taskId": self._related_task}},
         })
-        return await self.send_request(
-            ElicitRequest(params=params), ElicitResult,
-            metadata=ServerMessageMetadata(related_request_id=related_request_id),
-        )
+        answered: list[ElicitResult] = []
+
+        async def ask(scope: anyio.CancelScope) -> None:
+            answered.append(await self.send_request(
+                ElicitRequest(params=params), ElicitResult,
+                metadata=ServerMessageMetadata(related_request_id=related_request_id),
+            ))
+            scope.cancel()
+
+        async def given_up(scope: anyio.CancelScope) -> None:
+            await self._given_up.wait()
+            scope.cancel()  # the SDK tells the client its request is cancelled: the form closes
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(ask, group.cancel_scope)
+            group.start_soon(given_up, group.cancel_scope)
+        if not answered:
+            raise MCPError(code=INTERNAL_ERROR, message="tasks/result ended: the form is closed")
+        return answered[0]
 
 
 class TaskRequests:
@@ -350,15 +372,44 @@ class TaskRequests:
             if document["status"] != "pending":
                 return document
             doc = await in_thread(lambda: self._doc(session_id, call_id))
-            if not asked and can_elicit(ctx) and doc.body.get("resolution") is None:
+            if not asked and _asks_by_form(ctx) and doc.body.get("resolution") is None:
                 asked = True  # a dismissed form is not asked again: the answer may come elsewhere
                 form = FORMS[str(doc.body["tool"])](dict(doc.body.get("input") or {}))
-                tagged = dataclasses.replace(ctx, session=_TaskSession(ctx.session, call_id))
-                document = await self._asking.elicit(tagged, session_id, form, document)
+                document = await self._ask(ctx, session_id, form, document)
                 if document["status"] != "pending":
                     return document
                 continue
             await anyio.sleep(WAIT_POLL_S)
+
+    async def _ask(
+        self, ctx: Ctx, session_id: str, form: Form, pending: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Ask the user through the form a call without a task opens (:meth:`Asking.elicit`).
+
+        A cancelled call withdraws its interaction, but a task outlives the requests about
+        it: when this ``tasks/result`` is cancelled (by the client, its timeout, or the
+        connection ending) the form is closed as if the client had failed to ask — the call
+        stays pending — and only then does the cancellation go on."""
+        session = _TaskSession(ctx.session, str(pending["callId"]))
+        tagged = dataclasses.replace(ctx, session=session)
+        done: list[dict[str, Any]] = []
+        finished = anyio.Event()
+
+        async def ask() -> None:
+            try:
+                with anyio.CancelScope(shield=True):
+                    done.append(await self._asking.elicit(tagged, session_id, form, pending))
+            finally:
+                finished.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(ask)
+            try:
+                await finished.wait()
+            except anyio.get_cancelled_exc_class():
+                session.give_up()
+                raise
+        return done[0]
 
     # -- reading the log ---------------------------------------------------------------------
 
@@ -389,6 +440,17 @@ class TaskRequests:
             lambda tx: service.projections.tool_calls.of_session(tx, session_id)
         )
         return [task_of(d, self._interaction(d)) for d in docs if d.body.get("tool") in TASK_TOOLS]
+
+
+def _asks_by_form(ctx: Ctx) -> bool:
+    """Whether ``tasks/result`` asks the user itself: a client that can be sent a form. (A
+    client offering only URL elicitation is not sent to the web page by a task: the answer is
+    awaited from there, or from anywhere.)"""
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    form_capable = elicitation is not None and (
+        elicitation.form is not None or elicitation.url is None)
+    return form_capable and can_elicit(ctx)
 
 
 def _with_capability(result: HandlerResult) -> HandlerResult:
