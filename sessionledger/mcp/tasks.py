@@ -20,7 +20,10 @@ cancelled (its interaction withdrawn)  ``cancelled``
 through the same form as a call without a task when the client can elicit (the elicitation
 tagged with the task in ``_meta["io.modelcontextprotocol/related-task"]``), else waiting for
 an answer given elsewhere (the web page, the respond endpoint, the auto-continue timer) — and
-returns the tool result exactly as a call without a task would; ``tasks/cancel`` withdraws
+returns the tool result exactly as a call without a task would. A ``tasks/result`` that is
+cancelled closes its form and leaves the task pending (a cancelled call without a task
+withdraws its interaction, D157; a task outlives the requests about it). ``tasks/cancel``
+withdraws
 the call's interaction through :meth:`ToolService.withdraw`; ``tasks/list`` pages the tasks
 of the connection's session. Every AskUserQuestion and ExitPlanMode call of the session is one
 of its tasks (the log does not record whether the request asked for one), and a task of
