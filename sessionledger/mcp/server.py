@@ -74,6 +74,7 @@ from .asking import (
     in_thread,
 )
 from .forms import Round, asking_round, returned_round
+from .tasks import TaskRequests, task_augmented
 
 __all__ = [
     "CALLER_ARGUMENT",
@@ -431,6 +432,10 @@ class LedgerMcp:
         )
         # logging/setLevel (2025 era; deprecated in 2026-07-28, so registered this way)
         server.add_request_handler("logging/setLevel", SetLevelRequestParams, self._set_level)
+        TaskRequests(  # 2025-11-25 tasks (D158)
+            self._service, self._asking, bound=self._task_session,
+            answer=lambda ctx, sid, doc: _tagged(call_result(doc, page=self._page(ctx, sid)), sid),
+        ).install(server)
         return server
 
     # -- handlers --------------------------------------------------------------------------
@@ -469,11 +474,12 @@ class LedgerMcp:
             if returned is not None and form is not None:
                 answered = await self._asking.answer_round(session_id, form, returned)
                 if isinstance(answered, InputRequiredResult):  # an empty form, asked again
-                    return answered
+                    return _round_tagged(answered, session_id)
                 document = answered
             else:
                 document = await self._call(session_id, params.name, arguments)
-            if document["status"] == "pending" and form is not None and returned is None:
+            if document["status"] == "pending" and form is not None and returned is None \
+                    and not task_augmented(ctx, params):  # a task answers at once (D158)
                 if can_elicit(ctx):
                     document = await self._asking.elicit(
                         ctx, session_id, form, document, page=self._page(ctx, session_id)
@@ -513,6 +519,15 @@ class LedgerMcp:
             return wanted
         connection = _connection_of(ctx)
         return self._bindings.get(connection) if connection is not None else None
+
+    async def _task_session(self, ctx: Ctx) -> str:
+        """The session whose tasks a request sees (D158): the process's, the URL's or the
+        connection's; a connection that has made no call has none, so no tasks."""
+        found = await in_thread(lambda: self._listed_session(ctx))
+        if found is None:
+            raise NotFound("this connection has made no tool call yet, so it has no session "
+                           "and no tasks")
+        return found
 
     def _surface(self, session_id: str | None) -> list[str]:
         """The session's surface, or the surface a session created now would have (the
