@@ -47,6 +47,7 @@ from ..service.sessions import SessionService
 from ..tools.registry import PLAN_TOOLS, ToolRegistry
 from .asking import FORMS, Asking, Ctx, can_ask_in_rounds, can_elicit, in_thread
 from .forms import asking_round, returned_round
+from .resources import CHANGE_POLL_S, LedgerServer, McpFeatures
 
 __all__ = [
     "DEFAULT_WEB_URL",
@@ -227,6 +228,8 @@ class McpOptions:
     web_url: str | None = None
     """Where the web page is served; ``None``: the HTTP request's own base URL (the HTTP
     transport is mounted on ``serve``), else :data:`DEFAULT_WEB_URL`."""
+    change_poll_s: float = CHANGE_POLL_S
+    """How often subscribed sessions are checked for appends of other processes."""
 
 
 class LedgerMcp:
@@ -244,6 +247,8 @@ class LedgerMcp:
         self._bindings: dict[str, str] = {}
         self._lock = threading.Lock()
         self._asking = Asking(service)
+        self._features = McpFeatures(service, self.known_session,
+                                     poll_s=self._options.change_poll_s)
 
     @property
     def session_id(self) -> str | None:
@@ -258,14 +263,35 @@ class LedgerMcp:
             self._service.require_live(self._session_id)
         return self._session_id
 
+    @property
+    def features(self) -> McpFeatures:
+        """Resources, subscriptions, list-changed notices and prompts (:mod:`.resources`)."""
+        return self._features
+
     def server(self) -> Server[Any]:
-        """The low-level MCP server with the tool handlers."""
-        return Server(
+        """The low-level MCP server with the tool, resource and prompt handlers."""
+        features = self._features
+        server = LedgerServer(
             "sessionledger", version=__version__,
             instructions=f"Session tools recorded in the sessionledger event log "
                          f"(session {self._session_id or 'created per connection'}).",
-            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+            on_list_tools=features.listing_tools(self._list_tools),
+            on_call_tool=features.after_call(self._call_tool, self._list_tools),
+            **features.handlers(),
         )
+        features.register(server)
+        return server
+
+    async def known_session(self, ctx: Ctx) -> str | None:
+        """The connection's ledger session if it has one already (none is created): what
+        resources and prompts read."""
+        if self._session_id is not None:
+            return self._session_id
+        key, wanted = _binding_of(ctx)
+        if wanted is not None:
+            return wanted
+        with self._lock:
+            return self._bindings.get(key) if key is not None else None
 
     # -- handlers --------------------------------------------------------------------------
 
