@@ -232,8 +232,28 @@ def test_a_subscription_hears_todowrites_over_mcp_and_http_until_unsubscribed(  
                 await anyio.to_thread.run_sync(lambda: post_todos(sid))
                 await notices.until("notifications/resources/updated", heard + 2, events)
                 assert len(notices.of("notifications/resources/updated", todos)) == 2
+                seen["session"] = sid
 
+        async def modern() -> None:  # a 2026-07-28 request names its session in the URL
+            sid = seen["session"]
+            url = f"{server.base_url}/mcp?session={sid}"
+            async with Client(url, cache=None) as client:
+                assert client.protocol_version == MODERN
+                listed = {r.uri for r in (await client.list_resources()).resources}
+                assert resource_uri(sid, "todos") in listed
+                uri = resource_uri(sid, "todos")
+                async with client.listen(resource_subscriptions=[uri]) as stream:
+                    await anyio.to_thread.run_sync(lambda: post_todos(sid))
+                    with anyio.fail_after(30):
+                        async for event in stream:
+                            assert getattr(event, "uri", None) == uri
+                            break
+                read = texts(await client.read_resource(uri))
+                assert "Port the parser" in read["text/markdown"]
+
+        seen: dict[str, str] = {}
         run(scenario)
+        run(modern)
 
 
 def test_stdio_hears_another_process_and_2026_listens(  # issue 21 finding 8
@@ -350,7 +370,9 @@ def test_tools_list_changed_follows_the_dynamic_workflows_flag(  # issue 21 find
     run(modern)
 
 
-def test_the_handshake_advertises_changing_lists_over_http(tmp_path: Path) -> None:  # issue 21 finding 7
+def test_the_handshake_advertises_changing_lists_over_http(  # issue 21 finding 7
+    tmp_path: Path,
+) -> None:
     with running_server(tmp_path) as server:
         async def scenario() -> None:
             async with (
