@@ -112,6 +112,7 @@ from eventlog import RecordedEvent
 from projections import SessionSummary
 
 from ..errors import SessionLedgerError
+from ..logs import logger
 from ..service.sessions import SessionService
 from ..tools.plan import ENTER_GUIDANCE
 from ..tools.plan_files import last_approved_plan
@@ -150,6 +151,7 @@ LISTED_HELD = 4096
 connection to keep them on); the least recently used are forgotten."""
 NOTIFICATIONS = NotificationOptions(tools_changed=True, resources_changed=True)
 """What the handshake era advertises: both lists change; the prompts do not."""
+_log = logger.getChild("mcp")
 _TOOLS_KEY = "sessionledger/listedTools"
 _RESOURCES_KEY = "sessionledger/listedResources"
 
@@ -432,9 +434,9 @@ class ChangeWatcher:
             for session_id in sorted(dirty):
                 try:
                     kinds = await in_thread(partial(self._changes, session_id))
-                except SessionLedgerError:
-                    continue
-                await self._tell(session_id, kinds)
+                    await self._tell(session_id, kinds)
+                except Exception:  # a store fault or a broken client must not stop the loop
+                    _log.exception("resource change notices of %s failed", session_id)
 
     def _changes(self, session_id: str) -> set[str]:
         """The resources of the session changed since the last look (a worker thread)."""
@@ -463,7 +465,7 @@ class ChangeWatcher:
                 try:
                     await subscriber.session.send_notification(notice)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    break
+                    break  # the connection is closing: its exit stack drops it
         for uri in sorted(uris & set(self._listened)):
             await self.bus.publish(ResourceUpdated(uri=uri))
 
