@@ -74,6 +74,7 @@ from .asking import (
     in_thread,
 )
 from .forms import Round, asking_round, returned_round
+from .resources import CHANGE_POLL_S, LedgerServer, McpFeatures
 from .tasks import TaskRequests, task_augmented
 
 __all__ = [
@@ -383,6 +384,8 @@ class McpOptions:
     answer_poll_s: float = field(default_factory=lambda: env_seconds(
         ANSWER_POLL_ENV, DEFAULT_ANSWER_POLL_S))
     """Seconds between reads of a waiting call for an answer written by another process."""
+    change_poll_s: float = CHANGE_POLL_S
+    """How often subscribed sessions are checked for appends of other processes."""
 
 
 class LedgerMcp:
@@ -405,6 +408,8 @@ class LedgerMcp:
         self._lock = threading.Lock()
         self._asking = Asking(service, progress_interval_s=self._options.progress_interval_s,
                               answer_poll_s=self._options.answer_poll_s)
+        self._features = McpFeatures(service, self.known_session,
+                                     poll_s=self._options.change_poll_s)
 
     @property
     def session_id(self) -> str | None:
@@ -423,13 +428,22 @@ class LedgerMcp:
             self._service.require_live(self._options.session_id)
         return self._options.session_id
 
+    @property
+    def features(self) -> McpFeatures:
+        """Resources, subscriptions, list-changed notices and prompts (:mod:`.resources`)."""
+        return self._features
+
     def server(self) -> Server[Any]:
-        """The low-level MCP server with the tool handlers."""
-        server: Server[Any] = Server(
+        """The low-level MCP server with the tool, resource, prompt and task handlers."""
+        features = self._features
+        server = LedgerServer(
             "sessionledger", version=__version__, instructions=INSTRUCTIONS,
-            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+            on_list_tools=features.listing_tools(self._list_tools),
+            on_call_tool=features.after_call(self._call_tool, self._list_tools),
             get_tool_input_schema=_no_param_headers,
+            **features.handlers(),
         )
+        features.register(server)
         # logging/setLevel (2025 era; deprecated in 2026-07-28, so registered this way)
         server.add_request_handler("logging/setLevel", SetLevelRequestParams, self._set_level)
         TaskRequests(  # 2025-11-25 tasks (D158)
@@ -437,6 +451,11 @@ class LedgerMcp:
             answer=lambda ctx, sid, doc: _tagged(call_result(doc, page=self._page(ctx, sid)), sid),
         ).install(server)
         return server
+
+    async def known_session(self, ctx: Ctx) -> str | None:
+        """The connection's ledger session if it has one already (none is created): what
+        resources, prompts and tasks read."""
+        return await in_thread(lambda: self._listed_session(ctx))
 
     # -- handlers --------------------------------------------------------------------------
 
@@ -523,7 +542,7 @@ class LedgerMcp:
     async def _task_session(self, ctx: Ctx) -> str:
         """The session whose tasks a request sees (D158): the process's, the URL's or the
         connection's; a connection that has made no call has none, so no tasks."""
-        found = await in_thread(lambda: self._listed_session(ctx))
+        found = await self.known_session(ctx)
         if found is None:
             raise NotFound("this connection has made no tool call yet, so it has no session "
                            "and no tasks")
