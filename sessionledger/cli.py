@@ -550,7 +550,7 @@ def mcp(
     """Serve the session tools over the Model Context Protocol on stdin/stdout.
 
     One MCP connection is one ledger session: --session resumes it, else a new session is
-    created (its id is printed on stderr). Every call is recorded exactly as one made over
+    created at the first tool call (its id is printed on stderr then). Every call is recorded exactly as one made over
     HTTP. AskUserQuestion and ExitPlanMode ask through MCP elicitation when the client
     supports it; otherwise they answer that they are pending, naming the web page where a
     person can answer, and InteractionStatus reports the outcome. See docs/mcp.md.

@@ -33,6 +33,12 @@ two writers per session, issue 19).
   the state it read, so it never answers 409 (EG-6): it keeps trying for
   :data:`UNCONDITIONAL_PATIENCE_S`, and only a session that stayed overtaken all that time
   (no real workload does) is 503 ``unavailable``, which a client retries like a busy store.
+
+Writers of one session in this process take turns: :meth:`Ledger.retry` runs each attempt
+holding the session's writer lock (:class:`SessionWriters`, re-entrant, held only while an
+attempt runs, dropped with its last user), so in-process writers never overtake each other
+and only another process's writes are retried (issue 21: 30 concurrent TodoWrites through
+one MCP connection).
 """
 
 from __future__ import annotations
@@ -86,6 +92,7 @@ __all__ = [
     "UNCONDITIONAL_PATIENCE_S",
     "AfterAppend",
     "Ledger",
+    "SessionWriters",
     "checked_input",
     "eventlog_errors",
     "from_eventlog",
@@ -206,6 +213,37 @@ def eventlog_errors(*, payloads: bool = False) -> Iterator[None]:
         raise CorruptLog(f"a stored event cannot be read: {exc.__class__.__name__}") from exc
 
 
+class SessionWriters:
+    """One re-entrant lock per session with a writer in this process, dropped when its last
+    holder (or waiter) is done, so the map holds only the sessions being written now."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.RLock, int]] = {}
+
+    def __len__(self) -> int:
+        """How many sessions have a writer holding or waiting for their lock."""
+        return len(self._locks)
+
+    @contextmanager
+    def held(self, session_id: str) -> Iterator[None]:
+        """Hold ``session_id``'s writer lock (waiting for another thread's turn)."""
+        with self._guard:
+            lock, users = self._locks.get(session_id, (None, 0))
+            lock = lock or threading.RLock()
+            self._locks[session_id] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                users = self._locks[session_id][1] - 1
+                if users:
+                    self._locks[session_id] = (lock, users)
+                else:
+                    del self._locks[session_id]
+
+
 AfterAppend = Callable[[str, Sequence[RecordedEvent]], None]
 """Told, in the appending thread, a session's batch once :meth:`Ledger.append` returned."""
 
@@ -218,6 +256,8 @@ class Ledger:
         self.projections = projections
         self._after: Subscribers[tuple[str, Sequence[RecordedEvent]]] = Subscribers()
         self._quiet = threading.local()
+        self.writers = SessionWriters()
+        """This process's writers of each session, taking turns (:meth:`retry`)."""
 
     @classmethod
     def open(cls, url: str) -> Ledger:
@@ -308,8 +348,14 @@ class Ledger:
     def retry(
         self, session_id: str, attempt: Callable[[], T], *, unconditional: bool = False
     ) -> T:
-        """``attempt()`` under the one retry policy (:func:`retry_overtaken`)."""
-        return retry_overtaken(session_id, attempt, unconditional=unconditional)
+        """``attempt()`` under the one retry policy (:func:`retry_overtaken`), each attempt
+        holding the session's writer lock: this process's writers of one session take turns,
+        so only another process's write can overtake one."""
+        def in_turn() -> T:
+            with self.writers.held(session_id):
+                return attempt()
+
+        return retry_overtaken(session_id, in_turn, unconditional=unconditional)
 
     @contextmanager
     def telling_itself(self, session_id: str) -> Iterator[None]:

@@ -9,6 +9,7 @@ events into comparable ``(type, data)`` pairs with ids replaced by their order o
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -21,13 +22,14 @@ import mcp_types as types
 import psutil
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext, ElicitationFnT
+from mcp.client.stdio import get_default_environment
 from server_support import sessionledger_command
 
 from eventlog import RecordedEvent
 
 __all__ = [
     "PLAN", "QUESTION", "TODOS", "Answers", "NeverAnswers", "kill_servers", "masked", "mcp_client",
-    "normalized", "server_params", "text_of",
+    "normalized", "server_env", "server_params", "text_of",
 ]
 
 QUESTION = {"questions": [{
@@ -50,8 +52,17 @@ def server_params(db_url: str, workspace: Path, *args: str) -> StdioServerParame
     return StdioServerParameters(
         command=command,
         args=[*rest, "mcp", "--db", db_url, "--workspace", str(workspace), *args],
-        cwd=str(workspace),
+        cwd=str(workspace), env=server_env(),
     )
+
+
+def server_env() -> dict[str, str]:
+    """The SDK's default environment for a server it spawns, plus this test's ``PYTHONPATH``
+    (so the command runs the code under test, not only the installed copy)."""
+    env = get_default_environment()
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
 
 
 @asynccontextmanager

@@ -115,8 +115,10 @@ def test_a_2026_client_names_its_session_in_the_url(tmp_path: Path) -> None:
             async with Client(f"{server.base_url}/mcp") as sessionless:
                 names = {t.name for t in (await sessionless.list_tools()).tools}
                 assert "TodoRead" in names
-                refused = await sessionless.call_tool("TodoRead", {})
-                assert refused.is_error and "?session=" in text_of(refused)
+                # issue 21 finding 2: no longer refused; its own session (D156)
+                answered = await sessionless.call_tool("TodoRead", {})
+                assert not answered.is_error and answered.meta is not None
+                assert answered.meta[SESSION_META] != session_id
             answers = Answers(("accept", {"q1": "Postgres"}))
             url = f"{server.base_url}/mcp?session={session_id}"
             async with Client(url, elicitation_callback=answers) as client:
@@ -126,7 +128,7 @@ def test_a_2026_client_names_its_session_in_the_url(tmp_path: Path) -> None:
 
         anyio.run(scenario)
         with server.client() as http:
-            assert len(http.get("/v1/sessions").json()["sessions"]) == 1
+            assert len(http.get("/v1/sessions").json()["sessions"]) == 2
 
 
 def test_a_form_answered_on_the_web_is_withdrawn_and_the_call_answers_so(

@@ -19,6 +19,8 @@ import anyio
 import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from mcp_support import (
     PLAN,
     QUESTION,
@@ -111,9 +113,12 @@ def test_bad_input_is_an_error_result_and_appends_nothing(ledger: tuple[str, Pat
     async def scenario() -> None:
         async with mcp_client(*ledger) as client:
             bad = await client.call_tool("TodoWrite", {"todos": "no"})
-            unknown = await client.call_tool("CronList", {})
+            # issue 21 finding 7: an unknown tool is the JSON-RPC error of the MCP spec
+            with pytest.raises(MCPError) as unknown:
+                await client.call_tool("CronList", {})
         assert bad.is_error and bad.structured_content["error"]["code"] == "invalid_input"
-        assert unknown.is_error
+        assert (unknown.value.error.code, unknown.value.error.message) == (
+            INVALID_PARAMS, "Unknown tool: CronList")
 
     run(scenario)
     service = SessionService.open(ledger[0], workspace_root=ledger[1])

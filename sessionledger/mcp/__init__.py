@@ -1,8 +1,10 @@
 """The Model Context Protocol server (issue 12): the session tools for any MCP client.
 
 :mod:`.server` lists the tools (the schemas and descriptions of their pydantic contracts,
-annotations from their descriptors), binds one MCP connection to one ledger session, runs every
-call through :meth:`ToolService.call <sessionledger.tools.service.ToolService.call>`, the path
+annotations from their descriptors, the call document as their output schema), binds one MCP
+connection to one ledger session for the connection's life, created at its first call — or,
+on a request without an MCP session, takes the session as a ``sessionId`` handle (D156) — runs
+every call through :meth:`ToolService.call <sessionledger.tools.service.ToolService.call>`, the path
 the HTTP routes take, and turns a tool-call document into an MCP tool result; :mod:`.asking`
 asks the user about a call that waits for them and records the answer, with the forms of
 :mod:`.forms` (one elicitation per questionnaire or plan approval, carried in a 2026-07-28
@@ -12,6 +14,15 @@ streamable-HTTP endpoint ``serve`` mounts at ``/mcp``.
 
 from __future__ import annotations
 
-from .server import DEFAULT_WEB_URL, SESSION_META, LedgerMcp, McpOptions, run_stdio
+from .server import (
+    DEFAULT_WEB_URL,
+    SESSION_ARGUMENT,
+    SESSION_META,
+    LedgerMcp,
+    McpOptions,
+    run_stdio,
+)
 
-__all__ = ["DEFAULT_WEB_URL", "SESSION_META", "LedgerMcp", "McpOptions", "run_stdio"]
+__all__ = [
+    "DEFAULT_WEB_URL", "SESSION_ARGUMENT", "SESSION_META", "LedgerMcp", "McpOptions", "run_stdio",
+]

@@ -4,9 +4,11 @@ The same :class:`~sessionledger.mcp.server.LedgerMcp` tools as stdio, behind the
 :class:`~mcp.server.streamable_http_manager.StreamableHTTPSessionManager`. A manager runs
 once, so :meth:`McpHttpTransport.running` (entered by the app's lifespan) starts a fresh one
 each time the app starts, and the ASGI endpoint hands requests to the running one (503 while
-none runs). Each MCP session gets its own ledger session at its first tool request;
-``/mcp?session=sess_…`` resumes one. Pending results name the web page of the server that
-answered. ``Host`` and ``Origin`` are checked in front of it by the app's
+none runs). Each MCP session gets its own ledger session at its first tool call, held
+until the MCP session ends (DELETE, idle timeout, the manager stopping); ``/mcp?session=sess_…``
+resumes one. A 2026-07-28 request has no MCP session: it names its ledger session in a
+``sessionId`` argument, or starts a new one (D156). Pending results name the web page of the
+server that answered. ``Host`` and ``Origin`` are checked in front of it by the app's
 :class:`~sessionledger.http.middleware.HostOriginMiddleware`, the one rule of every route
 (SPEC EG-3), so the SDK's own DNS-rebinding check, which would apply other lists, is off.
 """

@@ -17,53 +17,76 @@ and how a call's answer becomes a result — the model's text plus the call docu
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
+from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, get_args
 
 import anyio
 import anyio.to_thread
 from mcp.server import Server
+from mcp.server.connection import Connection, allowed_log_levels
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
+    EmptyResult,
     InputRequiredResult,
     ListToolsResult,
+    LoggingLevel,
+    LoggingMessageNotification,
+    LoggingMessageNotificationParams,
     PaginatedRequestParams,
+    SetLevelRequestParams,
     TextContent,
     Tool,
     ToolAnnotations,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eventlog import HostKind
+from projections import SessionSummary
 
 from .. import __version__
-from ..errors import InvalidInput, NotFound, SessionLedgerError
+from ..errors import InvalidInput, NotFound, SessionDeleted, SessionLedgerError, SessionNotFound
 from ..permission.descriptors import ToolDescriptor
 from ..service.sessions import SessionService
-from ..tools.registry import PLAN_TOOLS, ToolRegistry
+from ..tools.registry import ToolRegistry
 from .asking import FORMS, Asking, Ctx, can_ask_in_rounds, can_elicit, in_thread
-from .forms import asking_round, returned_round
+from .forms import Round, asking_round, returned_round
 
 __all__ = [
+    "CALL_DOCUMENT_SCHEMA",
     "DEFAULT_WEB_URL",
+    "IDEMPOTENT",
+    "INSTRUCTIONS",
     "INTERACTION_STATUS",
     "InteractionStatusInput",
+    "LOGGER",
     "LedgerMcp",
     "MCP_TOOLS",
     "McpOptions",
+    "SESSION_ARGUMENT",
+    "SESSION_ID_PROPERTY",
     "SESSION_META",
+    "TITLES",
     "call_result",
     "error_result",
+    "handle_line",
     "interaction_status_tool",
     "mcp_tool_entry",
     "offered_tools",
     "pending_text",
     "run_stdio",
     "session_page",
+    "with_session_id",
 ]
 
 
@@ -109,20 +132,90 @@ _STATUS_DESCRIPTION = (
 )
 
 
+TITLES: Final[Mapping[str, str]] = {
+    "TodoRead": "Read the todo list",
+    "TodoWrite": "Write the todo list",
+    "AskUserQuestion": "Ask the user a question",
+    "EnterPlanMode": "Enter plan mode",
+    "ExitPlanMode": "Present the plan for approval",
+    "ReadSessionContext": "Read another session's context",
+    "ListModels": "List the available models",
+    INTERACTION_STATUS: "Check a waiting question or plan approval",
+}
+"""The human title of each tool (``title`` and ``annotations.title``)."""
+IDEMPOTENT: Final = frozenset({
+    "TodoRead", "TodoWrite", "ReadSessionContext", "ListModels", INTERACTION_STATUS,
+})
+"""The tools a repeated call of has no further effect: a whole-list TodoWrite writes the
+same list again; the others only read."""
+SESSION_ID_PROPERTY: Final[dict[str, Any]] = {
+    "type": "string", "minLength": 1, "maxLength": 200,
+    "description": "The ledger session of earlier results (their "
+                   '_meta["sessionledger/sessionId"], or structuredContent.sessionId): pass it '
+                   "to continue that session; omit it on the first call, which starts a new "
+                   "one.",
+}
+"""The optional argument every session tool takes on a request with no MCP session (D156)."""
+
+_NULL_OR = {"type": "null"}
+CALL_DOCUMENT_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "description": "The tool-call document of SPEC §11, as POST /v1/sessions/{id}/tool-calls "
+                   "answers it, with the ledger session it belongs to (and, while it waits "
+                   "for the user, the web page where a person can answer it).",
+    "properties": {
+        "sessionId": {"type": "string", "description": "the ledger session of the call"},
+        "callId": {"type": "string"},
+        "status": {"enum": ["completed", "pending", "denied"]},
+        "success": {"type": "boolean"},
+        "result": {"description": "the tool's result object"},
+        "modelContent": {"type": "string"},
+        "turnControl": {"anyOf": [_NULL_OR, {
+            "type": "object", "required": ["reason", "stopTurnAfterResult"],
+            "properties": {"reason": {"type": "string"},
+                           "stopTurnAfterResult": {"type": "boolean"}},
+        }]},
+        "followUpUserInput": {"anyOf": [_NULL_OR, {
+            "type": "object", "required": ["input", "reasonSource"],
+            "properties": {"input": {"type": "string"}, "reasonSource": {"type": "string"}},
+        }]},
+        "interactionId": {"type": "string"},
+        "webUrl": {"type": "string"},
+        "permission": {
+            "type": "object", "required": ["behavior", "reason", "ruleId"],
+            "properties": {"behavior": {"enum": ["allow", "ask", "deny"]},
+                           "reason": {"type": "string"}, "ruleId": {"type": "string"}},
+        },
+    },
+    "required": ["sessionId", "callId", "status"],
+    "oneOf": [
+        {"properties": {"status": {"const": "completed"}},
+         "required": ["success", "result", "modelContent", "turnControl", "followUpUserInput"]},
+        {"properties": {"status": {"const": "pending"}},
+         "required": ["interactionId", "webUrl"]},
+        {"properties": {"status": {"const": "denied"}},
+         "required": ["modelContent", "permission", "turnControl", "followUpUserInput"]},
+    ],
+}
+"""The ``outputSchema`` of every tool: its ``structuredContent`` is the call document."""
+
+
 def _annotations(descriptor: ToolDescriptor) -> ToolAnnotations:
+    name = descriptor.name
     return ToolAnnotations(
-        title=descriptor.name, read_only_hint=descriptor.read_only,
+        title=TITLES.get(name, name), read_only_hint=descriptor.read_only,
         destructive_hint=descriptor.destructive,
+        idempotent_hint=True if name in IDEMPOTENT else None, open_world_hint=False,
     )
 
 
 def mcp_tool_entry(
     name: str, description: str, schema: dict[str, Any], descriptor: ToolDescriptor
 ) -> Tool:
-    """One MCP tool entry."""
+    """One MCP tool entry: its input schema, title, annotations and output schema."""
     return Tool(
-        name=name, description=description, input_schema=schema,
-        annotations=_annotations(descriptor),
+        name=name, title=TITLES.get(name), description=description, input_schema=schema,
+        output_schema=CALL_DOCUMENT_SCHEMA, annotations=_annotations(descriptor),
     )
 
 
@@ -133,8 +226,19 @@ def interaction_status_tool() -> Tool:
     return mcp_tool_entry(INTERACTION_STATUS, _STATUS_DESCRIPTION, schema, descriptor)
 
 
-def offered_tools(registry: ToolRegistry, surface: list[str]) -> list[Tool]:
-    """The MCP entries of the tools in ``surface``, then ``InteractionStatus``."""
+def with_session_id(tool: Tool) -> Tool:
+    """The entry with the optional ``sessionId`` argument of a request without an MCP
+    session (D156)."""
+    schema = dict(tool.input_schema)
+    schema["properties"] = {**schema.get("properties", {}), "sessionId": SESSION_ID_PROPERTY}
+    return tool.model_copy(update={"input_schema": schema})
+
+
+def offered_tools(
+    registry: ToolRegistry, surface: list[str], *, session_handle: bool = False
+) -> list[Tool]:
+    """The MCP entries of the tools in ``surface``, then ``InteractionStatus``; with
+    ``session_handle`` each takes the optional ``sessionId`` argument."""
     entries: list[Tool] = []
     for name in MCP_TOOLS:
         handler = registry.handler(name)
@@ -142,7 +246,8 @@ def offered_tools(registry: ToolRegistry, surface: list[str]) -> list[Tool]:
             entries.append(mcp_tool_entry(
                 name, handler.description, handler.model_schema(), handler.descriptor
             ))
-    return [*entries, interaction_status_tool()]
+    tools = [*entries, interaction_status_tool()]
+    return [with_session_id(t) for t in tools] if session_handle else tools
 
 
 # -- a result: the model's text plus the call document (D122) ----------------------------------
@@ -212,9 +317,26 @@ def error_result(error: SessionLedgerError) -> CallToolResult:
 DEFAULT_WEB_URL = "http://127.0.0.1:8765/"
 """Where ``sessionledger serve`` answers by default: the web page named in pending results."""
 SESSION_META = "sessionledger/sessionId"
-"""The ``_meta`` key of every tool result that names the connection's ledger session."""
-_SESSION_HEADER = "mcp-session-id"
-_BINDINGS_HELD = 4096
+"""The ``_meta`` key of every tool result that names its ledger session; a request may name
+its session there too (D156)."""
+SESSION_ARGUMENT = "sessionId"
+"""The optional argument naming the ledger session on a request without an MCP session."""
+LOGGER = "sessionledger"
+"""The ``logger`` of the server's ``notifications/message``."""
+_LOG_LEVELS: Final[tuple[LoggingLevel, ...]] = get_args(LoggingLevel)
+_LOG_LEVEL_STATE = "sessionledger/logLevel"
+"""Where a connection's ``logging/setLevel`` is kept (the SDK connection's own state)."""
+INSTRUCTIONS = (
+    "Session tools recorded in the sessionledger event log: the todo list, questions to the "
+    "user and plan approvals live in a ledger session, so they survive restarts and are "
+    "audited. Every tool result names its session in _meta[\"sessionledger/sessionId\"] and "
+    "structuredContent.sessionId. A connection keeps one session for its whole life (created "
+    "at its first tool call, or the one `--session` or the URL's ?session= names). A request "
+    "with no MCP session (the 2026-07-28 protocol over HTTP, without ?session=) has no "
+    "connection to keep it: each tool then takes an optional `sessionId` argument (also read "
+    "from the request's _meta[\"sessionledger/sessionId\"]) — pass the sessionId of earlier "
+    "results to continue that session, and omit it on the first call, which starts a new one."
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -230,71 +352,85 @@ class McpOptions:
 
 
 class LedgerMcp:
-    """The session tools over MCP for one service; bound to one session per connection.
+    """The session tools over MCP for one service; one ledger session per connection (D156).
 
-    On stdio the process is the connection: :meth:`bind` fixes its session. Over streamable
-    HTTP each MCP session (its ``mcp-session-id``) gets its own ledger session at its first
-    tool request, or resumes the one its URL names (``/mcp?session=sess_…``).
+    A connection's session is created at its first tool call (listing creates none) and is
+    held exactly as long as the connection: on stdio the process is the connection; over
+    streamable HTTP each MCP session (the SDK's :class:`~mcp.server.connection.Connection`)
+    is bound at its first call and unbound when it ends — DELETE, idle timeout, the manager
+    stopping — through the connection's own ``exit_stack``. ``--session`` and
+    ``/mcp?session=sess_…`` resume a session instead. A 2026-07-28 request over HTTP has no
+    MCP session: without ``?session=`` its session is a handle, the ``sessionId`` argument.
     """
 
     def __init__(self, service: SessionService, options: McpOptions | None = None) -> None:
         self._service = service
         self._options = options or McpOptions()
         self._session_id = self._options.session_id
-        self._bindings: dict[str, str] = {}
+        self._bindings: dict[Connection, str] = {}
         self._lock = threading.Lock()
         self._asking = Asking(service)
 
     @property
     def session_id(self) -> str | None:
+        """The process's session (stdio): the resumed one, or the one its first call created."""
         return self._session_id
 
-    def bind(self) -> str:
-        """The connection's session: the resumed one (it must be live), else a new one."""
-        if self._session_id is None:
-            created = self._service.create_session(host=self._options.host)
-            self._session_id = str(created["sessionId"])
-        else:
-            self._service.require_live(self._session_id)
-        return self._session_id
+    @property
+    def bound_connections(self) -> int:
+        """How many open MCP connections hold a ledger session (over HTTP)."""
+        return len(self._bindings)
+
+    def resume(self) -> str | None:
+        """The session ``--session`` names, checked live (404/410 otherwise); ``None``
+        without one."""
+        if self._options.session_id is not None:
+            self._service.require_live(self._options.session_id)
+        return self._options.session_id
 
     def server(self) -> Server[Any]:
         """The low-level MCP server with the tool handlers."""
-        return Server(
-            "sessionledger", version=__version__,
-            instructions=f"Session tools recorded in the sessionledger event log "
-                         f"(session {self._session_id or 'created per connection'}).",
+        server: Server[Any] = Server(
+            "sessionledger", version=__version__, instructions=INSTRUCTIONS,
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+            get_tool_input_schema=_no_param_headers,
         )
+        # logging/setLevel (2025 era; deprecated in 2026-07-28, so registered this way)
+        server.add_request_handler("logging/setLevel", SetLevelRequestParams, self._set_level)
+        return server
 
     # -- handlers --------------------------------------------------------------------------
 
     async def _list_tools(
         self, ctx: Ctx, params: PaginatedRequestParams | None
     ) -> ListToolsResult:
+        """The tools of the request's session, or of a new one if it has none yet: listing
+        never binds and never creates a session."""
         registry = self._service.tools.executor.registry
-        if self._session_id is None and _binding_of(ctx) == (None, None):
-            # a sessionless request (2026-07-28 HTTP) names no session: the tools every
-            # protocol session has; its calls are refused until the URL names one
-            surface = [n for n in MCP_TOOLS if registry.always_offered(n) or n in PLAN_TOOLS]
-            return ListToolsResult(tools=offered_tools(registry, surface))
-        session_id = await self._bound(ctx)
-        surface = await in_thread(lambda: self._service.tools.surface(session_id))
-        return ListToolsResult(tools=offered_tools(registry, surface))
+        try:
+            listed = self._listed_session(ctx)
+            surface = await in_thread(lambda: self._surface(listed))
+        except SessionLedgerError as exc:
+            raise _rpc_error(exc) from None
+        tools = offered_tools(registry, surface, session_handle=_is_handle(ctx))
+        return ListToolsResult(tools=tools)
 
     async def _call_tool(
         self, ctx: Ctx, params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
+        if params.name != INTERACTION_STATUS and params.name not in MCP_TOOLS:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         arguments = dict(params.arguments or {})
+        handle = _is_handle(ctx)
         session_id = ""
         try:
-            session_id = await self._bound(ctx)
-            if params.name == INTERACTION_STATUS:
-                return await self._status(ctx, session_id, arguments)
-            if params.name not in MCP_TOOLS:
-                raise InvalidInput(f"unknown tool {params.name!r} for this session")
-            form = FORMS[params.name](arguments) if params.name in FORMS else None
+            named = _named_session(arguments, params) if handle else None
             returned = returned_round(params)
+            session_id = await self._bound(ctx, params.name, arguments, named, returned)
+            if params.name == INTERACTION_STATUS:
+                status = await self._status(ctx, session_id, arguments)
+                return _tagged(status, session_id, handle=handle)
+            form = FORMS[params.name](arguments) if params.name in FORMS else None
             if returned is not None and form is not None:
                 document = await self._asking.answer_round(session_id, form, returned)
             else:
@@ -303,40 +439,140 @@ class LedgerMcp:
                 if can_elicit(ctx):
                     document = await self._asking.elicit(ctx, session_id, form, document)
                 elif can_ask_in_rounds(ctx):
-                    return asking_round(form, document)
+                    return _round_tagged(asking_round(form, document), session_id)
         except SessionLedgerError as exc:
-            return _tagged(error_result(exc), session_id)
-        return _tagged(call_result(document, page=self._page(ctx, session_id)), session_id)
+            await _log(ctx, "warning", {
+                "event": "call refused", "tool": params.name, "sessionId": session_id or None,
+                "code": exc.code, "message": exc.message,
+            })
+            return _tagged(error_result(exc), session_id, handle=handle)
+        page = self._page(ctx, session_id)
+        return _tagged(call_result(document, page=page), session_id, handle=handle)
 
-    # -- steps -----------------------------------------------------------------------------
+    async def _set_level(self, ctx: Ctx, params: SetLevelRequestParams) -> EmptyResult:
+        """``logging/setLevel``: this connection's log lines at or above ``level``."""
+        connection = _connection_of(ctx)
+        if connection is not None:
+            connection.state[_LOG_LEVEL_STATE] = params.level
+        return EmptyResult()
 
-    async def _bound(self, ctx: Ctx) -> str:
+    # -- which session ---------------------------------------------------------------------
+
+    def _listed_session(self, ctx: Ctx) -> str | None:
+        """The session whose tools a listing shows; ``None``: a session not created yet."""
+        if self._session_id is not None or ctx.request is None:
+            return self._session_id
+        wanted = _url_session(ctx)
+        if wanted is not None:
+            self._url_session_live(wanted)
+            return wanted
+        connection = _connection_of(ctx)
+        return self._bindings.get(connection) if connection is not None else None
+
+    def _surface(self, session_id: str | None) -> list[str]:
+        """The session's surface, or the surface a session created now would have (the
+        workspace's configuration, the configured host)."""
+        if session_id is not None:
+            return self._service.tools.surface(session_id)
+        return self._service.tools.executor.surface(SessionSummary(
+            session_id="", version=0, last_position=0,
+            workspace=str(self._service.workspace_root), host=self._options.host,
+            parent_session_id=None, mode="build", plan_enabled=False, goal=None,
+            created_at="", updated_at="",
+        ))
+
+    async def _bound(
+        self, ctx: Ctx, tool: str, arguments: Mapping[str, Any], named: str | None,
+        returned: Round | None,
+    ) -> str:
+        """The session a call runs in: the process's (stdio), the one the URL names, the
+        connection's (bound at its first call), or on a request without an MCP session the
+        one it names (else a new one)."""
         if self._session_id is not None:
             return self._session_id
-        key, wanted = _binding_of(ctx)
-        if key is None and wanted is None:
-            raise InvalidInput(
-                "this request names no session: a 2026-07-28 client has no MCP session to "
-                "bind one to; connect to /mcp?session=SESSION (create one with POST "
-                "/v1/sessions), or negotiate a 2025 protocol version"
-            )
-        return await in_thread(lambda: self._connection_session(key, wanted))
-
-    def _connection_session(self, key: str | None, wanted: str | None) -> str:
-        """The ledger session of the HTTP transport's MCP session ``key``: the one the URL
-        names (checked live), the one bound before, or a new one."""
-        with self._lock:
-            found = self._bindings.get(key) if key is not None else None
-            if wanted is not None and found != wanted:
-                self._service.require_live(wanted)
-                found = wanted
-            elif found is None:
-                found = str(self._service.create_session(host=self._options.host)["sessionId"])
-            if key is not None:
-                if len(self._bindings) >= _BINDINGS_HELD:
-                    self._bindings.pop(next(iter(self._bindings)))
-                self._bindings[key] = found
+        if ctx.request is None:  # stdio (or in process): the process is the connection
+            return await in_thread(self._process_session)
+        wanted = _url_session(ctx)
+        connection = _connection_of(ctx)
+        if wanted is None and (_is_handle(ctx) or connection is None):
+            found, created = await in_thread(
+                lambda: self._handle_session(tool, arguments, named, returned))
+            if created:
+                await _log(ctx, "info", {"event": "session created", "sessionId": found})
             return found
+        if wanted is not None:
+            if connection is not None and self._bindings.get(connection) == wanted:
+                return wanted
+            await in_thread(lambda: self._url_session_live(wanted))
+            if connection is None or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                return wanted  # a request of its own: nothing to bind
+        assert connection is not None
+        found, new = await in_thread(lambda: self._connection_session(connection, wanted))
+        if new:
+            connection.exit_stack.callback(self._unbind, connection)
+            event = "session created" if wanted is None else "session bound"
+            await _log(ctx, "info", {"event": event, "sessionId": found})
+        return found
+
+    def _process_session(self) -> str:
+        with self._lock:
+            if self._session_id is None:
+                self._session_id = self._create()
+                print(f"sessionledger mcp: session {self._session_id} created (resume with "
+                      f"--session {self._session_id})", file=sys.stderr, flush=True)
+            return self._session_id
+
+    def _connection_session(self, connection: Connection, wanted: str | None) -> tuple[str, bool]:
+        """The connection's session (the URL's, checked live before, or a new one) and
+        whether the connection was bound just now."""
+        with self._lock:
+            found = self._bindings.get(connection)
+            if found is not None and wanted in (None, found):
+                return found, False
+            self._bindings[connection] = wanted if wanted is not None else self._create()
+            return self._bindings[connection], found is None
+
+    def _unbind(self, connection: Connection) -> None:
+        """The connection ended: its binding goes with it (the session stays in the log)."""
+        with self._lock:
+            self._bindings.pop(connection, None)
+
+    def _handle_session(
+        self, tool: str, arguments: Mapping[str, Any], named: str | None, returned: Round | None,
+    ) -> tuple[str, bool]:
+        """A request without an MCP session: the session it names (live), the session of the
+        interaction it answers or asks about, else a new one; and whether it was created."""
+        if named is not None:
+            self._service.require_live(named)
+            return named, False
+        asked = returned.interaction_id if returned is not None else (
+            arguments.get("interactionId") if tool == INTERACTION_STATUS else None)
+        if isinstance(asked, str):
+            found = self._service.projections.interaction(self._service.store, asked)
+            if found is not None:
+                return found.session_id, False
+            if returned is not None:
+                raise InvalidInput("requestState does not name a waiting call")
+        if tool == INTERACTION_STATUS:
+            raise InvalidInput(
+                f"InteractionStatus needs the {SESSION_ARGUMENT!r} of the call that named the "
+                "interaction, or a known interactionId"
+            )
+        return self._create(), True
+
+    def _create(self) -> str:
+        return str(self._service.create_session(host=self._options.host)["sessionId"])
+
+    def _url_session_live(self, wanted: str) -> None:
+        """The session the URL names must be live: else a JSON-RPC error (-32602) naming it."""
+        try:
+            self._service.require_live(wanted)
+        except (SessionNotFound, SessionDeleted) as exc:
+            raise _rpc_error(exc, hint=(
+                " (named by the URL's ?session=; connect to /mcp without it for a new session)"
+            )) from None
+
+    # -- steps -----------------------------------------------------------------------------
 
     async def _call(self, session_id: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         def call() -> dict[str, Any]:
@@ -373,20 +609,105 @@ class LedgerMcp:
         return session_page(str(base or DEFAULT_WEB_URL), session_id)
 
 
-def _binding_of(ctx: Ctx) -> tuple[str | None, str | None]:
-    """The HTTP request's MCP session id and the ledger session its URL names, if any."""
-    headers = getattr(ctx.request, "headers", None)
+def _no_param_headers(_name: str) -> Mapping[str, Any] | None:
+    """No tool declares ``Mcp-Param-*`` headers: nothing to validate (without this the SDK
+    lists the tools again for every 2026-07-28 call over HTTP to find out)."""
+    return None
+
+
+def _connection_of(ctx: Ctx) -> Connection | None:
+    """The SDK connection the request arrived on (the request's ``ServerSession`` holds it;
+    the SDK offers no public accessor on this context yet)."""
+    connection = getattr(ctx.session, "_connection", None)
+    return connection if isinstance(connection, Connection) else None
+
+
+def _url_session(ctx: Ctx) -> str | None:
+    """The ledger session the HTTP request's URL names (``/mcp?session=…``), if any."""
     query = getattr(ctx.request, "query_params", None)
-    key = headers.get(_SESSION_HEADER) if headers is not None else None
     wanted = query.get("session") if query is not None else None
-    return key, wanted
+    return wanted if isinstance(wanted, str) else None
 
 
-def _tagged(result: CallToolResult, session_id: str) -> CallToolResult:
-    """The result with the ledger session named in its ``_meta`` (to resume it later)."""
+def _is_handle(ctx: Ctx) -> bool:
+    """A request with no MCP session to hold a ledger session: 2026-07-28 over HTTP, without
+    ``?session=`` (D156)."""
+    return (ctx.request is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+            and _url_session(ctx) is None)
+
+
+def _named_session(arguments: dict[str, Any], params: CallToolRequestParams) -> str | None:
+    """Take the ``sessionId`` argument out of ``arguments`` (the tool never sees it), else
+    read the request's ``_meta``; ``None`` when neither names one."""
+    value = arguments.pop(SESSION_ARGUMENT, None)
+    if value is None and params.meta is not None:
+        value = params.meta.get(SESSION_META)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(
+            f"{SESSION_ARGUMENT} must be the id of a session (sess_…), as earlier results name "
+            "it; omit it to start a new session",
+            details=[{"loc": ["input", SESSION_ARGUMENT], "message": "not a session id",
+                      "type": "session_id"}],
+        )
+    return value
+
+
+def _rpc_error(error: SessionLedgerError, *, hint: str = "") -> MCPError:
+    """A JSON-RPC error for a refusal outside any call: -32602 for what the request got wrong
+    (with the HTTP status it would have, 404 or 410), -32603 otherwise."""
+    code = INVALID_PARAMS if error.status < 500 else INTERNAL_ERROR
+    data = {**error.to_wire()["error"], "status": error.status}
+    return MCPError(code=code, message=error.message + hint, data=data)
+
+
+def handle_line(session_id: str) -> str:
+    """The first line of a result's text on a request without an MCP session."""
+    return (f"[sessionledger session {session_id}: pass "
+            f'"{SESSION_ARGUMENT}": "{session_id}" to continue it]')
+
+
+def _tagged(result: CallToolResult, session_id: str, *, handle: bool = False) -> CallToolResult:
+    """The result naming its ledger session: in ``_meta`` and ``structuredContent.sessionId``
+    (to resume it later), and on a request without an MCP session in the text's first line."""
     if not session_id:
         return result
-    return result.model_copy(update={"meta": {SESSION_META: session_id}})
+    update: dict[str, Any] = {"meta": {**(result.meta or {}), SESSION_META: session_id}}
+    if isinstance(result.structured_content, dict):
+        update["structured_content"] = {**result.structured_content, "sessionId": session_id}
+    if handle and result.content and isinstance(result.content[0], TextContent):
+        first = result.content[0]
+        text = f"{handle_line(session_id)}\n{first.text}"
+        update["content"] = [first.model_copy(update={"text": text}), *result.content[1:]]
+    return result.model_copy(update=update)
+
+
+def _round_tagged(result: InputRequiredResult, session_id: str) -> InputRequiredResult:
+    return result.model_copy(update={"meta": {**(result.meta or {}), SESSION_META: session_id}})
+
+
+def _log_levels(ctx: Ctx) -> frozenset[LoggingLevel]:
+    """The levels this request's log lines may be sent at: on a handshake-era connection
+    those at or above its ``logging/setLevel`` (none before one), on 2026-07-28 the
+    request's own opt-in."""
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return allowed_log_levels(ctx.protocol_version, ctx.meta)
+    connection = _connection_of(ctx)
+    level = connection.state.get(_LOG_LEVEL_STATE) if connection is not None else None
+    if level not in _LOG_LEVELS:
+        return frozenset()
+    return frozenset(_LOG_LEVELS[_LOG_LEVELS.index(level):])
+
+
+async def _log(ctx: Ctx, level: LoggingLevel, data: dict[str, Any]) -> None:
+    """Tell the client a log line of the server's about this request (best effort)."""
+    if level not in _log_levels(ctx):
+        return
+    notice = LoggingMessageNotification(
+        params=LoggingMessageNotificationParams(level=level, data=data, logger=LOGGER))
+    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await ctx.session.send_notification(notice, related_request_id=ctx.request_id)
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
@@ -395,8 +716,26 @@ async def _serve_stdio(server: Server[Any]) -> None:
 
 
 def run_stdio(ledger: LedgerMcp) -> None:
-    """Serve one MCP connection over standard input and output until the client leaves."""
-    session_id = ledger.bind()
-    print(f"sessionledger mcp: session {session_id} (resume with --session {session_id})",
-          file=sys.stderr, flush=True)
-    anyio.run(_serve_stdio, ledger.server())
+    """Serve one MCP connection over standard input and output until the client leaves.
+
+    A resumed session (``--session``) is checked and named on stderr at once; otherwise the
+    session is created, and named there, at the first tool call. A client that goes away
+    ends the server quietly (exit 0), whether it closed standard input or stopped reading.
+    """
+    resumed = ledger.resume()
+    if resumed is not None:
+        print(f"sessionledger mcp: session {resumed} (resume with --session {resumed})",
+              file=sys.stderr, flush=True)
+    try:
+        anyio.run(_serve_stdio, ledger.server())
+    except* (BrokenPipeError, ConnectionResetError):
+        _stdout_gone()
+
+
+def _stdout_gone() -> None:
+    """The reader left: point standard output at the null device, so nothing written at exit
+    fails on the broken pipe again."""
+    with suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
