@@ -19,9 +19,11 @@ import fcntl
 import hashlib
 import json
 import os
+import queue
 import re
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,7 +34,7 @@ import pytest
 
 __all__ = [
     "INSTALL_DIR", "NODE_PROJECT", "InstallError", "NodeClients", "install", "node_version",
-    "run_json_lines", "skip_or_fail", "unavailable",
+    "RunningHost", "run_json_lines", "running_host", "skip_or_fail", "unavailable",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +43,7 @@ INSTALL_DIR = Path(os.environ.get("SESSIONLEDGER_NODE_DIR", ROOT / ".cache" / "n
 STAMP = ".installed-sha256"
 MIN_NODE = (20, 0)  # the engines of @modelcontextprotocol/client 2.x
 INSTALL_TIMEOUT_S = 600
+STOP_TIMEOUT_S = 20.0
 PROJECT_FILES = ("package.json", "package-lock.json")
 HOST_SCRIPT = "host.mjs"
 
@@ -162,6 +165,81 @@ def install(root: Path = INSTALL_DIR) -> NodeClients:
             stamp.write_text(wanted + "\n", encoding="utf-8")
         shutil.copyfile(NODE_PROJECT / HOST_SCRIPT, root / HOST_SCRIPT)
     return NodeClients(root, installed_now)
+
+
+class RunningHost:
+    """A ``host.mjs`` run in the background: its events as they come, and ``abort``.
+
+    For scenarios a test steps through (answer a question elsewhere while the host waits,
+    cancel a call): :meth:`next_event` returns the next JSON line the host printed,
+    :meth:`wait_for` skips to the next one of a kind, :meth:`abort` writes ``abort`` to its
+    stdin (the steps with ``"abortOnStdin": true`` abort their call with an AbortSignal)."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.events: list[dict[str, Any]] = []
+        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.startswith("{"):
+                self._queue.put(json.loads(line))
+        self._queue.put(None)
+
+    def next_event(self, timeout: float = 30.0) -> dict[str, Any]:
+        """The next event; fails when the host ends or prints nothing for ``timeout`` s."""
+        try:
+            event = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"the host printed nothing for {timeout}s") from None
+        assert event is not None, f"the host ended after {self.events}"
+        self.events.append(event)
+        return event
+
+    def wait_for(self, kind: str, timeout: float = 30.0) -> dict[str, Any]:
+        """The next event of ``kind`` (``connected``, ``progress``, ``result``, …)."""
+        while (event := self.next_event(timeout))["event"] != kind:
+            pass
+        return event
+
+    def join(self) -> None:
+        """Wait for the reader to see the end of the host's output."""
+        self._reader.join(timeout=STOP_TIMEOUT_S)
+
+    def abort(self) -> None:
+        """Abort the call in flight (its step must say ``"abortOnStdin": true``)."""
+        assert self.process.stdin is not None
+        self.process.stdin.write("abort\n")
+        self.process.stdin.flush()
+
+
+@contextmanager
+def running_host(
+    clients: NodeClients, scenario: dict[str, Any], *, stop_timeout: float = STOP_TIMEOUT_S
+) -> Iterator[RunningHost]:
+    """Start ``host.mjs`` over ``scenario``; on exit wait for it to end (killed after
+    ``stop_timeout`` s, which fails the test)."""
+    process = subprocess.Popen(
+        clients.host(scenario), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    running = RunningHost(process)
+    try:
+        yield running
+    finally:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.close()
+        try:
+            process.wait(timeout=stop_timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise AssertionError(f"the host did not end within {stop_timeout}s") from None
+        finally:
+            running.join()
+            process.stdout.close()
 
 
 def run_json_lines(

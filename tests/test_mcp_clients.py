@@ -30,9 +30,9 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_support import TODOS
-from node_support import NODE_PROJECT, NodeClients, run_json_lines
-from server_support import ServerProcess, sessionledger_command
+from mcp_support import QUESTION, TODOS
+from node_support import NODE_PROJECT, NodeClients, run_json_lines, running_host
+from server_support import ServerProcess, running_server, sessionledger_command
 
 from sessionledger.mcp import SESSION_META
 
@@ -180,6 +180,50 @@ def test_a_typescript_sdk_host_writes_and_reads_todos_over_stdio(
     written, read = results(events)
     assert todos_of(read) == TODOS["todos"]
     assert session_of(read) == session_of(written)
+
+
+@pytest.mark.parametrize("era", [None, "auto"], ids=["default", "auto"])
+def test_a_typescript_sdk_host_answers_a_question_in_its_form(
+    node_clients: NodeClients, server: ServerProcess, era: str | None
+) -> None:
+    # 2025-11-25: an elicitation request during the call; 2026-07-28: input_required rounds,
+    # which the TypeScript client fulfils through the same elicitation handler.
+    events = host(node_clients, {
+        "connect": {"url": f"{server.base_url}/mcp"}, "era": era,
+        "elicitation": [{"action": "accept", "content": {"q1": "Postgres"}}],
+        "steps": [{"tool": "AskUserQuestion", "arguments": QUESTION}],
+    })
+    (form,) = [event for event in events if event["event"] == "elicitation"]
+    assert form["requestedSchema"]["properties"]["q1"]["enum"] == [
+        "SQLite (Recommended)", "Postgres"]
+    (asked,) = results(events)
+    assert asked["structuredContent"]["result"]["answers"] == {"Which database?": "Postgres"}
+
+
+def test_a_typescript_sdk_host_form_is_withdrawn_when_the_question_is_answered_elsewhere(
+    node_clients: NodeClients, tmp_path: Path
+) -> None:  # D128, on the handshake era (the TypeScript client's default)
+    with running_server(tmp_path) as server, running_host(node_clients, {
+        "connect": {"url": f"{server.base_url}/mcp"}, "elicitation": [{"hold": True}],
+        "steps": [{"tool": "AskUserQuestion", "arguments": QUESTION}],
+    }) as running:
+        running.wait_for("elicitation")
+        with server.client() as http:
+            (summary,) = http.get("/v1/sessions").json()["sessions"]
+            session = summary["sessionId"]
+            (waiting,) = http.get(f"/v1/sessions/{session}").json()["interactions"]
+            answered = {**QUESTION, "answers": {"Which database?": "SQLite (Recommended)"}}
+            response = http.post(
+                f"/v1/sessions/{session}/interactions/{waiting['interactionId']}/respond",
+                json={"decision": "modify", "input": answered},
+            )
+            assert response.status_code == 200, response.text
+        assert running.wait_for("withdrawn")["step"] == 0
+        result = running.wait_for("result")
+        assert result["ok"] and result["sessionId"] == session
+        assert result["result"]["structuredContent"]["result"]["answers"] == {
+            "Which database?": "SQLite (Recommended)"}
+        running.wait_for("done")
 
 
 # -- the official Python SDK client ------------------------------------------------------------
