@@ -226,6 +226,76 @@ def test_a_typescript_sdk_host_form_is_withdrawn_when_the_question_is_answered_e
         running.wait_for("done")
 
 
+# -- a host whose request timeout is shorter than the person's answer (acceptance 2, D157) ------
+
+PROGRESS_ENV = "SESSIONLEDGER_MCP_PROGRESS_S"
+SECOND = {"questions": [{**QUESTION["questions"][0], "question": "Which queue?"}]}
+
+
+def http_events(server: ServerProcess, session: str) -> list[dict[str, Any]]:
+    with server.client() as http:
+        page = http.get(f"/v1/sessions/{session}/events", params={"limit": 1000})
+        assert page.status_code == 200, page.text
+        return list(page.json()["events"])
+
+
+@pytest.mark.parametrize("kind", ["http", "stdio"])
+def test_a_typescript_host_resetting_on_progress_gets_a_late_answer(  # issue 21 finding 3
+    node_clients: NodeClients, tmp_path: Path, kind: str
+) -> None:
+    # The host gives up 1.7 s after the last sign of life (its RequestOptions.timeout, reset on
+    # progress); the person answers its form after 2.1 s; the server sends progress every 0.5 s.
+    scenario: dict[str, Any] = {
+        "elicitation": [{"action": "accept", "content": {"q1": "Postgres"}, "delayMs": 2100}],
+        "steps": [{"tool": "AskUserQuestion", "arguments": QUESTION, "timeoutMs": 1700,
+                   "resetTimeoutOnProgress": True}],
+    }
+    if kind == "http":
+        with running_server(tmp_path, env={PROGRESS_ENV: "0.5"}) as server:
+            events = host(node_clients, {**scenario, "connect": {"url": f"{server.base_url}/mcp"}})
+    else:
+        workspace = tmp_path / "work"
+        workspace.mkdir()
+        command, *args = stdio_command(f"sqlite:///{tmp_path / 'ledger.db'}", workspace)
+        events = host(node_clients, {**scenario, "connect": {
+            "command": command, "args": args, "cwd": str(workspace),
+            "env": {PROGRESS_ENV: "0.5"}}})
+    (asked,) = results(events)
+    assert asked["structuredContent"]["result"]["answers"] == {"Which database?": "Postgres"}
+    progress = [event["progress"] for event in events if event["event"] == "progress"]
+    assert len(progress) >= 3 and progress == sorted(progress)
+
+
+def test_a_typescript_host_that_aborts_sees_it_withdrawn_and_the_next_ask(  # issue 21 finding 6
+    node_clients: NodeClients, tmp_path: Path
+) -> None:
+    # With its form open the host aborts the call (an AbortSignal: the SDK sends
+    # notifications/cancelled); the server withdraws the form and records the call cancelled,
+    # and the session's next question is asked in a form and answered.
+    with running_server(tmp_path) as server, running_host(node_clients, {
+        "connect": {"url": f"{server.base_url}/mcp"},
+        "elicitation": [{"hold": True}, {"action": "accept", "content": {"q1": "Postgres"}}],
+        "steps": [{"tool": "AskUserQuestion", "arguments": QUESTION, "abortOnStdin": True},
+                  {"tool": "AskUserQuestion", "arguments": SECOND}],
+    }) as running:
+        assert running.wait_for("elicitation")["step"] == 0
+        running.abort()
+        aborted = running.wait_for("result")
+        assert aborted["step"] == 0 and not aborted["ok"]
+        answered = running.wait_for("result")
+        assert answered["ok"], answered
+        assert answered["result"]["structuredContent"]["result"]["answers"] == {
+            "Which queue?": "Postgres"}
+        running.wait_for("done")
+        assert [event["event"] for event in running.events].count("withdrawn") == 1
+        log = http_events(server, answered["sessionId"])
+    decisions = [(e["actor"], e["data"]["decision"]) for e in log
+                 if e["type"] == "InteractionResolved"]
+    assert decisions == [("host", "withdrawn"), ("user", "modify")]
+    completed = [e["data"]["status"] for e in log if e["type"] == "ToolCallCompleted"]
+    assert completed == ["cancelled", "completed"]
+
+
 # -- the official Python SDK client ------------------------------------------------------------
 
 
