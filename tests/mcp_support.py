@@ -12,24 +12,31 @@ from __future__ import annotations
 import os
 import re
 import signal
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+import threading
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 import psutil
+import uvicorn
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext, ElicitationFnT
 from mcp.client.stdio import get_default_environment
-from server_support import sessionledger_command
+from server_support import free_port, sessionledger_command
 
 from eventlog import RecordedEvent
+from sessionledger import ServerSettings, SessionService
+from sessionledger.http import create_app
+from sessionledger.mcp.http import MCP_PATH, McpHttpTransport
 
 __all__ = [
-    "PLAN", "QUESTION", "TODOS", "Answers", "NeverAnswers", "kill_servers", "masked", "mcp_client",
-    "normalized", "server_env", "server_params", "text_of",
+    "PLAN", "QUESTION", "TODOS", "Answers", "InProcessServe", "NeverAnswers", "kill_servers",
+    "masked", "mcp_client", "normalized", "serve_in_process", "server_env", "server_params",
+    "text_of",
 ]
 
 QUESTION = {"questions": [{
@@ -76,6 +83,60 @@ async def mcp_client(
     ):
         await session.initialize()
         yield session
+
+
+class InProcessServe:
+    """The app of ``serve`` under uvicorn in a thread of the test process, on a real port:
+    its MCP transport (and so its bindings) can be inspected."""
+
+    def __init__(self, base_url: str, transport: McpHttpTransport, service: SessionService):
+        self.base_url = base_url
+        self.transport = transport
+        self.service = service
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.base_url}{MCP_PATH}"
+
+    def bound_when_settled(self, expected: int, *, within_s: float = 20.0) -> int:
+        """The transport's bound connections once they equal ``expected`` (connections end
+        in the server's own time after a DELETE), or what they are after ``within_s``."""
+        deadline = time.monotonic() + within_s
+        while self.transport.ledger.bound_connections != expected and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.transport.ledger.bound_connections
+
+
+@contextmanager
+def serve_in_process(directory: Path, *, config: str | None = None) -> Iterator[InProcessServe]:
+    """Serve the app over a fresh SQLite file in ``directory`` until the block ends."""
+    workspace = directory / "workspace"
+    workspace.mkdir(exist_ok=True)
+    if config is not None:
+        (workspace / ".sessionledger").mkdir(exist_ok=True)
+        (workspace / ".sessionledger" / "config.toml").write_text(config, encoding="utf-8")
+    port = free_port()
+    service = SessionService.open(f"sqlite:///{directory / 'ledger.db'}", workspace_root=workspace)
+    app = create_app(service=service, settings=ServerSettings(workspace_root=workspace, port=port))
+    (transport,) = [getattr(r, "endpoint", None) for r in app.router.routes
+                    if getattr(r, "path", None) == MCP_PATH]
+    assert isinstance(transport, McpHttpTransport)
+    server = uvicorn.Server(uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
+    ))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        yield InProcessServe(f"http://127.0.0.1:{port}", transport, service)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        service.close()
+    assert not thread.is_alive(), "uvicorn did not stop"
 
 
 def kill_servers(db_url: str) -> int:

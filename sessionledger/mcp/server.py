@@ -63,6 +63,7 @@ from .asking import FORMS, Asking, Ctx, can_ask_in_rounds, can_elicit, in_thread
 from .forms import Round, asking_round, returned_round
 
 __all__ = [
+    "CALLER_ARGUMENT",
     "CALL_DOCUMENT_SCHEMA",
     "DEFAULT_WEB_URL",
     "IDEMPOTENT",
@@ -79,6 +80,7 @@ __all__ = [
     "TITLES",
     "call_result",
     "error_result",
+    "handle_argument",
     "handle_line",
     "interaction_status_tool",
     "mcp_tool_entry",
@@ -148,6 +150,10 @@ IDEMPOTENT: Final = frozenset({
 })
 """The tools a repeated call of has no further effect: a whole-list TodoWrite writes the
 same list again; the others only read."""
+SESSION_ARGUMENT = "sessionId"
+"""The optional argument naming the ledger session on a request without an MCP session."""
+CALLER_ARGUMENT = "callerSessionId"
+"""Its name in a tool whose own input has a ``sessionId`` (ReadSessionContext)."""
 SESSION_ID_PROPERTY: Final[dict[str, Any]] = {
     "type": "string", "minLength": 1, "maxLength": 200,
     "description": "The ledger session of earlier results (their "
@@ -226,11 +232,19 @@ def interaction_status_tool() -> Tool:
     return mcp_tool_entry(INTERACTION_STATUS, _STATUS_DESCRIPTION, schema, descriptor)
 
 
+def handle_argument(schema: Mapping[str, Any]) -> str:
+    """The name of the session handle in a tool's input: ``sessionId``, or ``callerSessionId``
+    for a tool whose own input has a ``sessionId`` (ReadSessionContext: the session to read)."""
+    own = schema.get("properties", {})
+    return CALLER_ARGUMENT if SESSION_ARGUMENT in own else SESSION_ARGUMENT
+
+
 def with_session_id(tool: Tool) -> Tool:
-    """The entry with the optional ``sessionId`` argument of a request without an MCP
+    """The entry with the optional session handle argument of a request without an MCP
     session (D156)."""
     schema = dict(tool.input_schema)
-    schema["properties"] = {**schema.get("properties", {}), "sessionId": SESSION_ID_PROPERTY}
+    argument = handle_argument(schema)
+    schema["properties"] = {**schema.get("properties", {}), argument: SESSION_ID_PROPERTY}
     return tool.model_copy(update={"input_schema": schema})
 
 
@@ -319,8 +333,6 @@ DEFAULT_WEB_URL = "http://127.0.0.1:8765/"
 SESSION_META = "sessionledger/sessionId"
 """The ``_meta`` key of every tool result that names its ledger session; a request may name
 its session there too (D156)."""
-SESSION_ARGUMENT = "sessionId"
-"""The optional argument naming the ledger session on a request without an MCP session."""
 LOGGER = "sessionledger"
 """The ``logger`` of the server's ``notifications/message``."""
 _LOG_LEVELS: Final[tuple[LoggingLevel, ...]] = get_args(LoggingLevel)
@@ -334,8 +346,10 @@ INSTRUCTIONS = (
     "at its first tool call, or the one `--session` or the URL's ?session= names). A request "
     "with no MCP session (the 2026-07-28 protocol over HTTP, without ?session=) has no "
     "connection to keep it: each tool then takes an optional `sessionId` argument (also read "
-    "from the request's _meta[\"sessionledger/sessionId\"]) — pass the sessionId of earlier "
-    "results to continue that session, and omit it on the first call, which starts a new one."
+    "from the request's _meta[\"sessionledger/sessionId\"]; `callerSessionId` in "
+    "ReadSessionContext, whose own `sessionId` is the session it reads) — pass the sessionId "
+    "of earlier results to continue that session, and omit it on the first call, which "
+    "starts a new one."
 )
 
 
@@ -424,7 +438,8 @@ class LedgerMcp:
         handle = _is_handle(ctx)
         session_id = ""
         try:
-            named = _named_session(arguments, params) if handle else None
+            named = _named_session(arguments, params, self._handle_argument(params.name)) \
+                if handle else None
             returned = returned_round(params)
             session_id = await self._bound(ctx, params.name, arguments, named, returned)
             if params.name == INTERACTION_STATUS:
@@ -448,6 +463,11 @@ class LedgerMcp:
             return _tagged(error_result(exc), session_id, handle=handle)
         page = self._page(ctx, session_id)
         return _tagged(call_result(document, page=page), session_id, handle=handle)
+
+    def _handle_argument(self, tool: str) -> str:
+        handler = self._service.tools.executor.registry.handler(tool)
+        return handle_argument(handler.model_schema()) if handler is not None else \
+            SESSION_ARGUMENT
 
     async def _set_level(self, ctx: Ctx, params: SetLevelRequestParams) -> EmptyResult:
         """``logging/setLevel``: this connection's log lines at or above ``level``."""
@@ -636,19 +656,21 @@ def _is_handle(ctx: Ctx) -> bool:
             and _url_session(ctx) is None)
 
 
-def _named_session(arguments: dict[str, Any], params: CallToolRequestParams) -> str | None:
-    """Take the ``sessionId`` argument out of ``arguments`` (the tool never sees it), else
-    read the request's ``_meta``; ``None`` when neither names one."""
-    value = arguments.pop(SESSION_ARGUMENT, None)
+def _named_session(
+    arguments: dict[str, Any], params: CallToolRequestParams, argument: str
+) -> str | None:
+    """Take the session handle ``argument`` out of ``arguments`` (the tool never sees it),
+    else read the request's ``_meta``; ``None`` when neither names one."""
+    value = arguments.pop(argument, None)
     if value is None and params.meta is not None:
         value = params.meta.get(SESSION_META)
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(
-            f"{SESSION_ARGUMENT} must be the id of a session (sess_…), as earlier results name "
-            "it; omit it to start a new session",
-            details=[{"loc": ["input", SESSION_ARGUMENT], "message": "not a session id",
+            f"{argument} must be the id of a session (sess_…), as earlier results name it; "
+            "omit it to start a new session",
+            details=[{"loc": ["input", argument], "message": "not a session id",
                       "type": "session_id"}],
         )
     return value
