@@ -58,4 +58,4 @@ docs: $(VENV)/.dev
 	$(PY) -m sessionledger.docgen
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .cache

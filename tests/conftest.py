@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
+import node_support
 import pg_support
 import pytest
 from hypothesis import HealthCheck, settings
@@ -176,6 +178,21 @@ def pg_database(pg_server: str) -> Iterator[str]:
     """A fresh database for the test module, dropped after it."""
     with pg_support.with_database(pg_server) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def node_clients() -> node_support.NodeClients:
+    """The pinned Node MCP clients (``tests/node``), installed by ``npm ci`` once and reused
+    while the lock file is unchanged. Skips with the reason without node/npm, but fails when
+    ``CI=true``."""
+    reason = node_support.unavailable()
+    if reason is not None:
+        node_support.skip_or_fail(reason)
+    try:
+        return node_support.install()
+    except (node_support.InstallError, subprocess.TimeoutExpired) as error:
+        node_support.skip_or_fail(str(error))
+        raise
 
 
 # -- raw tampering (SPEC EL-4) --------------------------------------------------------------
