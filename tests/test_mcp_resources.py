@@ -298,7 +298,6 @@ def test_stdio_hears_another_process_and_2026_listens(  # issue 21 finding 8
 def test_subscriptions_end_with_their_connection(tmp_path: Path) -> None:  # issue 21 finding 8
     service = SessionService.open(f"sqlite:///{tmp_path / 'ledger.db'}", workspace_root=tmp_path)
     ledger = LedgerMcp(service, McpOptions())
-    ledger.bind()  # as `sessionledger mcp` does
     server = ledger.server()
     watcher = ledger.features.watcher
 
