@@ -131,3 +131,21 @@ def test_data_flows_one_way_between_the_packages(package: str) -> None:
     for module in sorted((ROOT / package).rglob("*.py")):
         wrong = _imported_packages(module) - LAYERS[package] - {package}
         assert not wrong, f"{module.relative_to(ROOT)} imports {sorted(wrong)}"
+
+
+def test_every_test_the_mcp_page_names_exists() -> None:  # issue 21 acceptance 6
+    """The feature and client tables of docs/mcp.md cite tests by name; each must be a test
+    function (or a test file) of the suite, so a renamed or removed test breaks the page."""
+    page = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    defined = {
+        node.name
+        for path in (ROOT / "tests").rglob("test_*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_")
+    }
+    files = {str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py")}
+    files |= {p.name for p in (ROOT / "tests").rglob("test_*.py")}
+    cited = re.findall(r"`((?:tests/)?test_[A-Za-z0-9_]+(?:\.py)?)(?:\[[^\]`]*\])?`", page)
+    assert len(cited) >= 30, cited
+    missing = [name for name in cited if name not in defined and name not in files]
+    assert missing == [], f"docs/mcp.md names tests that do not exist: {missing}"
