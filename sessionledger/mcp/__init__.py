@@ -8,7 +8,10 @@ every call through :meth:`ToolService.call <sessionledger.tools.service.ToolServ
 the HTTP routes take, and turns a tool-call document into an MCP tool result; :mod:`.asking`
 asks the user about a call that waits for them and records the answer, with the forms of
 :mod:`.forms` (one elicitation per questionnaire or plan approval, carried in a 2026-07-28
-``input_required`` round where the server cannot ask mid-call); :mod:`.http` is the
+``input_required`` round where the server cannot ask mid-call), sends progress while it waits
+and records a withdrawal when the caller cancels (D157); :mod:`.tasks` serves the 2025-11-25
+tasks of AskUserQuestion and ExitPlanMode, read from the log (D158); :mod:`.resources` serves a
+session's resources, their change notices and the prompts (D159); :mod:`.http` is the
 streamable-HTTP endpoint ``serve`` mounts at ``/mcp``.
 """
 
