@@ -158,13 +158,14 @@ def run(body: Callable[[], Any]) -> None:
     anyio.run(body)
 
 
-# -- (a) todos --------------------------------------------------------------------------------
+# -- (a), (g) todos, as tool results and as a resource --------------------------------------------
 
 
-def test_todowrite_then_todoread_return_the_same_list(  # issue 21 Build, EG-6
+def test_todowrite_then_todoread_and_the_todos_resource_give_the_same_list(  # issue 21 Build, EG-6
     connection: Connection, server: ServerProcess
 ) -> None:
     seen: dict[str, Any] = {}
+    contents = [t["content"] for t in TODOS["todos"]]
 
     async def body() -> None:
         async with scenario_on(connection, server) as s:
@@ -174,14 +175,23 @@ def test_todowrite_then_todoread_return_the_same_list(  # issue 21 Build, EG-6
             assert not read.is_error, read
             assert read.structured_content is not None
             assert read.structured_content["result"]["todos"] == TODOS["todos"]
+            resource = await s.client.read_resource(f"sessionledger://sessions/{s.sid}/todos")
+            by_type = {content.mime_type: content for content in resource.contents}
+            assert set(by_type) == {"application/json", "text/markdown"}
+            as_json, markdown = by_type["application/json"], by_type["text/markdown"]
+            assert isinstance(as_json, types.TextResourceContents)
+            assert isinstance(markdown, types.TextResourceContents)
+            listed = json.loads(as_json.text)
+            todos = listed["todos"] if isinstance(listed, dict) else listed
+            assert [t["content"] for t in todos] == contents
+            assert "[~] Write the tests" in markdown.text and "[ ] Ship it" in markdown.text
             seen["s"] = s
 
     run(body)
     s = seen["s"]
     written = [e["data"]["todos"] for e in s.events() if e["type"] == "TodosWritten"]
-    assert [[t["content"] for t in todos] for todos in written] == [
-        [t["content"] for t in TODOS["todos"]]]
-    assert [t["content"] for t in s.document()["todos"]] == [t["content"] for t in TODOS["todos"]]
+    assert [[t["content"] for t in todos] for todos in written] == [contents]
+    assert [t["content"] for t in s.document()["todos"]] == contents
 
 
 # -- (b) a question answered in the client's form ----------------------------------------------
@@ -197,27 +207,29 @@ def test_a_question_answered_in_the_form_returns_the_answer_and_records_modify( 
         async with scenario_on(connection, server, form) as s:
             asked = await s.call("AskUserQuestion", QUESTION)
             assert not asked.is_error, asked
-            assert f'{ALL_ANSWERED_PREFIX}"Which database?"="Postgres"' in s.text(asked)
+            assert s.text(asked).startswith(f'{ALL_ANSWERED_PREFIX}"Which database?"="Postgres"')
             assert asked.structured_content is not None
             assert asked.structured_content["result"]["answers"] == {"Which database?": "Postgres"}
             seen["s"] = s
 
     run(body)
     (asked,) = form.asked  # one form (an elicitation request, or one input_required round)
-    assert asked.requested_schema["properties"]["q1"]["enum"] == ["SQLite (Recommended)", "Postgres"]
+    assert asked.requested_schema["properties"]["q1"]["enum"] == [
+        "SQLite (Recommended)", "Postgres"]
     s = seen["s"]
     resolved = [e for e in s.events() if e["type"] == "InteractionResolved"]
     assert [(e["actor"], e["data"]["decision"]) for e in resolved] == [("user", "modify")]
     assert s.pending() == []
 
 
-# -- (c), (d) plan approval ---------------------------------------------------------------------
+# -- (c), (d) plan approval: feedback keeps Plan on, Approve leaves it ---------------------------
 
 
-def test_a_plan_approved_in_the_form_leaves_plan_mode(  # PM-6, issue 21 Build
+def test_plan_feedback_keeps_plan_mode_and_an_approval_leaves_it(  # PM-6, PM-8, issue 21 Build
     connection: Connection, server: ServerProcess
 ) -> None:
-    form = Answers(("accept", {"decision": "Approve"}))
+    form = Answers(("accept", {"feedback": "Test the HTTP endpoint too"}),
+                   ("accept", {"decision": "Approve"}))
     seen: dict[str, Any] = {}
 
     async def body() -> None:
@@ -225,65 +237,43 @@ def test_a_plan_approved_in_the_form_leaves_plan_mode(  # PM-6, issue 21 Build
             entered = await s.call("EnterPlanMode", {})
             assert not entered.is_error, entered
             assert s.document()["executionState"]["planEnabled"] is True
+
+            answered = await s.call("ExitPlanMode", PLAN)
+            assert answered.is_error and s.text(answered) == NOT_APPROVED, answered
+            assert answered.structured_content is not None  # PM-8: the feedback follows
+            assert answered.structured_content["followUpUserInput"] == {
+                "input": "Test the HTTP endpoint too", "reasonSource": FEEDBACK_SOURCE}
+            kinds = await anyio.to_thread.run_sync(s.types_)
+            assert "PlanFeedbackGiven" in kinds and "PlanApproved" not in kinds
+            assert s.document()["executionState"]["planEnabled"] is True
+
             approved = await s.call("ExitPlanMode", PLAN)
             assert not approved.is_error, approved
             seen["s"] = s
 
     run(body)
     s = seen["s"]
-    assert len(form.asked) == 1
-    assert "PlanApproved" in s.types_()
-    assert s.decisions() == ["approve"]
+    assert len(form.asked) == 2
+    assert s.types_().count("PlanApproved") == 1
+    assert s.decisions() == ["feedback", "approve"]
     assert s.document()["executionState"]["planEnabled"] is False
-
-
-def test_a_plan_answered_with_feedback_keeps_plan_mode(  # PM-6, issue 21 Build
-    connection: Connection, server: ServerProcess
-) -> None:
-    form = Answers(("accept", {"feedback": "Test the HTTP endpoint too"}))
-    seen: dict[str, Any] = {}
-
-    async def body() -> None:
-        async with scenario_on(connection, server, form) as s:
-            await s.call("EnterPlanMode", {})
-            answered = await s.call("ExitPlanMode", PLAN)
-            assert answered.is_error and s.text(answered) == NOT_APPROVED, answered
-            assert answered.structured_content is not None  # PM-8: the feedback follows
-            assert answered.structured_content["followUpUserInput"] == {
-                "input": "Test the HTTP endpoint too", "reasonSource": FEEDBACK_SOURCE}
-            seen["s"] = s
-
-    run(body)
-    s = seen["s"]
-    kinds = s.types_()
-    assert "PlanFeedbackGiven" in kinds and "PlanApproved" not in kinds
-    assert s.decisions() == ["feedback"]
-    assert s.document()["executionState"]["planEnabled"] is True
 
 
 # -- (e), (f) refusals ----------------------------------------------------------------------------
 
 
-def test_an_unknown_tool_is_the_jsonrpc_error_invalid_params(
-    connection: Connection, server: ServerProcess
-) -> None:
-    async def body() -> None:
-        async with scenario_on(connection, server) as s:
-            with pytest.raises(MCPError) as refused:
-                await s.client.call_tool("NoSuchTool", {})
-            assert refused.value.error.code == types.INVALID_PARAMS
-            assert "Unknown tool: NoSuchTool" in refused.value.error.message
-
-    run(body)
-
-
-def test_invalid_input_is_an_error_result_and_appends_nothing(
+def test_an_unknown_tool_is_invalid_params_and_invalid_input_appends_nothing(
     connection: Connection, server: ServerProcess
 ) -> None:
     seen: dict[str, Any] = {}
 
     async def body() -> None:
         async with scenario_on(connection, server) as s:
+            with pytest.raises(MCPError) as refused_tool:
+                await s.client.call_tool("NoSuchTool", {})
+            assert refused_tool.value.error.code == types.INVALID_PARAMS
+            assert "Unknown tool: NoSuchTool" in refused_tool.value.error.message
+
             await s.call("TodoWrite", TODOS)
             before = await anyio.to_thread.run_sync(s.events)
             refused = await s.call("TodoWrite", {"todos": "not a list"})
@@ -299,28 +289,7 @@ def test_invalid_input_is_an_error_result_and_appends_nothing(
     assert [t["content"] for t in s.document()["todos"]] == [t["content"] for t in TODOS["todos"]]
 
 
-# -- (g), (h) resources and prompts --------------------------------------------------------------
-
-
-def test_the_todos_resource_reads_the_list_written(
-    connection: Connection, server: ServerProcess
-) -> None:
-    async def body() -> None:
-        async with scenario_on(connection, server) as s:
-            await s.call("TodoWrite", TODOS)
-            read = await s.client.read_resource(f"sessionledger://sessions/{s.sid}/todos")
-            by_type = {content.mime_type: content for content in read.contents}
-            assert set(by_type) == {"application/json", "text/markdown"}
-            as_json = by_type["application/json"]
-            assert isinstance(as_json, types.TextResourceContents)
-            listed = json.loads(as_json.text)
-            todos = listed["todos"] if isinstance(listed, dict) else listed
-            assert [t["content"] for t in todos] == [t["content"] for t in TODOS["todos"]]
-            markdown = by_type["text/markdown"]
-            assert isinstance(markdown, types.TextResourceContents)
-            assert "[~] Write the tests" in markdown.text and "[ ] Ship it" in markdown.text
-
-    run(body)
+# -- (h) prompts -------------------------------------------------------------------------------
 
 
 def test_the_prompts_are_listed(connection: Connection, server: ServerProcess) -> None:
