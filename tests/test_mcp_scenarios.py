@@ -15,7 +15,7 @@ connection.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,7 +137,7 @@ class Scenario:
         with anyio.fail_after(30):
             while not await anyio.to_thread.run_sync(check):
                 await anyio.sleep(0.05)
-        assert what
+        assert await anyio.to_thread.run_sync(check), what
 
 
 @pytest.fixture(params=CONNECTIONS, ids=lambda c: f"{c.transport}-{c.era}")
@@ -154,7 +154,7 @@ async def scenario_on(
         yield Scenario(connection, client, server)
 
 
-def run(body: Callable[[], Any]) -> None:
+def run(body: Callable[[], Awaitable[None]]) -> None:
     anyio.run(body)
 
 
@@ -286,6 +286,8 @@ def test_an_unknown_tool_is_invalid_params_and_invalid_input_appends_nothing(
     run(body)
     s = seen["s"]
     assert s.events() == seen["before"]
+    called = [e["data"]["tool"] for e in s.events() if e["type"] == "ToolCallRequested"]
+    assert called == ["TodoWrite"]  # neither the unknown tool nor the invalid input
     assert [t["content"] for t in s.document()["todos"]] == [t["content"] for t in TODOS["todos"]]
 
 
