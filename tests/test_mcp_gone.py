@@ -25,7 +25,8 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp import ClientSession
+import pytest
+from mcp import Client, ClientSession
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp_support import QUESTION, text_of
@@ -33,6 +34,7 @@ from server_support import ServerProcess, create_session, running_server
 
 from sessionledger import SessionService
 from sessionledger.mcp.asking import WITHDRAW_REASON
+from sessionledger.mcp.server import LedgerMcp, McpOptions
 from sessionledger.tools.ask import ALL_ANSWERED_PREFIX
 from sessionledger.tools.executor import withdrawn_text
 
@@ -212,3 +214,79 @@ def test_a_2026_host_killed_with_its_form_open_left_nothing_waiting(  # issue 21
         assert response.status_code == 200, response.text
         assert log.call(waiting["callId"])["status"] == "completed"
         assert log.decisions() == [("user", "modify")]
+
+
+# -- tasks/result waits on the commit notice, as a waiting call does (D157, D158) --------------
+
+
+def test_a_waiting_tasks_result_reads_the_log_only_when_an_answer_commits(  # issue 21 finding 6
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # D158
+    # Three tasks/result requests of a client that cannot elicit wait for an answer given
+    # elsewhere; the slow poll is a minute here. Each reads its call when it starts, then only
+    # when an answer commits (the old wait read the log every 0.5 s).
+    service = SessionService.open(f"sqlite:///{tmp_path / 'ledger.db'}", workspace_root=tmp_path)
+    reads: list[str] = []
+    get, call = service.tools.get, service.ledger.call
+
+    def counted_get(session_id: str, call_id: str) -> Any:
+        reads.append(call_id)
+        return get(session_id, call_id)
+
+    def counted_call(session_id: str, call_id: str) -> Any:
+        reads.append(call_id)
+        return call(session_id, call_id)
+
+    session_id = str(service.create_session(host="protocol")["sessionId"])
+    ledger = LedgerMcp(service, McpOptions(session_id=session_id, answer_poll_s=60))
+    results: dict[str, types.CallToolResult] = {}
+
+    async def result(client: Client, task_id: str) -> None:
+        request = types.GetTaskPayloadRequest(
+            params=types.GetTaskPayloadRequestParams(task_id=task_id))
+        results[task_id] = await client.session.send_request(request, types.CallToolResult)
+
+    async def scenario() -> None:
+        async with Client(ledger.server(), mode="legacy") as client:
+            assert client.protocol_version == "2025-11-25"
+            task_ids = []
+            for number in range(3):  # no elicitation: each call answers pending at once
+                asked = {"questions": [{**QUESTION["questions"][0],
+                                        "question": f"Which {number}?"}]}
+                pending = await client.call_tool("AskUserQuestion", asked)
+                task_ids.append(str(pending.structured_content["callId"]))  # type: ignore[index]
+            monkeypatch.setattr(service.tools, "get", counted_get)
+            monkeypatch.setattr(service.ledger, "call", counted_call)
+            async with anyio.create_task_group() as group:
+                for task_id in task_ids:
+                    group.start_soon(result, client, task_id)
+                with anyio.fail_after(30):
+                    while len(set(reads)) < 3:
+                        await anyio.sleep(0.05)
+                await anyio.sleep(0.2)  # each started: its reads of the call are done
+                started = list(reads)
+                await anyio.sleep(1.5)
+                assert reads == started, "a tasks/result read the log with nothing committed"
+                first = (await anyio.to_thread.run_sync(
+                    service.tools.pending_interactions, session_id))[0]
+                answer = {"questions": first["payload"]["questions"],
+                          "answers": {first["payload"]["questions"][0]["question"]: "Postgres"}}
+                await anyio.to_thread.run_sync(lambda: service.tools.respond(
+                    session_id, first["interactionId"], "modify", input=answer))
+                with anyio.fail_after(30):
+                    while not results:
+                        await anyio.sleep(0.05)
+                assert list(results) == [first["callId"]]
+                woken = reads[len(started):]
+                assert woken and set(woken) == {first["callId"]}  # only the answered one looked
+                group.cancel_scope.cancel()
+
+    try:
+        anyio.run(scenario)
+        (answered,) = results.values()
+        assert text_of(answered).startswith(f'{ALL_ANSWERED_PREFIX}"Which 0?"="Postgres"')
+        decisions = [e.to_wire()["data"]["decision"] for e in service.iter_events(session_id)
+                     if e.type == "InteractionResolved"]
+        assert decisions == ["modify"]  # the two given up on are still waiting: tasks outlive them
+    finally:
+        service.close()

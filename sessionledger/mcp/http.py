@@ -21,11 +21,11 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 import anyio
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import (
     DEFAULT_SESSION_IDLE_TIMEOUT,
     StreamableHTTPSessionManager,
 )
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -142,7 +142,7 @@ class _Post:
         """The ids of the JSON-RPC requests of the body (none if it is not JSON-RPC)."""
         try:
             parsed = json.loads(self.body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return []
         messages = parsed if isinstance(parsed, list) else [parsed]
         return [m["id"] for m in messages
@@ -157,33 +157,37 @@ class _Post:
         session routes it to its dispatcher, which cancels the handler (an unknown or
         finished id is ignored there)."""
         for request_id in self.request_ids():
-            notice = {"jsonrpc": "2.0", "method": "notifications/cancelled",
-                      "params": {"requestId": request_id, "reason": DISCONNECT_REASON}}
-            body = json.dumps(notice).encode()
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"accept", b"application/json, text/event-stream"),
-                (b"content-length", str(len(body)).encode()),
-                (MCP_SESSION_ID_HEADER.lower().encode(), self.session_id.encode("latin-1")),
-            ]
-            if self.version is not None:
-                headers.append((MCP_PROTOCOL_VERSION_HEADER.lower().encode(),
-                                self.version.encode("latin-1")))
-            host = [(k, v) for k, v in self.scope.get("headers", ()) if k == b"host"]
-            scope = {**self.scope, "headers": [*host, *headers]}
-            sent = [False]
-
-            async def receive() -> Message:
-                if not sent[0]:
-                    sent[0] = True
-                    return {"type": "http.request", "body": body, "more_body": False}
-                return {"type": "http.disconnect"}
-
-            async def discard(_message: Message) -> None:
-                return None
-
             with suppress(Exception):  # the session ended meanwhile: nothing to cancel
-                await manager.asgi_app(scope, receive, discard)
+                await manager.asgi_app(*self._cancelled(request_id))
+
+    def _cancelled(self, request_id: Any) -> tuple[Scope, Receive, Send]:
+        """A POST of ``notifications/cancelled`` for ``request_id`` in this MCP session, its
+        answer (202) discarded."""
+        notice = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": request_id, "reason": DISCONNECT_REASON}}
+        body = json.dumps(notice).encode()
+        headers = [(k, v) for k, v in self.scope.get("headers", ()) if k == b"host"]
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+            (b"content-length", str(len(body)).encode()),
+            (MCP_SESSION_ID_HEADER.lower().encode(), self.session_id.encode("latin-1")),
+        ]
+        if self.version is not None:
+            headers.append((MCP_PROTOCOL_VERSION_HEADER.lower().encode(),
+                            self.version.encode("latin-1")))
+        sent = [False]
+
+        async def receive() -> Message:
+            if not sent[0]:
+                sent[0] = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return {"type": "http.disconnect"}
+
+        async def discard(_message: Message) -> None:
+            return None
+
+        return {**self.scope, "headers": headers}, receive, discard
 
 
 async def _completed(
