@@ -15,24 +15,31 @@ server that answered. ``Host`` and ``Origin`` are checked in front of it by the 
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
+from typing import Any
 
 import anyio
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import (
     DEFAULT_SESSION_IDLE_TIMEOUT,
     StreamableHTTPSessionManager,
 )
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..service.sessions import SessionService
 from .server import LedgerMcp, McpOptions
 
-__all__ = ["MCP_PATH", "McpHttpTransport"]
+__all__ = ["DISCONNECT_REASON", "MCP_PATH", "McpHttpTransport"]
 
 MCP_PATH = "/mcp"
+DISCONNECT_REASON = "the client disconnected"
+"""The reason of the ``notifications/cancelled`` sent for a request whose client left."""
 
 
 _SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -69,14 +76,128 @@ class McpHttpTransport:
                               "message": "the MCP endpoint is not running", "details": None}}
             await JSONResponse(body, status_code=503)(scope, receive, send)
             return
-        await _completed(manager.asgi_app, scope, receive, send)
+        post = _Post.of(scope)
+        if post is not None:
+            receive = post.watching(receive)
+        try:
+            await _completed(manager.asgi_app, scope, receive, send, post)
+        finally:
+            if post is not None and post.left:
+                with anyio.CancelScope(shield=True):
+                    await post.cancel(manager)
 
 
-async def _completed(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+class _Post:
+    """A handshake-era POST to ``/mcp`` naming an MCP session, watched for its client leaving.
+
+    The SDK does not cancel a request's handler when the connection carrying its event
+    stream drops (a client may resume it from an event store; this server keeps none, so a
+    dropped request can never be answered), and the MCP session's idle timeout does not run
+    while a request is in flight: a call waiting for a person would wait until ``serve``
+    stops. So the request body and ``http.disconnect`` are read as they pass to the SDK, and
+    a client that disconnected before its response ended has its requests cancelled — the
+    MCP session is told ``notifications/cancelled`` for each, as the client itself would
+    say it, and a waiting call withdraws its interaction (D157). A 2026-07-28 request has no
+    MCP session: the SDK cancels its handler on disconnect itself.
+    """
+
+    def __init__(self, scope: Scope, session_id: str, version: str | None) -> None:
+        self.scope = scope
+        self.session_id = session_id
+        self.version = version
+        self.body = bytearray()
+        self.disconnected = False
+        self.ended = False
+
+    @classmethod
+    def of(cls, scope: Scope) -> _Post | None:
+        if scope.get("type") != "http" or scope.get("method") != "POST":
+            return None
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                   for k, v in scope.get("headers", ())}
+        session_id = headers.get(MCP_SESSION_ID_HEADER.lower())
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER.lower())
+        if session_id is None or (version is not None
+                                  and version not in HANDSHAKE_PROTOCOL_VERSIONS):
+            return None  # no MCP session (a new one, or the 2026-07-28 era)
+        return cls(scope, session_id, version)
+
+    def watching(self, receive: Receive) -> Receive:
+        """``receive``, noting the body and a disconnect on the way."""
+        async def watched() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                self.body.extend(message.get("body", b""))
+            elif message["type"] == "http.disconnect":
+                self.disconnected = True
+            return message
+        return watched
+
+    @property
+    def left(self) -> bool:
+        """The client disconnected before its response ended."""
+        return self.disconnected and not self.ended
+
+    def request_ids(self) -> list[Any]:
+        """The ids of the JSON-RPC requests of the body (none if it is not JSON-RPC)."""
+        try:
+            parsed = json.loads(self.body)
+        except (ValueError, RecursionError):
+            return []
+        messages = parsed if isinstance(parsed, list) else [parsed]
+        return [m["id"] for m in messages
+                if isinstance(m, dict) and isinstance(m.get("method"), str)
+                and isinstance(m.get("id"), (str, int)) and not isinstance(m.get("id"), bool)]
+
+    async def cancel(self, manager: StreamableHTTPSessionManager) -> None:
+        """Tell the MCP session its requests from this POST are cancelled.
+
+        The SDK has no public call into a session's transport, so the notification goes
+        through the session manager's own entry point, as the client's POST would: the
+        session routes it to its dispatcher, which cancels the handler (an unknown or
+        finished id is ignored there)."""
+        for request_id in self.request_ids():
+            with suppress(Exception):  # the session ended meanwhile: nothing to cancel
+                await manager.asgi_app(*self._cancelled(request_id))
+
+    def _cancelled(self, request_id: Any) -> tuple[Scope, Receive, Send]:
+        """A POST of ``notifications/cancelled`` for ``request_id`` in this MCP session, its
+        answer (202) discarded."""
+        notice = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": request_id, "reason": DISCONNECT_REASON}}
+        body = json.dumps(notice).encode()
+        headers = [(k, v) for k, v in self.scope.get("headers", ()) if k == b"host"]
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+            (b"content-length", str(len(body)).encode()),
+            (MCP_SESSION_ID_HEADER.lower().encode(), self.session_id.encode("latin-1")),
+        ]
+        if self.version is not None:
+            headers.append((MCP_PROTOCOL_VERSION_HEADER.lower().encode(),
+                            self.version.encode("latin-1")))
+        sent = [False]
+
+        async def receive() -> Message:
+            if not sent[0]:
+                sent[0] = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return {"type": "http.disconnect"}
+
+        async def discard(_message: Message) -> None:
+            return None
+
+        return {**self.scope, "headers": headers}, receive, discard
+
+
+async def _completed(
+    app: ASGIApp, scope: Scope, receive: Receive, send: Send, post: _Post | None = None,
+) -> None:
     """Run ``app``, then end a response it started and left open.
 
     On shutdown the SDK's event stream (sse-starlette) stops without its last body message,
-    which uvicorn reports as an error: the stream is ended properly here instead.
+    which uvicorn reports as an error: the stream is ended properly here instead. ``post``
+    is told when the response ended.
     """
     state = {"started": False, "ended": False}
 
@@ -85,6 +206,8 @@ async def _completed(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -
             state["started"] = True
         elif message["type"] == "http.response.body" and not message.get("more_body", False):
             state["ended"] = True
+            if post is not None:
+                post.ended = True
         await send(message)
 
     try:

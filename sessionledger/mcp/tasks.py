@@ -19,12 +19,13 @@ cancelled (its interaction withdrawn)  ``cancelled``
 ``tasks/get`` gives the task; ``tasks/result`` waits until it is terminal — asking the user
 through the same form as a call without a task when the client can elicit (the elicitation
 tagged with the task in ``_meta["io.modelcontextprotocol/related-task"]``), else waiting for
-an answer given elsewhere (the web page, the respond endpoint, the auto-continue timer) — and
-returns the tool result exactly as a call without a task would. A ``tasks/result`` that is
-cancelled closes its form and leaves the task pending (a cancelled call without a task
-withdraws its interaction, D157; a task outlives the requests about it). ``tasks/cancel``
-withdraws
-the call's interaction through :meth:`ToolService.withdraw`; ``tasks/list`` pages the tasks
+an answer given elsewhere (the web page, the respond endpoint, the auto-continue timer; woken
+by the ledger's commit notice for the call, with the slow poll of a waiting call for another
+process's answer, D157) — and returns the tool result exactly as a call without a task would.
+A ``tasks/result`` that is cancelled (by the client, or by its HTTP connection dropping)
+closes its form and leaves the task pending (a cancelled call without a task withdraws its
+interaction, D157; a task outlives the requests about it). ``tasks/cancel`` withdraws the
+call's interaction through :meth:`ToolService.withdraw`; ``tasks/list`` pages the tasks
 of the connection's session. Every AskUserQuestion and ExitPlanMode call of the session is one
 of its tasks (the log does not record whether the request asked for one), and a task of
 another session is not found (-32602).
@@ -107,8 +108,6 @@ TASK_TTL_MS = 24 * 60 * 60 * 1000
 for ever, so a task stays retrievable after its ttl too: nothing is deleted."""
 POLL_INTERVAL_MS = 2000
 """The polling interval suggested to the requestor."""
-WAIT_POLL_S = 0.5
-"""How often ``tasks/result`` reads the log while it waits for an answer given elsewhere."""
 LIST_PAGE = 100
 """Tasks per ``tasks/list`` page."""
 _SESSION_META = "sessionledger/sessionId"
@@ -367,22 +366,28 @@ class TaskRequests:
 
     async def _settled(self, ctx: Ctx, session_id: str, call_id: str) -> dict[str, Any]:
         """The call's document once it is no longer pending: the user is asked once, if the
-        client can elicit, and the log is read until an answer arrives from anywhere."""
+        client can elicit, and then the call is read again each time a commit for it rings
+        (an answer in this process) or every ``answer_poll_s`` (another process), as a call
+        without a task waits (:class:`~sessionledger.mcp.asking.Wakeups`)."""
         asked = False
-        while True:
-            current = await in_thread(lambda: self._service.tools.get(session_id, call_id))
-            document = current.document
-            if document["status"] != "pending":
-                return document
-            doc = await in_thread(lambda: self._doc(session_id, call_id))
-            if not asked and _asks_by_form(ctx) and doc.body.get("resolution") is None:
-                asked = True  # a dismissed form is not asked again: the answer may come elsewhere
-                form = FORMS[str(doc.body["tool"])](dict(doc.body.get("input") or {}))
-                document = await self._ask(ctx, session_id, form, document)
+        with self._asking.wakeups.watching(call_id) as waiter:
+            while True:
+                current = await in_thread(lambda: self._service.tools.get(session_id, call_id))
+                document = current.document
                 if document["status"] != "pending":
                     return document
-                continue
-            await anyio.sleep(WAIT_POLL_S)
+                if not asked and _asks_by_form(ctx):
+                    doc = await in_thread(lambda: self._doc(session_id, call_id))
+                    if doc.body.get("resolution") is None:
+                        # a dismissed form is not asked again: the answer may come elsewhere
+                        asked = True
+                        form = FORMS[str(doc.body["tool"])](dict(doc.body.get("input") or {}))
+                        document = await self._ask(ctx, session_id, form, document)
+                        if document["status"] != "pending":
+                            return document
+                        continue
+                # woken by a commit for the call (this process), else read at the slow poll
+                await waiter.wait(self._asking.answer_poll_s)
 
     async def _ask(
         self, ctx: Ctx, session_id: str, form: Form, pending: dict[str, Any]
