@@ -141,7 +141,8 @@ def test_every_test_the_mcp_page_names_exists() -> None:  # issue 21 acceptance 
         node.name
         for path in (ROOT / "tests").rglob("test_*.py")
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_")
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name.startswith("test_")
     }
     files = {str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py")}
     files |= {p.name for p in (ROOT / "tests").rglob("test_*.py")}
