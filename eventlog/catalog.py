@@ -10,6 +10,7 @@ canonical and appends skip the slow path (:mod:`eventlog.encoding`).
 
 from __future__ import annotations
 
+from operator import not_
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
@@ -74,6 +75,14 @@ PermissionMode = Literal["build", "edit", "yolo", "auto"]
 HostKind = Literal["protocol", "tui", "headless"]
 
 
+Optional: Any = Field(default=None, exclude_if=not_)
+"""A field left out of the stored payload when unset, so events that never carry it are
+stored exactly as before it existed."""
+Occurred: Any = Field(default=None, exclude_if=not_)
+"""``occurredAt``: when the host says it happened (an imported transcript's own time, CC-9);
+absent when it happened as it was recorded."""
+
+
 class _Payload(BaseModel):
     model_config = ConfigDict(
         frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True
@@ -131,16 +140,22 @@ class SessionCreated(Event):
 
     schema_version: ClassVar[int] = 1
     type: Literal["SessionCreated"] = "SessionCreated"
+    client: str | None = Optional
+    """The host program that created the session, when it says (``claude-code``: CC-2)."""
     execution_state: ExecutionStateData = ExecutionStateData()
+    external_session_id: str | None = Optional
+    """The session id of that program (Claude Code's ``session_id``: CC-2)."""
     host: HostKind = "protocol"
+    occurred_at: str | None = Occurred
     parent_session_id: str | None = None
     workspace: str
 
 
 ModeChangeVia = Literal[
-    "cycle", "mode_command", "plan_command", "enter_plan_tool", "plan_approval"
+    "cycle", "mode_command", "plan_command", "enter_plan_tool", "plan_approval", "claude-code"
 ]
-"""Which path changed the mode: Shift+Tab, ``/mode X``, ``/plan``, EnterPlanMode, approval."""
+"""Which path changed the mode: Shift+Tab, ``/mode X``, ``/plan``, EnterPlanMode, approval,
+or Claude Code's own ``permission_mode`` mirrored by its hooks or an import (CC-3)."""
 
 
 class SessionModeChanged(Event):
@@ -148,7 +163,10 @@ class SessionModeChanged(Event):
 
     schema_version: ClassVar[int] = 1
     type: Literal["SessionModeChanged"] = "SessionModeChanged"
+    host_mode: str | None = Optional
+    """The host's own name for the mode when it has none here (CC-3), as given."""
     mode: PermissionMode
+    occurred_at: str | None = Occurred
     plan_enabled: bool
     previous_mode: PermissionMode
     previous_plan_enabled: bool
@@ -179,6 +197,7 @@ class MessageRecorded(Event):
     content: str
     continuation: bool = False
     kind: Literal["real", "synthetic"] = "real"
+    occurred_at: str | None = Occurred
     role: Literal["assistant", "user"]
     source: str | None = None
 
@@ -200,6 +219,9 @@ class TodosWritten(Event):
 
     schema_version: ClassVar[int] = 1
     type: Literal["TodosWritten"] = "TodosWritten"
+    dropped_unfinished: tuple[TodoItemData, ...] = Field(default=(), exclude_if=not_)
+    """Unfinished items of the list before that this write left out (SPEC TD-3, CC-5)."""
+    occurred_at: str | None = Occurred
     todos: tuple[TodoItemData, ...]
 
 
@@ -221,6 +243,7 @@ class ContextCompacted(Event):
 
     schema_version: ClassVar[int] = 1
     type: Literal["ContextCompacted"] = "ContextCompacted"
+    occurred_at: str | None = Occurred
 
 
 class SessionDeleted(Event):
@@ -247,6 +270,7 @@ class ToolCallRequested(Event):
     tool: str
     input: dict[str, Any]
     host: HostKind
+    occurred_at: str | None = Occurred
 
 
 class PermissionDecided(Event):
@@ -257,6 +281,7 @@ class PermissionDecided(Event):
     call_id: str
     decided_by: Literal["service", "broker"] = "service"
     decision: PermissionVerdict
+    occurred_at: str | None = Occurred
     tool: str
 
 
@@ -272,6 +297,7 @@ class InteractionRequested(Event):
     call_id: str
     kind: InteractionKind
     payload: dict[str, Any]
+    occurred_at: str | None = Occurred
 
 
 class InteractionResolved(Event):
@@ -285,6 +311,7 @@ class InteractionResolved(Event):
     decision: Literal["modify", "approve", "deny", "feedback", "autoContinued", "withdrawn"]
     input: dict[str, Any] | None = None
     feedback: str | None = None
+    occurred_at: str | None = Occurred
 
 
 AutoResolutionState = Literal["hiddenGrace", "countdown", "paused", "ineligible"]
@@ -369,6 +396,7 @@ class ToolCallCompleted(Event):
     permission: PermissionVerdict | None = None
     turn_control: TurnControlData | None = None
     follow_up_user_input: FollowUpData | None = None
+    occurred_at: str | None = Occurred
 
 
 class SessionModelSelected(Event):
@@ -435,6 +463,7 @@ class PlanSubmitted(Event):
     type: Literal["PlanSubmitted"] = "PlanSubmitted"
     allowed_prompts: tuple[dict[str, Any], ...] = ()
     call_id: str
+    occurred_at: str | None = Occurred
     plan: str
 
 
@@ -447,6 +476,7 @@ class PlanApproved(Event):
     call_id: str
     file_written: bool
     mode: PermissionMode
+    occurred_at: str | None = Occurred
     path: str
     plan: str
 
@@ -483,6 +513,7 @@ class PlanFeedbackGiven(Event):
     call_id: str
     feedback: str
     mode: PermissionMode
+    occurred_at: str | None = Occurred
     plan: str
 
 
@@ -494,6 +525,7 @@ class PlanRejected(Event):
     by: Literal["user", "headless"]
     call_id: str
     mode: PermissionMode
+    occurred_at: str | None = Occurred
     plan: str
 
 

@@ -529,13 +529,15 @@ def tree_encoder(
     seen: set[type[BaseModel]] = {model}
     if not all(_type_qualifies(f.annotation, seen) for n, f in fields if n not in trees):
         return None
-    plan = sorted(((f.alias or n), n, n in trees) for n, f in fields)
+    plan = sorted(((f.alias or n), n, n in trees, f.exclude_if) for n, f in fields)
 
     def encode(instance: Any) -> str:
         try:
             data = {}
-            for wire, name, tree in plan:
+            for wire, name, tree, left_out in plan:
                 value = getattr(instance, name)
+                if left_out is not None and left_out(value):
+                    continue  # what pydantic's own writer leaves out (``exclude_if``)
                 data[wire] = sorted_tree(value) if tree else value
         except NotPlainJson:
             return fallback(instance)

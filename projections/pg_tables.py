@@ -58,7 +58,8 @@ class PgSummaryTable:
             "last_position BIGINT NOT NULL, workspace TEXT NOT NULL, host TEXT NOT NULL, "
             "parent_session_id TEXT, mode TEXT NOT NULL, plan_enabled BOOLEAN NOT NULL, "
             "goal TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, "
-            "deleted BOOLEAN NOT NULL, todos_seq BIGINT, todos_updated_at TEXT)"
+            "deleted BOOLEAN NOT NULL, todos_seq BIGINT, todos_updated_at TEXT, client TEXT, "
+            "external_session_id TEXT)"
         )
 
     def is_present(self, tx: Any) -> bool:

@@ -145,6 +145,7 @@ def _created(summary: SessionSummary | None, event: RecordedEvent) -> SessionSum
         mode=state.mode, plan_enabled=state.plan_enabled,
         goal=state.goal.objective if state.goal else None,
         created_at=event.recorded_at, updated_at=event.recorded_at,
+        client=data.client, external_session_id=data.external_session_id,
     )
 
 
@@ -227,8 +228,9 @@ class ExecutionStateProjection(TableBacked[SummaryTable]):
     """The inline projection the store runs: fold events, save the touched summaries."""
 
     name = "execution_state"
-    version = 2
-    """2: the todo list's seq and time (D70); no index on ``last_position`` (D74)."""
+    version = 3
+    """2: the todo list's seq and time (D70); no index on ``last_position`` (D74); 3: the
+    creating client and its own session id (CC-2)."""
 
     def __init__(self, table: SummaryTable) -> None:
         self.table = table

@@ -100,6 +100,10 @@ class SessionSummary:
     """The seq of the session's last ``TodosWritten`` (``None``: never written, or deleted)."""
     todos_updated_at: str | None = None
     """When that write was recorded."""
+    client: str | None = None
+    """The host program that created the session, when it said (``claude-code``: CC-2)."""
+    external_session_id: str | None = None
+    """That program's own id for the session (Claude Code's ``session_id``: CC-2)."""
 
     @property
     def execution(self) -> ExecutionState:
@@ -152,7 +156,8 @@ class SqliteSummaryTable:
             "last_position INTEGER NOT NULL, workspace TEXT NOT NULL, host TEXT NOT NULL, "
             "parent_session_id TEXT, mode TEXT NOT NULL, plan_enabled INTEGER NOT NULL, "
             "goal TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, "
-            "deleted INTEGER NOT NULL, todos_seq INTEGER, todos_updated_at TEXT)"
+            "deleted INTEGER NOT NULL, todos_seq INTEGER, todos_updated_at TEXT, client TEXT, "
+            "external_session_id TEXT)"
         )
         # No index on last_position: every append moves the session's entry in it (one more
         # page per commit), and listing the sessions newest first reads every row anyway.

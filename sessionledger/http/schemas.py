@@ -239,6 +239,10 @@ class SessionDocument(_Wire):
     displayMode: DisplayMode
     todos: list[TodoDocument]
     interactions: list[InteractionDocument]
+    client: str | None = None
+    """Present for a session another program created (``claude-code``: CC-2)."""
+    externalSessionId: str | None = None
+    """That program's own id for the session (CC-2)."""
 
 
 class SessionEntry(_Wire):
@@ -247,6 +251,8 @@ class SessionEntry(_Wire):
     version: int
     updatedAt: str
     parentSessionId: str | None
+    client: str | None = None
+    externalSessionId: str | None = None
 
 
 class SessionList(_Wire):

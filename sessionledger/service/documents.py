@@ -288,7 +288,19 @@ def session_document(
         "displayMode": summary.display_mode,
         "todos": todos or [],
         "interactions": interactions or [],
+        **origin_wire(summary),
     }
+
+
+def origin_wire(summary: SessionSummary) -> dict[str, str]:
+    """``client`` and ``externalSessionId`` of a session another program created (CC-2);
+    nothing for the service's own sessions."""
+    if summary.client is None:
+        return {}
+    wire = {"client": summary.client}
+    if summary.external_session_id is not None:
+        wire["externalSessionId"] = summary.external_session_id
+    return wire
 
 
 def list_entry(summary: SessionSummary) -> dict[str, Any]:
@@ -299,6 +311,7 @@ def list_entry(summary: SessionSummary) -> dict[str, Any]:
         "version": summary.version,
         "updatedAt": summary.updated_at,
         "parentSessionId": summary.parent_session_id,
+        **origin_wire(summary),
     }
 
 
