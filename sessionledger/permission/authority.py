@@ -105,6 +105,8 @@ _PATH_KEYS: dict[str, tuple[str, ...]] = {
     "Edit": ("file_path", "path"),
     "Grep": ("path", "pattern"),
     "Glob": ("path", "pattern"),
+    "NotebookEdit": ("notebook_path",),
+    "NotebookRead": ("notebook_path",),
 }
 _FALLBACK_PATH_KEYS = ("file_path", "path")
 

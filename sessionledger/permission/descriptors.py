@@ -22,6 +22,7 @@ __all__ = [
     "ToolKind",
     "host_tool",
     "mcp_tool",
+    "named_tool",
 ]
 
 SideEffectScope = Literal["none", "session", "workspace", "system", "network"]
@@ -99,9 +100,22 @@ HOST_TOOLS: dict[str, ToolDescriptor] = {
         ToolDescriptor(
             name="WebFetch", kind="host", read_only=True, side_effect_scope="network",
         ),
+        # Claude Code's own tools (CC-4): read-only, or workspace writes like Write/Edit
+        ToolDescriptor(name="LS", kind="host", read_only=True),
+        ToolDescriptor(name="NotebookRead", kind="host", read_only=True),
+        ToolDescriptor(name="WebSearch", kind="host", read_only=True),
+        ToolDescriptor(name="Task", kind="host", read_only=True),
+        ToolDescriptor(
+            name="MultiEdit", kind="host", read_only=False, side_effect_scope="workspace",
+            needs_approval=True, file_edit=True,
+        ),
+        ToolDescriptor(
+            name="NotebookEdit", kind="host", read_only=False, side_effect_scope="workspace",
+            needs_approval=True, file_edit=True,
+        ),
     )
 }
-"""Built-in descriptors for the host's usual coding tools (TR-3)."""
+"""Built-in descriptors for the host's usual coding tools (TR-3), Claude Code's among them."""
 
 
 def host_tool(name: str) -> ToolDescriptor | None:
@@ -116,4 +130,19 @@ def mcp_tool(name: str, *, read_only: bool, destructive: bool = False) -> ToolDe
     return ToolDescriptor(
         name=name, kind="mcp", read_only=read_only, destructive=destructive,
         side_effect_scope="none" if read_only else "system", needs_approval=not read_only,
+    )
+
+
+def named_tool(name: str) -> ToolDescriptor:
+    """The descriptor of any tool a host names without declaring flags (Claude Code, CC-4):
+    the service's own tools (TodoWrite, AskUserQuestion, EnterPlanMode, ExitPlanMode), the
+    built-in host tools, and for anything else — an ``mcp__*`` tool or a tool this build does
+    not know — a tool that is not read-only."""
+    known = SERVICE_TOOLS.get(name) or HOST_TOOLS.get(name)
+    if known is not None:
+        return known
+    if MCP_NAME.match(name):
+        return mcp_tool(name, read_only=False)
+    return ToolDescriptor(
+        name=name, kind="host", read_only=False, side_effect_scope="system", needs_approval=True,
     )

@@ -1,0 +1,178 @@
+"""What Claude Code tells us, in one vocabulary, before anything is recorded (SPEC §13).
+
+A hook event (:mod:`.hooks`) and a transcript line (:mod:`.transcripts`) say the same things
+in two shapes: a user prompt, an assistant text, a tool call about to run, its result, a
+compaction, a session (re)starting, and on most of them Claude Code's ``permission_mode``. Each
+source turns its shape into :class:`Seen` values; :mod:`.recorder` turns those into events,
+the same way whichever source they came from — which is why an imported session and a hooked
+session of the same conversation agree (issue 22, acceptance 4).
+
+The idempotency key of each observation (CC-8) is computed here from what both sources know:
+a tool call's ``tool_use_id``; a prompt's text and the number of tool calls before it in its
+session; an assistant text's message id. A retried hook, a re-import and an import of a
+transcript whose events hooks already recorded therefore land on the same key, and the log
+appends the batch at most once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+__all__ = [
+    "CLIENT",
+    "AssistantText",
+    "Compacted",
+    "Observation",
+    "Origin",
+    "Prompt",
+    "Seen",
+    "SessionBegan",
+    "ToolResult",
+    "ToolUse",
+    "digest",
+    "ledger_session_id",
+    "observation_key",
+]
+
+CLIENT = "claude-code"
+"""The ``client`` of every session Claude Code's hooks or transcripts create (CC-2)."""
+
+_ID_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base32, as ULIDs spell it
+
+
+def digest(value: Any, *, length: int = 24) -> str:
+    """A short stable digest of a JSON value (its canonical text)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
+
+
+def ledger_session_id(claude_session_id: str, agent_id: str | None = None) -> str:
+    """The ledger session of a Claude Code session (or of one of its subagents): ``sess_``
+    and 26 base32 characters derived from Claude's ids, so every hook process and every
+    import finds the same session without a lookup (CC-2)."""
+    raw = hashlib.sha256(
+        f"{CLIENT}\0{claude_session_id}\0{agent_id or ''}".encode("utf-8", "surrogatepass")
+    ).digest()
+    number = int.from_bytes(raw[:17], "big") >> 6  # 130 bits: 26 characters of 5 bits
+    chars = []
+    for _ in range(26):
+        number, index = divmod(number, 32)
+        chars.append(_ID_ALPHABET[index])
+    return "sess_" + "".join(reversed(chars))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Origin:
+    """Whose observation this is and what Claude Code said around it."""
+
+    session_id: str
+    """Claude Code's ``session_id`` (a transcript's ``sessionId``)."""
+    cwd: str | None = None
+    """The directory Claude Code runs in: the session's workspace (CC-2)."""
+    agent_id: str | None = None
+    """A subagent's id: its observations go to a child session (CC-2, CC-9)."""
+    permission_mode: str | None = None
+    """Claude Code's mode on this event or line, when it gives one (CC-3)."""
+    occurred_at: str | None = None
+    """When it happened by the transcript's own clock (ISO, ``Z``); ``None`` from a hook."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prompt:
+    """A real user message (UserPromptSubmit; a transcript's user line with text)."""
+
+    text: str
+    calls_before: int | None = None
+    """Tool calls of this session before it, as its source counts them; ``None``: count
+    what the ledger holds (a hook arrives in order, after every earlier call)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssistantText:
+    """Text the assistant wrote (transcripts only; hooks never see it)."""
+
+    text: str
+    message_id: str
+    """The line's ``uuid`` and the block's index: unique in the transcript."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolUse:
+    """A tool call about to run (PreToolUse; an assistant ``tool_use`` block)."""
+
+    tool: str
+    input: dict[str, Any]
+    tool_use_id: str | None = None
+    fallback_key: str | None = None
+    """A digest of the hook payload, for an event without ``tool_use_id`` (CC-8)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """A tool call's outcome (PostToolUse / PostToolUseFailure; a user ``tool_result``)."""
+
+    tool: str
+    input: dict[str, Any]
+    response: Any = None
+    """What the tool returned as data: ``tool_response``, a transcript's ``toolUseResult``."""
+    content: str = ""
+    """What the model was shown (the ``tool_result`` block's text; the error text)."""
+    error: bool = False
+    """The call failed or the user refused it (``is_error``; PostToolUseFailure)."""
+    tool_use_id: str | None = None
+    fallback_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compacted:
+    """The context was compacted (PreCompact; a ``compact_boundary`` line)."""
+
+    trigger: str | None = None
+    """``manual`` or ``auto``, as given."""
+    calls_before: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionBegan:
+    """A session started, resumed, was cleared or came back from a compaction (hooks only)."""
+
+    source: str | None = None
+
+
+Observation: TypeAlias = Prompt | AssistantText | ToolUse | ToolResult | Compacted | SessionBegan
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """One observation with its origin; ``where`` names its source for messages (a
+    transcript's ``file:line``, a hook's event name)."""
+
+    origin: Origin
+    observation: Observation
+    where: str = field(default="")
+
+
+def observation_key(observation: Observation, calls_before: int) -> str | None:
+    """The idempotency key of an observation (CC-8); ``None`` for what appends nothing by
+    itself (a session start). ``calls_before`` counts the session's earlier tool calls where
+    the observation does not carry its own count."""
+    match observation:
+        case ToolUse(tool_use_id=str(use)) | ToolResult(tool_use_id=str(use)):
+            part = "use" if isinstance(observation, ToolUse) else "result"
+            return f"cc:{part}:{use}"
+        case ToolUse(fallback_key=str(fallback)):
+            return f"cc:use:~{fallback}"
+        case ToolResult(fallback_key=str(fallback)):
+            return f"cc:result:~{fallback}"
+        case Prompt(text=text, calls_before=counted):
+            calls = calls_before if counted is None else counted
+            return f"cc:prompt:{calls}:{digest(text)}"
+        case AssistantText(message_id=message_id):
+            return f"cc:text:{message_id}"
+        case Compacted(calls_before=counted):
+            return f"cc:compact:{calls_before if counted is None else counted}"
+    return None
