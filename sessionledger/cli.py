@@ -590,3 +590,38 @@ def tui(db: str | None, session_id: str) -> None:
 
     with _service(db) as service:
         run_tui(service, session_id)
+
+
+@main.group()
+def hook() -> None:
+    """Answer an agent host's hook events (Claude Code: SPEC §13)."""
+
+
+@hook.command("claude-code")
+@db_option
+@click.option(
+    "--workspace", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Workspace root: the sessions' cwd must lie inside it. Default: the current "
+         "directory (Claude Code runs command hooks in the project).",
+)
+def hook_claude_code(db: str | None, workspace: Path | None) -> None:
+    """One Claude Code hook event on stdin, its JSON output on stdout, exit 0 (CC-1).
+
+    An event that cannot be read or recorded is answered ``{}`` with a line on stderr, so a
+    broken hook never stops the agent.
+    """
+    from .claude_code.hooks import answer_hook
+    from .claude_code.recorder import Recorder
+
+    body = sys.stdin.buffer.read()
+    output: dict[str, Any] = {}
+    try:
+        with _service(db, workspace) as service:
+            answer = answer_hook(Recorder(service), body)
+        output = answer.output
+        if answer.problem is not None:
+            click.echo(f"sessionledger hook: {answer.problem}", err=True)
+    except Exception as exc:
+        click.echo(f"sessionledger hook: not recorded ({exc.__class__.__name__}: {exc})",
+                   err=True)
+    click.echo(json.dumps(output, ensure_ascii=False))

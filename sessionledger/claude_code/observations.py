@@ -25,6 +25,7 @@ __all__ = [
     "CLIENT",
     "AssistantText",
     "Compacted",
+    "Noted",
     "Observation",
     "Origin",
     "Prompt",
@@ -143,7 +144,17 @@ class SessionBegan:
     source: str | None = None
 
 
-Observation: TypeAlias = Prompt | AssistantText | ToolUse | ToolResult | Compacted | SessionBegan
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Noted:
+    """An event with nothing of its own to record (Stop, Notification, SessionEnd, one this
+    build does not know): only the mode it carries is mirrored (CC-1, CC-3)."""
+
+    event: str
+
+
+Observation: TypeAlias = (
+    Prompt | AssistantText | ToolUse | ToolResult | Compacted | SessionBegan | Noted
+)
 
 
 @dataclass(frozen=True, slots=True)

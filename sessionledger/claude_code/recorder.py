@@ -67,6 +67,7 @@ from .observations import (
     CLIENT,
     AssistantText,
     Compacted,
+    Noted,
     Origin,
     Prompt,
     Seen,
@@ -85,6 +86,7 @@ __all__ = [
     "Recorded",
     "Recorder",
     "Tally",
+    "approved_plan",
     "call_id_of",
     "plan_outcome",
 ]
@@ -164,6 +166,10 @@ class Recorder:
         self._workspace = None if workspace is None else str(workspace)
         """Where imported sessions live regardless of the ``cwd`` they recorded (a transcript
         from another machine); ``None``: their ``cwd``, which must lie inside the root."""
+
+    @property
+    def service(self) -> SessionService:
+        return self._service
 
     # -- sessions (CC-2) ---------------------------------------------------------------
 
@@ -336,7 +342,7 @@ def batch_for(
             events += _completed(tally, observation, at)
         case Compacted():
             events.append(NewEvent(ContextCompacted(occurred_at=at), actor="host"))
-        case SessionBegan():
+        case SessionBegan() | Noted():
             pass
     return events, key if events else None
 
@@ -468,6 +474,8 @@ def _plan(tally: Tally, call_id: str, result: ToolResult) -> list[Event]:
     plan = result.input.get("plan") or response.get("plan") or ""
     if not isinstance(plan, str):
         plan = str(plan)
+    path = response.get("filePath")
+    path = path if isinstance(path, str) else ""  # Claude Code's own plan file, if it says
     prompts = result.input.get("allowedPrompts")
     allowed = tuple(p for p in prompts if isinstance(p, dict)) if isinstance(prompts, list) else ()
     interaction_id = f"int_{digest(call_id, length=26)}"
@@ -484,7 +492,7 @@ def _plan(tally: Tally, call_id: str, result: ToolResult) -> list[Event]:
         events += [
             InteractionResolved(interaction_id=interaction_id, call_id=call_id,
                                 decision="approve"),
-            PlanApproved(call_id=call_id, file_written=False, mode=mode, path="", plan=plan),
+            PlanApproved(call_id=call_id, file_written=False, mode=mode, path=path, plan=plan),
         ]
         left = decide_events(tally.execution, LeavePlan(), via="plan_approval")
         if not isinstance(left, Refusal):
@@ -506,10 +514,10 @@ def _plan(tally: Tally, call_id: str, result: ToolResult) -> list[Event]:
     return events
 
 
-def approved_plan(events: Sequence[RecordedEvent]) -> str | None:
-    """The plan of the last ``PlanApproved`` among ``events``."""
-    plan = None
+def approved_plan(events: Sequence[RecordedEvent]) -> tuple[str, str] | None:
+    """The path and plan of the last ``PlanApproved`` among ``events``."""
+    found = None
     for event in events:
         if isinstance(event.data, PlanApproved):
-            plan = event.data.plan
-    return plan
+            found = (event.data.path, event.data.plan)
+    return found

@@ -45,6 +45,7 @@ from .middleware import (
 )
 from .routes import (
     execution_routes,
+    hook_routes,
     install_web_client,
     interaction_routes,
     model_routes,
@@ -230,6 +231,7 @@ def create_app(
     app.include_router(turn_routes(service))
     app.include_router(model_routes(service))
     app.include_router(interaction_routes(service))
+    app.include_router(hook_routes(service))
     app.include_router(
         stream_routes(service, notifier=notifier, settings=settings, stopping=stop)
     )

@@ -12,17 +12,21 @@ commands; its events page and its audit stay readable until the session is purge
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, FastAPI, Query
+from fastapi import APIRouter, Body, FastAPI, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from starlette.concurrency import run_in_threadpool
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 from eventlog import CATALOG, UNDECODABLE, HostKind, UserActivityAction
 
+from ..claude_code.hooks import answer_hook
+from ..claude_code.recorder import Recorder
 from ..service.sessions import (
     DEFAULT_EVENTS_LIMIT,
     MAX_EVENTS_LIMIT,
@@ -87,6 +91,8 @@ __all__ = [
     "turn_routes",
     "web_routes",
 ]
+
+_log = logging.getLogger("sessionledger.http")
 
 
 # -- the execution-state routes: mode and goal (ES-1 … ES-6) -----------------------------------
@@ -669,6 +675,29 @@ class _ClientFiles(StaticFiles):
             response.headers["content-type"] = media_type
         response.headers.update(_HEADERS)
         return response
+
+
+# -- Claude Code's hooks (SPEC CC-1 … CC-8) ---------------------------------------------------
+
+
+def hook_routes(service: SessionService) -> APIRouter:
+    """``POST /v1/hooks/claude-code``: one hook event as Claude Code's ``"type": "http"`` hook
+    sends it, answered 200 with the hook's output (``{}`` when it has no opinion, an event it
+    cannot read included, so a broken hook never stops the agent)."""
+    router = api_router()
+    recorder = Recorder(service)
+
+    @router.post("/v1/hooks/claude-code", response_model=None, responses=TOO_LARGE,
+                 tags=["claude-code"])
+    async def claude_code_hook(request: Request) -> JSONResponse:
+        """Record a Claude Code hook event and answer it (SPEC §13)."""
+        body = await request.body()
+        answer = await run_in_threadpool(answer_hook, recorder, body)
+        if answer.problem is not None:
+            _log.warning("claude-code hook answered {}: %s", answer.problem)
+        return JSONResponse(answer.output)
+
+    return router
 
 
 def web_routes() -> APIRouter:

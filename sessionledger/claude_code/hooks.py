@@ -1,0 +1,278 @@
+"""Claude Code's hooks answered by the ledger (CC-1 … CC-8): one event in, its output out.
+
+``POST /v1/hooks/claude-code`` (an ``"type": "http"`` hook) and ``sessionledger hook
+claude-code`` (a ``"type": "command"`` hook) both call :func:`answer_hook`, so the two differ
+only in how the bytes arrive. An event is read into a :class:`~.observations.Seen`, recorded by
+the :class:`~.recorder.Recorder` at most once, and answered:
+
+- ``PreToolUse``: this service's permission authority decides (PM-3, PM-4, TR-3, TR-4 on the
+  session's workspace rules; Plan denies every write, under ``bypassPermissions`` too) and the
+  decision is recorded and returned as ``permissionDecision``; ``AskUserQuestion`` and
+  ``ExitPlanMode`` get none, since Claude Code asks its user itself (CC-4).
+- ``UserPromptSubmit``: the prompt is recorded; the answer warns of unfinished todos the last
+  ``TodoWrite`` dropped, once per drop (CC-6).
+- ``SessionStart`` after a compaction or on resume: the approved plan and the todo list, so
+  neither is lost (CC-7).
+- everything else (``PostToolUse``, ``PostToolUseFailure``, ``PreCompact``, ``Stop``, …) is
+  recorded where it fits and answered ``{}``.
+
+A hook must never stop the agent: an event that cannot be read, or whose ``cwd`` lies outside
+the root, is answered ``{}`` (no opinion) with the reason beside it for a log line, and
+nothing is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eventlog import (
+    JsonShapeError,
+    NewEvent,
+    PermissionDecided,
+    PermissionVerdict,
+    ReminderInjected,
+    TodosWritten,
+    check_json,
+    loads_json,
+)
+
+from ..errors import SessionLedgerError
+from ..ledger import eventlog_errors
+from ..permission.descriptors import named_tool
+from ..service.turns import plan_file_reference_text, todo_line
+from .observations import (
+    Compacted,
+    Noted,
+    Observation,
+    Origin,
+    Prompt,
+    Seen,
+    SessionBegan,
+    ToolResult,
+    ToolUse,
+    digest,
+)
+from .recorder import Recorder, Tally, approved_plan
+
+__all__ = ["HOOK_EVENTS", "HookAnswer", "MalformedHook", "answer_hook", "read_hook"]
+
+HOOK_EVENTS = (
+    "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+    "PreCompact", "Stop", "SubagentStop", "Notification", "SessionEnd",
+)
+"""The events :func:`answer_hook` reads for what they hold; any other is :class:`Noted`."""
+
+MAX_HOOK_BYTES = 8 * 1024 * 1024
+"""The largest event read (a ``Write`` of a big file carries its whole content)."""
+
+DROPPED_WARNING = (
+    "Your last TodoWrite dropped unfinished todos without completing them: {items}. "
+    "If they still matter, add them back; if not, say why they were dropped."
+)
+TODOS_CARRIED = "The todo list of this session, as the last TodoWrite left it:"
+NO_OPINION: dict[str, Any] = {}
+
+
+class MalformedHook(ValueError):
+    """An event that is not one Claude Code sends: not JSON, not an object, no session."""
+
+
+@dataclass(frozen=True, slots=True)
+class HookAnswer:
+    """The hook's JSON output, and why it has no opinion when it has none for a reason
+    (for the log line; never sent to Claude Code)."""
+
+    output: dict[str, Any]
+    problem: str | None = None
+    session_id: str | None = None
+
+
+def read_hook(body: bytes | str | Any) -> tuple[str, Seen]:
+    """The event's name and what it says; raises :class:`MalformedHook`."""
+    if isinstance(body, bytes | str):
+        if len(body) > MAX_HOOK_BYTES:
+            raise MalformedHook(f"the event is larger than {MAX_HOOK_BYTES} bytes")
+        try:
+            raw = loads_json(body)
+        except (JsonShapeError, ValueError) as exc:
+            raise MalformedHook(f"the event is not JSON: {exc}") from None
+    else:
+        raw = body
+        try:
+            check_json(raw)
+        except JsonShapeError as exc:
+            raise MalformedHook(f"the event cannot be recorded: {exc}") from None
+    if not isinstance(raw, dict):
+        raise MalformedHook("the event is not a JSON object")
+    name = _text(raw, "hook_event_name")
+    session = _text(raw, "session_id")
+    if not name or not session:
+        raise MalformedHook("the event names no hook_event_name and session_id")
+    origin = Origin(
+        session_id=session, cwd=_text(raw, "cwd"), agent_id=_text(raw, "agent_id"),
+        permission_mode=_text(raw, "permission_mode"),
+    )
+    return name, Seen(origin, _observation(name, raw), where=name)
+
+
+def _text(raw: Mapping[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _object(raw: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = raw.get(key)
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def _observation(name: str, raw: Mapping[str, Any]) -> Observation:
+    tool = _text(raw, "tool_name")
+    if name in ("PreToolUse", "PostToolUse", "PostToolUseFailure") and tool is None:
+        raise MalformedHook(f"a {name} event names no tool_name")
+    tool_input = _object(raw, "tool_input")
+    use_id = _text(raw, "tool_use_id")
+    fallback = None if use_id else digest([tool, tool_input])
+    match name:
+        case "UserPromptSubmit":
+            prompt = raw.get("prompt")
+            if not isinstance(prompt, str):
+                raise MalformedHook("a UserPromptSubmit event carries no prompt")
+            return Prompt(text=prompt)
+        case "PreToolUse":
+            assert tool is not None
+            return ToolUse(tool=tool, input=tool_input, tool_use_id=use_id,
+                           fallback_key=fallback)
+        case "PostToolUse":
+            assert tool is not None
+            response = raw.get("tool_response")
+            return ToolResult(tool=tool, input=tool_input, response=response,
+                              content=_shown(response), tool_use_id=use_id,
+                              fallback_key=fallback)
+        case "PostToolUseFailure":
+            assert tool is not None
+            error = raw.get("error")
+            return ToolResult(tool=tool, input=tool_input, response=None,
+                              content=error if isinstance(error, str) else "", error=True,
+                              tool_use_id=use_id, fallback_key=fallback)
+        case "PreCompact":
+            return Compacted(trigger=_text(raw, "trigger"))
+        case "SessionStart":
+            return SessionBegan(source=_text(raw, "source"))
+    return Noted(event=name)
+
+
+def _shown(response: Any) -> str:
+    """What a tool's response reads as, for the record."""
+    if isinstance(response, str):
+        return response
+    if response is None:
+        return ""
+    return json.dumps(response, ensure_ascii=False, sort_keys=True)
+
+
+def answer_hook(recorder: Recorder, body: bytes | str | Any) -> HookAnswer:
+    """Record one hook event and answer it (CC-1); never raises for what the event holds."""
+    try:
+        name, seen = read_hook(body)
+    except MalformedHook as exc:
+        return HookAnswer(NO_OPINION, str(exc))
+    try:
+        session_id = recorder.bind(seen.origin)
+        if session_id is None:
+            return HookAnswer(NO_OPINION, "the session's cwd cannot be recorded here (outside "
+                                          "the workspace root, or missing), or it was deleted")
+        return _answered(recorder, session_id, name, seen)
+    except SessionLedgerError as exc:  # the ledger could not record it (busy, a bad input)
+        return HookAnswer(NO_OPINION, exc.message)
+
+
+def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen) -> HookAnswer:
+    observation = seen.observation
+    if isinstance(observation, ToolUse):
+        recorded = recorder.record(session_id, seen, decide=_decider(recorder))
+        verdict = next((e.data.decision for e in recorded.events
+                        if isinstance(e.data, PermissionDecided)), None)
+        if verdict is None:  # AskUserQuestion, ExitPlanMode: Claude Code asks its user
+            return HookAnswer(NO_OPINION, session_id=session_id)
+        return HookAnswer(_pre_tool_use(verdict), session_id=session_id)
+    recorded = recorder.record(session_id, seen)
+    context: str | None = None
+    if isinstance(observation, Prompt):
+        context = _dropped_warning(recorder, session_id, again=recorded.replayed)
+    elif isinstance(observation, SessionBegan) and observation.source in ("compact", "resume"):
+        context = _carried_over(recorder, session_id)
+    if context is None:
+        return HookAnswer(NO_OPINION, session_id=session_id)
+    return HookAnswer({"hookSpecificOutput": {
+        "hookEventName": name, "additionalContext": context,
+    }}, session_id=session_id)
+
+
+def _decider(recorder: Recorder) -> Any:
+    permissions = recorder.service.tools.permissions
+
+    def decide(tally: Tally, use: ToolUse) -> PermissionVerdict:
+        return permissions.decide(
+            tool=named_tool(use.tool), input=use.input, state=tally.execution,
+            workspace=tally.workspace,
+        )
+
+    return decide
+
+
+def _pre_tool_use(verdict: PermissionVerdict) -> dict[str, Any]:
+    return {"hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": verdict.behavior,
+        "permissionDecisionReason": f"sessionledger: {verdict.reason} ({verdict.rule_id})",
+    }}
+
+
+def _dropped_warning(recorder: Recorder, session_id: str, *, again: bool) -> str | None:
+    """CC-6: a warning naming the unfinished todos the last TodoWrite dropped, recorded as a
+    ``todo_reminder`` once per drop (a retried prompt gets the same warning again)."""
+    service = recorder.service
+    summary = service.find_summary(session_id)
+    if summary is None or summary.todos_seq is None:
+        return None
+    with eventlog_errors(payloads=True):
+        last = next(iter(service.store.read_session(
+            session_id, after=summary.todos_seq - 1, limit=1,
+        )), None)
+    if last is None or not isinstance(last.data, TodosWritten) or not last.data.dropped_unfinished:
+        return None
+    items = ", ".join(json.dumps(t.content, ensure_ascii=False)
+                      for t in last.data.dropped_unfinished)
+    text = DROPPED_WARNING.format(items=items)
+    with eventlog_errors():
+        result = service.ledger.append(
+            session_id,
+            [NewEvent(ReminderInjected(kind="todo_reminder", text=text), actor="system")],
+            idempotency_key=f"cc:dropped:{summary.todos_seq}",
+        )
+    return text if again or not result.replayed else None
+
+
+def _carried_over(recorder: Recorder, session_id: str) -> str | None:
+    """CC-7: the approved plan (PM-10's text) and the todo list after a compaction."""
+    service = recorder.service
+    with eventlog_errors(payloads=True):
+        events = list(service.store.read_session(session_id))
+    parts = []
+    found = approved_plan(events)
+    if found is not None:
+        path, plan = found
+        parts.append(plan_file_reference_text(Path(path), plan) if path else (
+            f"The plan approved in this session:\n\n{plan}\n\n"
+            "If this plan is relevant to the current work and not already complete, "
+            "continue working on it."
+        ))
+    todos = recorder.tally(session_id).todos
+    if todos:
+        lines = "\n".join(todo_line(i, item) for i, item in enumerate(todos, start=1))
+        parts.append(f"{TODOS_CARRIED}\n\n{lines}")
+    return "\n\n".join(parts) if parts else None
