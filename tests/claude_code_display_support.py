@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from eventlog import MessageRecorded, NewEvent, SessionCreated
-
 from sessionledger import SessionService
 from sessionledger.claude_code.observations import ledger_session_id
 

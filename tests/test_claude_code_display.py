@@ -29,6 +29,7 @@ from test_cli import run_cli
 from textual.pilot import Pilot
 from tui_support import drive, opened, plain
 
+from eventlog import NewEvent, TodoItemData, TodosWritten
 from sessionledger import SessionService
 from sessionledger.tui import SessionApp
 
@@ -156,3 +157,21 @@ def test_http_reads_the_web_client_draws_carry_the_client_and_occurred_at(  # CC
         assert [e["data"].get("occurredAt") for e in events] == [
             CREATED_AT, PROMPT_AT, REPLY_AT, None,
         ]
+
+
+def test_the_summary_keeps_its_client_through_later_events_and_a_rebuild(  # CC-9
+    tmp_path: Path,
+) -> None:
+    # Every later event (a TodoWrite too) restamps the summary; none may drop who created it.
+    with opened(tmp_path) as service:
+        session = imported_session(service, tmp_path)
+        todo = TodoItemData(content="Add the flag", status="pending", priority="medium")
+        service.ledger.append(session, [NewEvent(TodosWritten(
+            todos=(todo,), occurred_at=REPLY_AT), actor="model")], expected_version=4)
+        for _ in range(2):
+            summary = service.find_summary(session)
+            assert summary is not None and summary.version == 5
+            assert (summary.client, summary.external_session_id) == ("claude-code", EXTERNAL)
+            assert summary.todos_seq == 5
+            assert service.audit_report(session).ok
+            service.rebuild_projections()
