@@ -58,7 +58,13 @@ from .errors import (
     SessionLedgerError,
 )
 from .ledger import from_eventlog, shape_refused
-from .service.documents import describe_event, state_document, state_note
+from .service.documents import (
+    client_note,
+    describe_event,
+    occurred_at,
+    state_document,
+    state_note,
+)
 from .service.sessions import MAX_CURSOR, AuditReport, SessionService
 from .tools.plan_files import restore_plan_files
 
@@ -324,8 +330,12 @@ def events(db: str | None, session_id: str, after: int, as_json: bool) -> None:
 
 
 def _timeline_line(event: RecordedEvent) -> str:
-    return (f"{event.seq:>6}  {event.recorded_at}  {event.actor:<6}  "
-            f"[bold]{escape(event.type)}[/bold]  {escape(describe_event(event))}")
+    """When (the host's ``occurredAt`` if it gave one, CC-9), who, what; an event with its
+    own time names when the ledger recorded it at the end of the line."""
+    occurred = occurred_at(event)
+    recorded = f"  [dim](recorded {event.recorded_at})[/dim]" if occurred is not None else ""
+    return (f"{event.seq:>6}  {escape(occurred or event.recorded_at)}  {event.actor:<6}  "
+            f"[bold]{escape(event.type)}[/bold]  {escape(describe_event(event))}{recorded}")
 
 
 def _printed(
@@ -345,7 +355,12 @@ def _printed(
 @click.option("--until", type=click.IntRange(1, MAX_CURSOR), default=None, metavar="SEQ",
               help="Stop after the event with this seq (default: the last one).")
 def replay(db: str | None, session_id: str, until: int | None) -> None:
-    """Show the timeline up to an event (when, who, what) and the state as of it."""
+    """Show the timeline up to an event (when, who, what) and the state as of it.
+
+    An event its host timed itself (an imported transcript's) shows that time, with when the
+    ledger recorded it at the end of its line; a session another program created (Claude
+    Code) is named with that program's session id first.
+    """
     with _service(db) as service:
         service.require_session(session_id)
         version = service.store.version(session_id)
@@ -354,6 +369,11 @@ def replay(db: str | None, session_id: str, until: int | None) -> None:
                 f"--until {until} is past the end: session {session_id} has {version} events"
             )
         last = version if until is None else until
+        created = service.find_summary(session_id)
+        origin = (client_note(created.client, created.external_session_id)
+                  if created is not None else None)
+        if origin is not None:  # CC-9: a session Claude Code created says so first
+            _out.print(f"{session_id}: {escape(origin)}")
         show = last > REPLAY_PROGRESS_THRESHOLD
         with _progress("replaying", console=_out, show=show, total=last) as (tick, say):
             events = service.iter_events(session_id, until=last)

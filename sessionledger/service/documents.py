@@ -50,8 +50,11 @@ __all__ = [
     "TodoList",
     "TodoService",
     "describe_event",
+    "client_name",
+    "client_note",
     "execution_state_wire",
     "list_entry",
+    "occurred_at",
     "plan_note",
     "progress_text",
     "session_document",
@@ -409,3 +412,32 @@ def describe_event(event: RecordedEvent) -> str:
     payload = event.data.model_dump(mode="json", by_alias=True, exclude={"type"})
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     return text if len(text) <= NOTE_WIDTH else text[: NOTE_WIDTH - 1] + "…"
+
+
+# -- who created a session, and when an event happened by its host's clock (CC-9) --------------
+
+CLIENT_NAMES = {"claude-code": "Claude Code"}
+"""The names people know the clients by; any other client is shown as it names itself."""
+
+
+def client_name(client: str) -> str:
+    """``Claude Code`` for ``claude-code``; another client's own name unchanged."""
+    return CLIENT_NAMES.get(client, client)
+
+
+def client_note(client: str | None, external_session_id: str | None) -> str | None:
+    """``client claude-code, session 8463c716-…``: the program that created the session and
+    its own id for it (CC-2), as ``replay`` and the TUI name them; ``None`` for the service's
+    own sessions."""
+    if client is None:
+        return None
+    return f"client {client}" + (
+        f", session {external_session_id}" if external_session_id is not None else ""
+    )
+
+
+def occurred_at(event: RecordedEvent) -> str | None:
+    """When the host says ``event`` happened (``data.occurredAt``: an imported transcript's
+    own time, CC-9); ``None`` when it happened as it was recorded (``recordedAt``)."""
+    value = getattr(event.data, "occurred_at", None)
+    return value if isinstance(value, str) else None

@@ -33,7 +33,7 @@ from textual.widgets import Footer, Header, Static
 from eventlog import RecordedEvent
 
 from ..errors import SessionDeleted, SessionLedgerError
-from ..service.documents import TodoList
+from ..service.documents import TodoList, client_name, occurred_at
 from ..service.sessions import SessionService
 from .panels import Answered, Engaged, InteractionPanel, panel_for
 
@@ -43,6 +43,7 @@ __all__ = [
     "RECENT_EVENTS",
     "SessionApp",
     "Sidebar",
+    "client_lines",
     "mode_badge",
     "queue_lines",
     "run_tui",
@@ -58,8 +59,10 @@ __all__ = [
 # mode as a badge (``plan`` when Plan is on, with the mode underneath named), the active Goal,
 # the session's todos in list order with "completed/total" progress — the same text the
 # ``sessionledger todos`` command prints — and the last few events the app has seen in the log
-# (seq, type, actor; ``sessionledger replay`` tells the whole story). It only draws what the
-# app hands it (the session document, the todo list, events); it reads nothing itself.
+# (seq, type, actor; ``sessionledger replay`` tells the whole story). A session another program
+# created names it and its session id there, and an event its host timed itself (an imported
+# transcript's) shows that time (CC-9). It only draws what the app hands it (the session
+# document, the todo list, events); it reads nothing itself.
 
 RECENT_EVENTS = 8
 """How many of the latest events the sidebar lists."""
@@ -103,12 +106,28 @@ def todo_lines(todos: TodoList) -> Text:
     return text
 
 
+def client_lines(document: Mapping[str, Any]) -> Text:
+    """``Client: Claude Code`` and its session id, for a session it created (CC-2, CC-9);
+    nothing for the service's own sessions."""
+    client = document.get("client")
+    if client is None:
+        return Text()
+    text = Text.assemble(("Client: ", "bold"), client_name(str(client)))
+    external = document.get("externalSessionId")
+    if external is not None:
+        text.append(f"\n  {external}", style="dim")
+    return text
+
+
 def _event_lines(events: Iterable[RecordedEvent]) -> Text:
     text = Text.assemble(("Latest events", "bold"))
     for event in events:
         text.append(f"\n{event.seq:>4} ", style="dim")
         text.append(event.type)
         text.append(f" by {event.actor}", style="dim")
+        occurred = occurred_at(event)
+        if occurred is not None:  # the host's own time (CC-9)
+            text.append(f"\n     occurred {occurred}", style="dim")
     return text
 
 
@@ -122,12 +141,15 @@ class Sidebar(Vertical):
 
     def __init__(self) -> None:
         super().__init__(id="sidebar")
+        self.client = Static(id="client")
+        self.client.display = False  # shown for a session another program created
         self.badge = Static(id="mode-badge")
         self.goal = Static(id="goal")
         self.todos = Static(id="todos")
         self.events = Static(id="events")
 
     def compose(self) -> Any:
+        yield self.client
         yield self.badge
         yield self.goal
         yield self.todos
@@ -135,6 +157,9 @@ class Sidebar(Vertical):
 
     def show(self, document: Mapping[str, Any], todos: TodoList) -> None:
         """Draw the session as its document and todo list say."""
+        origin = client_lines(document)
+        self.client.update(origin)
+        self.client.display = bool(origin.plain)
         self.badge.update(mode_badge(document))
         self.goal.update(_goal(document))
         self.todos.update(todo_lines(todos))

@@ -58,6 +58,11 @@ export function minutesSeconds(ms) {
   return `${Math.floor(total / 60)}:${pad(total % 60)}`;
 }
 
+const CLIENT_NAMES = { 'claude-code': 'Claude Code' };
+
+/** The name people know a session's client by (CC-9); any other client as it names itself. */
+export const clientName = (client) => CLIENT_NAMES[client] || String(client);
+
 export function clip(text, limit = 140) {
   const flat = String(text ?? '').replace(/\s+/g, ' ').trim();
   return flat.length > limit ? `${flat.slice(0, limit - 1)}…` : flat;

@@ -5,7 +5,7 @@
 // (by version) is ignored.
 
 import { get, post, sessionPath } from './api.js';
-import { clock, fill, h } from './dom.js';
+import { clientName, clock, fill, h } from './dom.js';
 import { cardFor } from './interactions.js';
 import { LedgerStream } from './stream.js';
 import { Timeline } from './timeline.js';
@@ -62,6 +62,7 @@ export class SessionView {
     }, mode));
     this.banner = h('p', { class: 'banner', id: 'session-banner', hidden: true });
     this.workspace = h('span', { class: 'workspace' });
+    this.client = h('span', { class: 'client', id: 'session-client', hidden: true });
     this.goal = h('section', { class: 'panel goal', id: 'goal', 'aria-label': 'Goal' });
     this.notice = h('div', { class: 'notice', id: 'auto-continued', hidden: true, role: 'status' });
     this.withdrawn = h('div', { class: 'notice', id: 'withdrawn', hidden: true, role: 'status' });
@@ -71,7 +72,8 @@ export class SessionView {
     this.todos = h('section', { class: 'panel todos', id: 'todos', 'aria-label': 'Todos' });
     this.timeline = new Timeline();
     const head = h('header', { class: 'session-head' },
-      h('div', { class: 'title' }, h('h2', { class: 'session-id' }, this.sessionId), this.workspace),
+      h('div', { class: 'title' }, h('h2', { class: 'session-id' }, this.sessionId), this.workspace,
+        this.client),
       h('div', { class: 'mode' }, this.badge, this.underneath,
         h('div', { class: 'mode-switcher', role: 'group', 'aria-label': 'Mode', title: 'Shift+Tab cycles the mode' },
           this.modeButtons)));
@@ -147,6 +149,7 @@ export class SessionView {
     this.doc = doc;
     this.root.querySelector('.session').dataset.version = doc.version;
     this.workspace.textContent = doc.workspace || '';
+    this.#drawClient(doc);
     this.#drawMode(doc);
     this.#drawGoal(doc.executionState.goal);
     this.#drawTodos(doc.todos || []);
@@ -173,6 +176,16 @@ export class SessionView {
     for (const button of this.modeButtons) {
       button.setAttribute('aria-pressed', String(button.dataset.mode === displayMode));
     }
+  }
+
+  /** CC-9: a session another program created names it and its own id for the session. */
+  #drawClient(doc) {
+    this.client.hidden = !doc.client;
+    if (!doc.client) return;
+    const external = doc.externalSessionId ? ` · session ${doc.externalSessionId}` : '';
+    this.client.textContent = `${clientName(doc.client)}${external}`;
+    this.client.title = `client ${doc.client}`;
+    this.client.dataset.client = doc.client;
   }
 
   #drawGoal(goal) {

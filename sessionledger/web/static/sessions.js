@@ -3,7 +3,7 @@
 // refetches the list after events.
 
 import { get } from './api.js';
-import { clock, fill, h } from './dom.js';
+import { clientName, clock, fill, h } from './dom.js';
 import { LedgerStream } from './stream.js';
 
 const REFRESH_DELAY_MS = 100;
@@ -65,6 +65,10 @@ export class SessionList {
       },
       h('span', { class: `badge mode-${s.displayMode}` }, s.displayMode),
       h('span', { class: 'session-name', title: s.sessionId }, s.sessionId),
-      h('time', { datetime: s.updatedAt, title: s.updatedAt }, clock(s.updatedAt))))));
+      h('time', { datetime: s.updatedAt, title: s.updatedAt }, clock(s.updatedAt)),
+      s.client ? h('span', {
+        class: 'session-client', dataset: { client: s.client },
+        title: s.externalSessionId ? `${s.client} session ${s.externalSessionId}` : s.client,
+      }, clientName(s.client)) : null))));
   }
 }

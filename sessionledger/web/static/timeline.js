@@ -1,15 +1,17 @@
 // The audit timeline: every event of the session, in seq order, once each — who (the actor),
-// what (the type and a one-line summary) and when (the server's recordedAt). Opening an entry
-// shows the event's data as JSON text.
+// what (the type and a one-line summary) and when (the server's recordedAt, or the host's own
+// data.occurredAt when it gave one — an imported transcript's time, CC-9 — with recordedAt in
+// its title). Opening an entry shows the event's data as JSON text.
 
-import { clip, clockMs, h } from './dom.js';
+import { clientName, clip, clockMs, h } from './dom.js';
 
 const display = (mode, plan) => (plan ? `plan (${mode} underneath)` : mode);
 
 const SUMMARIES = {
   SessionCreated: (d) => {
     const state = d.executionState || {};
-    return `${display(state.mode, state.planEnabled)} · ${d.host || ''} host · ${d.workspace || ''}`;
+    const by = d.client ? ` · ${clientName(d.client)}` : '';
+    return `${display(state.mode, state.planEnabled)} · ${d.host || ''} host${by} · ${d.workspace || ''}`;
   },
   SessionModeChanged: (d) =>
     `${display(d.previousMode, d.previousPlanEnabled)} → ${display(d.mode, d.planEnabled)}${d.via ? ` (${d.via})` : ''}`,
@@ -71,11 +73,15 @@ export class Timeline {
 
   append(envelope) {
     const atBottom = this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight < 40;
+    const occurred = (envelope.data || {}).occurredAt;
+    const when = occurred || envelope.recordedAt;
+    const title = occurred ? `occurred ${occurred} (the host's time) · recorded ${envelope.recordedAt}`
+      : envelope.recordedAt;
     const entry = h('li', { dataset: { seq: envelope.seq, type: envelope.type, actor: envelope.actor } },
       h('details', {},
         h('summary', {},
           h('span', { class: 'seq' }, `#${envelope.seq}`),
-          h('time', { datetime: envelope.recordedAt, title: envelope.recordedAt }, clockMs(envelope.recordedAt)),
+          h('time', { datetime: when, title, class: occurred ? 'occurred' : null }, clockMs(when)),
           h('span', { class: `actor actor-${envelope.actor}` }, envelope.actor),
           h('span', { class: 'type' }, envelope.type),
           h('span', { class: 'summary' }, summary(envelope))),
