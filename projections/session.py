@@ -185,7 +185,7 @@ def _todos_written(
         summary.session_id, summary.version, summary.last_position, summary.workspace,
         summary.host, summary.parent_session_id, summary.mode, summary.plan_enabled,
         summary.goal, summary.created_at, summary.updated_at, summary.deleted, event.seq,
-        event.recorded_at,
+        event.recorded_at, summary.client, summary.external_session_id,
     )
 
 
@@ -205,7 +205,7 @@ def _stamped(summary: SessionSummary, event: RecordedEvent) -> SessionSummary:
         summary.session_id, event.seq, event.global_position, summary.workspace, summary.host,
         summary.parent_session_id, summary.mode, summary.plan_enabled, summary.goal,
         summary.created_at, event.recorded_at, summary.deleted, summary.todos_seq,
-        summary.todos_updated_at,
+        summary.todos_updated_at, summary.client, summary.external_session_id,
     )
 
 

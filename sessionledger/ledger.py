@@ -51,6 +51,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from eventlog import (
+    AppendBatch,
     AppendResult,
     ConcurrencyConflict,
     DescriptorsExhausted,
@@ -344,6 +345,16 @@ class Ledger:
         if getattr(self._quiet, "session", None) != session_id:
             self._after.publish((session_id, appended.events))
         return appended
+
+    def append_many(self, batches: Sequence[AppendBatch]) -> list[AppendResult | EventLogError]:
+        """Append ``batches`` in one transaction, each checked and failing alone (the store's
+        :meth:`~eventlog.EventStore.append_many`), then tell the after-append observers of
+        each batch that was appended."""
+        results = self.store.append_many(batches)
+        for result in results:
+            if isinstance(result, AppendResult) and not result.replayed:
+                self._after.publish((result.session_id, result.events))
+        return results
 
     def retry(
         self, session_id: str, attempt: Callable[[], T], *, unconditional: bool = False

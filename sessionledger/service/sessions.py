@@ -154,6 +154,10 @@ class SessionService:
         workspace: str | None = None,
         parent_session_id: str | None = None,
         host: HostKind = "protocol",
+        session_id: str | None = None,
+        client: str | None = None,
+        external_session_id: str | None = None,
+        occurred_at: str | None = None,
     ) -> dict[str, Any]:
         """Append one ``SessionCreated`` (expected version 0) and return the new document.
 
@@ -162,6 +166,9 @@ class SessionService:
         never its goal; a requested mode replaces only the mode underneath (SPEC ES-7).
         A workspace whose ``config.toml`` cannot be used is refused with
         :class:`InvalidWorkspaceConfig` naming the key, and nothing is appended (EG-2).
+        Another program's session (Claude Code's, CC-2) comes with its own ``session_id``
+        (one it derived, so every process finds it), its ``client`` and its own id for it;
+        a second creation of that id is a :class:`Conflict`.
         """
         if mode is not None and mode not in MODES:
             raise InvalidInput(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -175,8 +182,11 @@ class SessionService:
             host=host,
             parent_session_id=parent_session_id,
             execution_state=execution,
+            client=client,
+            external_session_id=external_session_id,
+            occurred_at=occurred_at,
         )
-        session_id = new_session_id()
+        session_id = session_id or new_session_id()
         with eventlog_errors(payloads=True):
             result = self.ledger.append(
                 session_id, [NewEvent(event, actor="host")], expected_version=0

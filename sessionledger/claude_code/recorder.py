@@ -1,0 +1,515 @@
+"""Recording what Claude Code says: observations in, events appended at most once (CC-2 … CC-8).
+
+One :class:`Recorder` serves the hooks and the import alike. A :class:`~.observations.Seen`
+becomes one batch: the mode change its ``permission_mode`` implies (CC-3) first, then what the
+observation itself records — a message, a tool call, its permission decision (hooks only), its
+result with the todos, questions and plan outcome it carries (CC-5), a compaction (CC-7) —
+appended under the observation's idempotency key (CC-8), so a batch seen twice is appended
+once however it arrives.
+
+What the batch holds is decided from a :class:`Tally` of the session (its execution state, its
+todo list, how many tool calls it has): a hook reads it from the read models afresh for every
+event; an import reads it once and carries it along the transcript, appending in chunks of
+batches in one transaction each. The state machine still decides every mode change
+(:func:`statemachine.execution.decide_events`): a Claude Code mode this ledger cannot reach
+from where it is (Plan while a goal runs) is not mirrored.
+
+Claude Code asks its user itself: a question or a plan approval is recorded when its answer
+is known (PostToolUse), request and resolution in one batch, so nothing waits here and no
+auto-continue timer runs for it. No plan file is written for these sessions (CC-5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from eventlog import (
+    AppendBatch,
+    ContextCompacted,
+    Event,
+    EventLogError,
+    InteractionRequested,
+    InteractionResolved,
+    MessageRecorded,
+    NewEvent,
+    PermissionDecided,
+    PermissionVerdict,
+    PlanApproved,
+    PlanFeedbackGiven,
+    PlanRejected,
+    PlanSubmitted,
+    RecordedEvent,
+    SessionModeChanged,
+    TodoItemData,
+    TodosWritten,
+    ToolCallCompleted,
+    ToolCallRequested,
+)
+from statemachine.execution import (
+    Command,
+    ExecutionState,
+    LeavePlan,
+    Refusal,
+    SetMode,
+    decide_events,
+)
+
+from ..errors import Conflict, SessionLedgerError
+from ..ledger import eventlog_errors
+from ..service.sessions import RequestedMode, SessionService
+from ..tools.todo import dropped_unfinished
+from .observations import (
+    CLIENT,
+    AssistantText,
+    Compacted,
+    Origin,
+    Prompt,
+    Seen,
+    SessionBegan,
+    ToolResult,
+    ToolUse,
+    digest,
+    ledger_session_id,
+    observation_key,
+)
+
+__all__ = [
+    "IMPORT_CHUNK",
+    "MODES",
+    "Imported",
+    "Recorded",
+    "Recorder",
+    "Tally",
+    "call_id_of",
+    "plan_outcome",
+]
+
+MODES: dict[str, RequestedMode] = {
+    "default": "build", "acceptEdits": "edit", "bypassPermissions": "yolo", "plan": "plan",
+}
+"""Claude Code's ``permission_mode`` values and the ledger mode each mirrors as (CC-3);
+anything else is recorded as given (``hostMode``) with ``build`` underneath."""
+
+IMPORT_CHUNK = 500
+"""Batches an import appends per transaction."""
+
+REJECTED = "The user doesn't want to proceed with this tool use"
+"""How Claude Code's result of a call the user refused begins."""
+FEEDBACK = "the user said:"
+"""What precedes the user's words when they refused with feedback."""
+
+PlanOutcome = Literal["approved", "rejected", "feedback"]
+
+
+def call_id_of(observation: ToolUse | ToolResult) -> str:
+    """The ledger call id of a Claude Code tool call: its ``tool_use_id`` (or the hook's
+    digest where it has none)."""
+    if observation.tool_use_id:
+        return observation.tool_use_id
+    return f"cc~{observation.fallback_key or digest([observation.tool, observation.input])}"
+
+
+def plan_outcome(result: ToolResult) -> tuple[PlanOutcome, str | None]:
+    """What the user answered to ExitPlanMode: approved (the call succeeded), rejected, or
+    feedback (rejected with words, which are returned)."""
+    if not result.error:
+        return "approved", None
+    text = result.content
+    at = text.find(FEEDBACK)
+    if at >= 0:
+        words = text[at + len(FEEDBACK):].strip()
+        if words:
+            return "feedback", words
+    return "rejected", None
+
+
+@dataclass(slots=True)
+class Tally:
+    """What the recorder needs to know of a session between observations."""
+
+    session_id: str
+    version: int
+    workspace: Path
+    host: Any
+    execution: ExecutionState
+    todos: tuple[TodoItemData, ...] = ()
+    calls: int = 0
+    known_calls: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """What recording one observation did: the batch (as appended, or as found when it was
+    appended before) and whether it was there already."""
+
+    session_id: str
+    events: tuple[RecordedEvent, ...] = ()
+    replayed: bool = False
+
+
+Decider = Callable[[Tally, ToolUse], PermissionVerdict]
+
+
+class Recorder:
+    """Appends Claude Code's observations to the ledger sessions they belong to."""
+
+    def __init__(self, service: SessionService, *, workspace: str | Path | None = None) -> None:
+        self._service = service
+        self._ledger = service.ledger
+        self._workspace = None if workspace is None else str(workspace)
+        """Where imported sessions live regardless of the ``cwd`` they recorded (a transcript
+        from another machine); ``None``: their ``cwd``, which must lie inside the root."""
+
+    # -- sessions (CC-2) ---------------------------------------------------------------
+
+    def bind(self, origin: Origin) -> str | None:
+        """The ledger session of ``origin``, created on its first event; ``None`` when it
+        cannot be recorded (its ``cwd`` lies outside the root or is missing, or the session
+        was deleted) — the hook then has no opinion and nothing is recorded."""
+        parent = None
+        if origin.agent_id is not None:
+            parent = self.bind(replace(origin, agent_id=None, permission_mode=None))
+            if parent is None:
+                return None
+        session_id = ledger_session_id(origin.session_id, origin.agent_id)
+        found = self._service.find_summary(session_id)
+        if found is not None:
+            return None if found.deleted else session_id
+        workspace = self._workspace or origin.cwd
+        if not workspace:
+            return None
+        external = origin.session_id if origin.agent_id is None else (
+            f"{origin.session_id}/{origin.agent_id}"
+        )
+        try:
+            self._service.create_session(
+                session_id=session_id, workspace=workspace, parent_session_id=parent,
+                mode=MODES.get(origin.permission_mode or "") if parent is None else None,
+                client=CLIENT, external_session_id=external, occurred_at=origin.occurred_at,
+            )
+        except Conflict:  # another hook process created it first
+            pass
+        except SessionLedgerError:  # outside the root, not a directory, a broken config
+            return None
+        return session_id
+
+    def tally(self, session_id: str) -> Tally:
+        """The session's tally from the read models (a hook's view, read afresh)."""
+        with eventlog_errors(payloads=True):
+            summary = self._ledger.live(session_id)
+            rows = self._ledger.todo_rows(session_id)
+            calls = self._service.store.read_view(
+                lambda tx: self._service.projections.tool_calls.of_session(tx, session_id)
+            )
+        todos = tuple(
+            TodoItemData.model_validate(
+                {"content": r.content, "status": r.status, "priority": r.priority}
+            )
+            for r in rows
+        )
+        return Tally(
+            session_id=session_id, version=summary.version, workspace=Path(summary.workspace),
+            host=summary.host, execution=summary.execution, todos=todos, calls=len(calls),
+            known_calls={d.body["callId"] for d in calls},
+        )
+
+    # -- one observation (hooks) -----------------------------------------------------------
+
+    def record(self, session_id: str, seen: Seen, *, decide: Decider | None = None) -> Recorded:
+        """Append what ``seen`` says to ``session_id`` at most once; ``decide`` answers a
+        ToolUse's permission (PreToolUse), recorded as ``PermissionDecided``."""
+        def attempt() -> Recorded:
+            tally = self.tally(session_id)
+            events, key = batch_for(tally, seen, decide=decide)
+            if not events:
+                return Recorded(session_id)
+            with eventlog_errors():
+                result = self._ledger.append(
+                    session_id, events, expected_version=tally.version, idempotency_key=key
+                )
+            return Recorded(session_id, tuple(result.events), result.replayed)
+
+        return self._ledger.retry(session_id, attempt)
+
+    # -- many observations (an import) --------------------------------------------------------
+
+    def record_all(
+        self, seens: Iterable[Seen], *, progress: Callable[[int], None] | None = None
+    ) -> Imported:
+        """Append a transcript's observations in order, each batch at most once, in chunks
+        of :data:`IMPORT_CHUNK` batches per transaction. ``progress(n)`` is told as
+        observations are handled."""
+        tallies: dict[str, Tally | None] = {}
+        outcome = Imported()
+        pending: list[tuple[AppendBatch, str]] = []
+
+        def flush() -> None:
+            if not pending:
+                return
+            with eventlog_errors():
+                results = self._ledger.append_many([batch for batch, _where in pending])
+            for (batch, where), result in zip(pending, results, strict=True):
+                if isinstance(result, EventLogError):
+                    outcome.failed.append((where, str(result)))
+                elif not result.replayed:
+                    outcome.appended[batch.session_id] += len(result.events)
+            pending.clear()
+
+        for seen in seens:
+            origin = seen.origin
+            slot = ledger_session_id(origin.session_id, origin.agent_id)
+            if slot not in tallies:
+                flush()
+                existed = self._service.find_summary(slot) is not None
+                bound = self.bind(origin)
+                tallies[slot] = None if bound is None else self.tally(bound)
+                if bound is None:
+                    outcome.refused.append(origin.session_id)
+                else:
+                    outcome.appended.setdefault(bound, 0 if existed else 1)
+                    if origin.agent_id is not None:
+                        parent = ledger_session_id(origin.session_id)
+                        outcome.appended.setdefault(parent, 0)
+            tally = tallies[slot]
+            if tally is not None:
+                events, key = batch_for(tally, seen, decide=None)
+                if events:
+                    pending.append(
+                        (AppendBatch(tally.session_id, tuple(events), None, key), seen.where)
+                    )
+                if len(pending) >= IMPORT_CHUNK:
+                    flush()
+            if progress is not None:
+                progress(1)
+        flush()
+        return outcome
+
+
+@dataclass(slots=True)
+class Imported:
+    """What recording a transcript did: events appended per ledger session (its creation
+    counted), the batches the log refused (``where``, why) and the Claude Code sessions that
+    could not be recorded (their ``cwd`` outside the root)."""
+
+    appended: dict[str, int] = field(default_factory=dict)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+# -- from an observation to its batch: the same for every source --------------------------------
+
+
+def batch_for(
+    tally: Tally, seen: Seen, *, decide: Decider | None
+) -> tuple[list[NewEvent], str | None]:
+    """The events ``seen`` records and its idempotency key; ``tally`` moves on with them."""
+    observation = seen.observation
+    at = seen.origin.occurred_at
+    key = observation_key(observation, tally.calls)
+    events = _mirrored_mode(tally, seen.origin.permission_mode, at)
+    match observation:
+        case Prompt(text=text):
+            if text.strip():
+                events.append(NewEvent(MessageRecorded(
+                    role="user", content=text, source=CLIENT, occurred_at=at,
+                ), actor="user"))
+        case AssistantText(text=text):
+            if text.strip():
+                events.append(NewEvent(MessageRecorded(
+                    role="assistant", content=text, source=CLIENT, occurred_at=at,
+                ), actor="model"))
+        case ToolUse():
+            events += _requested(tally, observation, at)
+            if decide is not None and observation.tool not in _ASKS_ITSELF:
+                verdict = decide(tally, observation)
+                call_id = call_id_of(observation)
+                events.append(NewEvent(PermissionDecided(
+                    call_id=call_id, tool=observation.tool, decision=verdict, occurred_at=at,
+                ), actor="system", causation_id=call_id))
+        case ToolResult():
+            events += _requested(tally, observation, at)
+            events += _completed(tally, observation, at)
+        case Compacted():
+            events.append(NewEvent(ContextCompacted(occurred_at=at), actor="host"))
+        case SessionBegan():
+            pass
+    return events, key if events else None
+
+
+_ASKS_ITSELF = frozenset({"AskUserQuestion", "ExitPlanMode"})
+"""Tools Claude Code asks its user about itself: no permission decision from here (CC-4)."""
+
+
+def _mirrored_mode(tally: Tally, mode: str | None, at: str | None) -> list[NewEvent]:
+    """CC-3: the mode change ``permission_mode`` implies, if the state differs."""
+    if mode is None:
+        return []
+    requested = MODES.get(mode, "build")
+    command: Command = SetMode(requested)
+    if requested == "plan" and tally.execution.plan_enabled:
+        return []
+    outcome = decide_events(tally.execution, command, via="claude-code")
+    if isinstance(outcome, Refusal):
+        return []
+    state, events = outcome
+    tally.execution = state
+    host_mode = None if mode in MODES else mode
+    return [NewEvent(_stamped(e, at, host_mode=host_mode), actor="host") for e in events]
+
+
+def _stamped(event: Event, at: str | None, *, host_mode: str | None = None) -> Event:
+    update: dict[str, Any] = {}
+    if at is not None and "occurred_at" in type(event).model_fields:
+        update["occurred_at"] = at
+    if host_mode is not None and isinstance(event, SessionModeChanged):
+        update["host_mode"] = host_mode
+    return event.model_copy(update=update) if update else event
+
+
+def _requested(tally: Tally, call: ToolUse | ToolResult, at: str | None) -> list[NewEvent]:
+    """``ToolCallRequested`` unless the session holds the call already."""
+    call_id = call_id_of(call)
+    if call_id in tally.known_calls:
+        return []
+    tally.known_calls.add(call_id)
+    tally.calls += 1
+    return [NewEvent(ToolCallRequested(
+        call_id=call_id, tool=call.tool, input=dict(call.input), host=tally.host, occurred_at=at,
+    ), actor="model", causation_id=call_id)]
+
+
+def _result_data(response: Any) -> dict[str, Any]:
+    if isinstance(response, Mapping):
+        return dict(response)
+    if response is None:
+        return {}
+    return {"response": response}
+
+
+def _completed(tally: Tally, result: ToolResult, at: str | None) -> list[NewEvent]:
+    """The result's events: what the tool carried (todos, questions, a plan), then the
+    completion of the call (CC-5)."""
+    call_id = call_id_of(result)
+    carried: list[Event] = []
+    refused = result.error and result.content.startswith(REJECTED)
+    match result.tool:
+        case "TodoWrite" if not result.error:
+            carried += _todos(tally, result)
+        case "AskUserQuestion":
+            carried += _question(call_id, result)
+        case "ExitPlanMode":
+            carried += _plan(tally, call_id, result)
+            refused = False  # its refusal is the plan's outcome, recorded above
+        case "EnterPlanMode" if not result.error and not tally.execution.plan_enabled:
+            entered = decide_events(tally.execution, SetMode("plan"), via="enter_plan_tool")
+            if not isinstance(entered, Refusal):
+                tally.execution = entered[0]
+                carried += entered[1]
+    completed = ToolCallCompleted(
+        call_id=call_id, tool=result.tool, status="denied" if refused else "completed",
+        success=not result.error, result=_result_data(result.response),
+        model_content=result.content, occurred_at=at,
+    )
+    return [NewEvent(_stamped(e, at), actor="host", causation_id=call_id)
+            for e in (*carried, completed)]
+
+
+def _todos(tally: Tally, result: ToolResult) -> list[Event]:
+    """TodoWrite's list as TD-1 items (``priority`` medium when Claude Code sends none)."""
+    raw = result.input.get("todos")
+    if not isinstance(raw, list):
+        return []
+    try:
+        items = tuple(
+            TodoItemData(
+                content=item.get("content"), status=item.get("status"),
+                priority=item.get("priority") or "medium",
+            )
+            for item in raw if isinstance(item, Mapping)
+        )
+    except ValidationError:
+        return []  # recorded as a call; the list is not one this ledger can hold
+    dropped = tuple(dropped_unfinished(tally.todos, items))
+    tally.todos = items
+    return [TodosWritten(todos=items, dropped_unfinished=dropped)]
+
+
+def _question(call_id: str, result: ToolResult) -> list[Event]:
+    """AskUserQuestion's questions and the user's answers (declined: ``deny``)."""
+    questions = result.input.get("questions")
+    interaction_id = f"int_{digest(call_id, length=26)}"
+    payload = {"questions": questions if isinstance(questions, list) else []}
+    response = result.response if isinstance(result.response, Mapping) else {}
+    answers = response.get("answers")
+    if result.error or not isinstance(answers, Mapping):
+        resolved = InteractionResolved(
+            interaction_id=interaction_id, call_id=call_id, decision="deny",
+            feedback=result.content or None,
+        )
+    else:
+        resolved = InteractionResolved(
+            interaction_id=interaction_id, call_id=call_id, decision="modify",
+            input={**result.input, "answers": dict(answers)},
+        )
+    return [InteractionRequested(
+        interaction_id=interaction_id, call_id=call_id, kind="askUserQuestion", payload=payload,
+    ), resolved]
+
+
+def _plan(tally: Tally, call_id: str, result: ToolResult) -> list[Event]:
+    """ExitPlanMode's plan and its outcome: approved leaves Plan; rejected or feedback is
+    recorded and Plan stays (CC-5). No plan file is written."""
+    response = result.response if isinstance(result.response, Mapping) else {}
+    plan = result.input.get("plan") or response.get("plan") or ""
+    if not isinstance(plan, str):
+        plan = str(plan)
+    prompts = result.input.get("allowedPrompts")
+    allowed = tuple(p for p in prompts if isinstance(p, dict)) if isinstance(prompts, list) else ()
+    interaction_id = f"int_{digest(call_id, length=26)}"
+    outcome, words = plan_outcome(result)
+    mode = tally.execution.mode
+    events: list[Event] = [
+        PlanSubmitted(call_id=call_id, plan=plan, allowed_prompts=allowed),
+        InteractionRequested(
+            interaction_id=interaction_id, call_id=call_id, kind="planApproval",
+            payload={"plan": plan},
+        ),
+    ]
+    if outcome == "approved":
+        events += [
+            InteractionResolved(interaction_id=interaction_id, call_id=call_id,
+                                decision="approve"),
+            PlanApproved(call_id=call_id, file_written=False, mode=mode, path="", plan=plan),
+        ]
+        left = decide_events(tally.execution, LeavePlan(), via="plan_approval")
+        if not isinstance(left, Refusal):
+            tally.execution = left[0]
+            events += left[1]
+    elif outcome == "feedback":
+        assert words is not None
+        events += [
+            InteractionResolved(interaction_id=interaction_id, call_id=call_id,
+                                decision="feedback", feedback=words),
+            PlanFeedbackGiven(call_id=call_id, feedback=words, mode=mode, plan=plan),
+        ]
+    else:
+        events += [
+            InteractionResolved(interaction_id=interaction_id, call_id=call_id,
+                                decision="deny"),
+            PlanRejected(by="user", call_id=call_id, mode=mode, plan=plan),
+        ]
+    return events
+
+
+def approved_plan(events: Sequence[RecordedEvent]) -> str | None:
+    """The plan of the last ``PlanApproved`` among ``events``."""
+    plan = None
+    for event in events:
+        if isinstance(event.data, PlanApproved):
+            plan = event.data.plan
+    return plan
