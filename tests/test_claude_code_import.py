@@ -8,16 +8,21 @@ lines) are small transcripts this file writes into ``tmp_path`` in Claude Code's
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from claude_data import transcripts_dir
+from server_support import sessionledger_command
 
 from eventlog import format_instant, parse_instant
+from sessionledger import SessionService
 from sessionledger.claude_code.observations import (
     AssistantText,
     Compacted,
@@ -25,6 +30,7 @@ from sessionledger.claude_code.observations import (
     Seen,
     ToolResult,
     ToolUse,
+    ledger_session_id,
 )
 from sessionledger.claude_code.transcripts import (
     NotATranscript,
@@ -399,3 +405,201 @@ def test_undecodable_and_blank_lines(tmp_path: Path, writer: Writer) -> None:  #
     assert [(s.line, s.reason.split(" ")[0]) for s in transcript.skipped] == [(4, "not")]
     assert "UTF-8" in transcript.skipped[0].reason
     assert transcript.lines == 4 and len(transcript.seen) == 1
+
+
+# -- the command: sessionledger import claude-code ------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_import(*args: str, db: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``sessionledger import claude-code ARGS… --db sqlite:///DB`` as a real process running
+    this repository's code."""
+    environment = {k: v for k, v in os.environ.items() if k != "SESSIONLEDGER_DB"}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return subprocess.run(
+        [*sessionledger_command(), "import", "claude-code", *args, "--db", f"sqlite:///{db}"],
+        cwd=cwd, env=environment, capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def imported(result: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert list(document) == ["transcripts"]
+    entries: list[dict[str, Any]] = document["transcripts"]
+    return entries
+
+
+@contextmanager
+def opened(db: Path) -> Iterator[SessionService]:
+    service = SessionService.open(f"sqlite:///{db}", workspace_root="/")
+    try:
+        yield service
+    finally:
+        service.close()
+
+
+def wire_events(db: Path, session_id: str) -> list[dict[str, Any]]:
+    with opened(db) as service:
+        return [e.to_wire() for e in service.iter_events(session_id)]
+
+
+def test_importing_the_real_transcripts_records_what_they_hold(tmp_path: Path) -> None:  # CC-9
+    db = tmp_path / "ledger.db"
+    result = run_import(str(transcripts_dir()), "--workspace", "/", db=db, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    files = find_transcripts([transcripts_dir()])
+    assert len(lines) == len(files) == 5
+    with opened(db) as service:
+        summaries = {s.session_id: s for s in service.summaries()}
+    for line, file in zip(lines, files, strict=True):
+        transcript = read_transcript(file)
+        origin = transcript.seen[0].origin
+        session = ledger_session_id(origin.session_id, origin.agent_id)
+        events = wire_events(db, session)
+        external = origin.session_id if file.agent_id is None else f"{MAIN}/{file.agent_id}"
+        assert re.fullmatch(
+            rf"{re.escape(str(file.path))}: session {session} \(claude {re.escape(external)}"
+            rf"(, child of {ledger_session_id(MAIN)})?\), {len(events)} events appended, "
+            r"0 lines skipped", line), line
+        created = events[0]["data"]
+        assert events[0]["type"] == "SessionCreated"
+        assert (created["client"], created["externalSessionId"]) == ("claude-code", external)
+        assert created["parentSessionId"] == (
+            None if file.agent_id is None else ledger_session_id(MAIN))
+        assert summaries[session].external_session_id == external
+        # Every event keeps the transcript's time; per kind, what the transcript holds.
+        assert all(INSTANT.match(e["data"]["occurredAt"]) for e in events)
+        messages = Counter(e["data"]["role"] for e in events if e["type"] == "MessageRecorded")
+        assert messages == Counter(user=len(of(transcript, Prompt)),
+                                   assistant=len(of(transcript, AssistantText)))
+        requested = Counter(e["data"]["tool"] for e in events
+                            if e["type"] == "ToolCallRequested")
+        assert requested == tool_counts(transcript)
+        completed = [e for e in events if e["type"] == "ToolCallCompleted"]
+        assert len(completed) == len(of(transcript, ToolResult))
+        kinds = Counter(e["type"] for e in events)
+        assert kinds["ContextCompacted"] == len(of(transcript, Compacted))
+        assert kinds["TodosWritten"] == (10 if origin.session_id == TODOS else 0)
+        approved = 1 if origin.session_id in (MAIN, ASKING) and file.agent_id is None else 0
+        assert kinds["PlanApproved"] == approved
+    todos = [e["data"] for e in wire_events(db, ledger_session_id(TODOS))
+             if e["type"] == "TodosWritten"]
+    assert [d["droppedUnfinished"] for d in todos if d.get("droppedUnfinished")] == [
+        [{"content": "Write comprehensive tests for all modules", "priority": "medium",
+          "status": "pending"}]]
+    assert todos.index(next(d for d in todos if d.get("droppedUnfinished"))) == 6
+    [compacted] = [e for e in wire_events(db, ledger_session_id(MAIN))
+                   if e["type"] == "ContextCompacted"]
+    assert compacted["data"]["occurredAt"] == "2026-02-11T22:31:35.739Z"
+
+    # Importing again appends nothing.
+    again = imported(run_import(str(transcripts_dir()), "--workspace", "/", "--json", db=db,
+                                cwd=tmp_path))
+    assert [e["appended"] for e in again] == [0] * 5
+    with opened(db) as service:
+        assert {s.session_id: s.version for s in service.summaries()} == {
+            k: s.version for k, s in summaries.items()}
+
+
+def test_a_grown_transcript_appends_only_what_is_new(tmp_path: Path) -> None:  # CC-9
+    source = real(MAIN).read_bytes().splitlines(keepends=True)
+    grown = tmp_path / "project" / f"{MAIN}.jsonl"
+    grown.parent.mkdir()
+    grown.write_bytes(b"".join(source[: len(source) // 2]))
+    db = tmp_path / "ledger.db"
+    [first] = imported(run_import(str(grown), "--workspace", "/", "--json", db=db, cwd=tmp_path))
+    grown.write_bytes(b"".join(source))
+    [second] = imported(run_import(str(grown), "--workspace", "/", "--json", db=db,
+                                   cwd=tmp_path))
+    fresh_db = tmp_path / "fresh.db"
+    [fresh] = imported(run_import(str(grown), "--workspace", "/", "--json", db=fresh_db,
+                                  cwd=tmp_path))
+    assert 0 < first["appended"] < fresh["appended"]
+    assert second["appended"] == fresh["appended"] - first["appended"]
+    session = ledger_session_id(MAIN)
+    assert first["sessionId"] == second["sessionId"] == session
+
+    def shape(db: Path) -> list[tuple[str, Any]]:
+        return [(e["type"], e["data"].get("callId") or e["data"].get("content"))
+                for e in wire_events(db, session)]
+
+    assert shape(db) == shape(fresh_db)
+
+
+def test_json_and_a_malformed_line(tmp_path: Path, writer: Writer) -> None:  # CC-9
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    writer.cwd = str(workspace)
+    writer.prompt("list the files", permissionMode="plan")
+    writer.raw('{"type": "assistant", "sessionId": "' + SESSION + '", "message": ')
+    writer.use("toolu_ls", "Bash", {"command": "ls"})
+    writer.result("toolu_ls", "a\nb", response={"stdout": "a\nb", "stderr": ""})
+    path = writer.write(tmp_path / f"{SESSION}.jsonl")
+    db = tmp_path / "ledger.db"
+    text = run_import(str(path), "--workspace", str(tmp_path), db=db, cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    session = ledger_session_id(SESSION)
+    assert text.stderr.startswith(f"{path}:2: not JSON")
+    assert text.stdout == (f"{path}: session {session} (claude {SESSION}), 4 events appended, "
+                           "1 line skipped\n")
+    events = wire_events(db, session)
+    assert [e["type"] for e in events] == [
+        "SessionCreated", "MessageRecorded", "ToolCallRequested", "ToolCallCompleted"]
+    assert events[0]["data"]["workspace"] == str(workspace)
+    assert events[0]["data"]["executionState"]["planEnabled"] is True  # permissionMode plan
+    [entry] = imported(run_import(str(path), "--workspace", str(tmp_path), "--json", db=db,
+                                  cwd=tmp_path))
+    assert set(entry) == {"path", "sessionId", "externalSessionId", "parentSessionId",
+                          "appended", "skipped"}
+    assert entry["skipped"][0]["reason"].startswith("not JSON")
+    assert entry | {"skipped": []} == {
+        "path": str(path), "sessionId": session, "externalSessionId": SESSION,
+        "parentSessionId": None, "appended": 0, "skipped": []}
+    assert [s["line"] for s in entry["skipped"]] == [2]
+
+
+def test_a_transcript_from_elsewhere_is_not_imported_unless_placed(
+        tmp_path: Path, writer: Writer) -> None:  # CC-9
+    root = tmp_path / "root"
+    (root / "here").mkdir(parents=True)
+    writer.cwd = "/home/someone/projects/app"
+    writer.prompt("hello")
+    path = writer.write(tmp_path / f"{SESSION}.jsonl")
+    db = tmp_path / "ledger.db"
+    refused = run_import(str(path), "--workspace", str(root), db=db, cwd=tmp_path)
+    assert refused.returncode == 1
+    assert refused.stdout == ""
+    assert f"{path}: not imported: its cwd /home/someone/projects/app lies outside the " \
+        f"workspace root {root}" in refused.stderr
+    with opened(db) as service:
+        assert list(service.summaries()) == []
+    [entry] = imported(run_import(str(path), "--workspace", str(root), "--into",
+                                  str(root / "here"), "--json", db=db, cwd=tmp_path))
+    assert entry["appended"] == 2
+    [created, _prompt] = wire_events(db, entry["sessionId"])
+    assert created["data"]["workspace"] == str(root / "here")
+
+
+@pytest.mark.parametrize("args", [
+    [],
+    ["{missing}"],
+    ["{notes}"],
+    ["{empty}"],
+    ["{empty}", "--into", "/"],
+])
+def test_bad_arguments_change_nothing(tmp_path: Path, args: list[str]) -> None:  # CC-9
+    (tmp_path / "notes.txt").write_text("hi\n", encoding="utf-8")
+    (tmp_path / "empty").mkdir()
+    names = {"missing": str(tmp_path / "absent.jsonl"), "notes": str(tmp_path / "notes.txt"),
+             "empty": str(tmp_path / "empty")}
+    db = tmp_path / "ledger.db"
+    given = [a.format(**names) for a in args]
+    result = run_import(*given, "--workspace", str(tmp_path), db=db, cwd=tmp_path)
+    assert result.returncode == 2, result
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    assert result.stderr.strip()
+    assert not db.exists()
