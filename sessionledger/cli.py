@@ -628,9 +628,11 @@ def import_claude_code(
     db: str | None, paths: tuple[Path, ...], workspace: Path | None, into: Path | None,
     as_json: bool,
 ) -> None:
-    """Import Claude Code's JSONL transcripts (CC-9): each PATH a .jsonl file or a directory
-    searched for them (~/.claude/projects/…); a subagent's transcript
-    (<session>/subagents/agent-*.jsonl) becomes a child session of its parent's.
+    """Import Claude Code's JSONL transcripts into ledger sessions (CC-9).
+
+    Each PATH is a .jsonl file or a directory searched for them (~/.claude/projects/…); a
+    subagent's transcript (<session>/subagents/agent-*.jsonl) becomes a child session of its
+    parent's.
 
     Each transcript's prompts, answers, tool calls and results, todo lists, questions, plans
     and their outcomes, permission modes and compactions are appended in transcript order,
