@@ -81,7 +81,7 @@ SESSION = "5e55a0e1-0000-4000-8000-000000000001"
 class Writer:
     """Builds a transcript line by line the way Claude Code writes one."""
 
-    def __init__(self, cwd: str = "/work/project") -> None:
+    def __init__(self, cwd: str = "/home/dev/project") -> None:
         self.cwd = cwd
         self.lines: list[str] = []
         self.second = 0
