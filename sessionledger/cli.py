@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 from rich.console import Console
@@ -67,6 +67,10 @@ from .service.documents import (
 )
 from .service.sessions import MAX_CURSOR, AuditReport, SessionService
 from .tools.plan_files import restore_plan_files
+
+if TYPE_CHECKING:
+    from .claude_code.recorder import Recorder
+    from .claude_code.transcripts import TranscriptFile
 
 __all__ = ["PROGRESS_THRESHOLD", "REPLAY_PROGRESS_THRESHOLD", "main"]
 
@@ -645,3 +649,156 @@ def hook_claude_code(db: str | None, workspace: Path | None) -> None:
         click.echo(f"sessionledger hook: not recorded ({exc.__class__.__name__}: {exc})",
                    err=True)
     click.echo(json.dumps(output, ensure_ascii=False))
+
+
+# -- importing another host's sessions (SPEC §13) ----------------------------------------------
+
+IMPORT_PROGRESS_THRESHOLD = 2000
+"""``import claude-code`` shows a progress bar past this many observations (on a terminal)."""
+
+
+@main.group("import")
+def import_() -> None:
+    """Import sessions another coding agent recorded."""
+
+
+@import_.command("claude-code")
+@db_option
+@click.argument("paths", metavar="PATH…", nargs=-1, required=True,
+                type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--workspace", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+    help="Workspace root, as for serve: a transcript's cwd must lie inside it. "
+         "Default: the current directory.",
+)
+@click.option(
+    "--into", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+    metavar="DIR",
+    help="Record every imported session in DIR (inside the root) whatever cwd its transcript "
+         "names: for transcripts from another machine.",
+)
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON document with every transcript's outcome instead of text.")
+def import_claude_code(
+    db: str | None, paths: tuple[Path, ...], workspace: Path | None, into: Path | None,
+    as_json: bool,
+) -> None:
+    """Import Claude Code's JSONL transcripts into ledger sessions (CC-9).
+
+    Each PATH is a .jsonl file or a directory searched for them (~/.claude/projects/…); a
+    subagent's transcript (<session>/subagents/agent-*.jsonl) becomes a child session of its
+    parent's.
+
+    Each transcript's prompts, answers, tool calls and results, todo lists, questions, plans
+    and their outcomes, permission modes and compactions are appended in transcript order,
+    each with the transcript's own time as occurredAt. Importing again appends nothing; a
+    transcript that grew appends only what is new. A malformed line is reported as
+    file:line on stderr and skipped whole. A transcript whose cwd lies outside the root is
+    reported and not imported (see --into). Exit 0 when every transcript was imported
+    (skipped lines are no failure), 1 when one could not be, 2 on bad arguments.
+    """
+    from .claude_code.recorder import Recorder
+    from .claude_code.transcripts import NotATranscript, find_transcripts
+
+    root = (workspace or Path.cwd()).resolve()
+    if into is not None and not into.resolve().is_relative_to(root):
+        raise InvalidInput(f"--into {str(into)!r} lies outside the workspace root {str(root)!r}")
+    try:
+        files = find_transcripts(paths)
+    except (FileNotFoundError, NotATranscript) as exc:
+        raise InvalidInput(str(exc)) from exc
+    if not files:
+        raise InvalidInput("no Claude Code transcripts (*.jsonl) under "
+                           + ", ".join(str(p) for p in paths))
+    reports: list[dict[str, Any]] = []
+    with _service(db, root) as service:
+        recorder = Recorder(service, workspace=into)
+        for file in files:
+            report = _import_transcript(recorder, file, root=root, into=into, as_json=as_json)
+            reports.append(report)
+    if as_json:
+        click.echo(json.dumps({"transcripts": reports}, ensure_ascii=False))
+    if any(r.get("notImported") for r in reports):
+        raise click.exceptions.Exit(1)
+
+
+def _import_transcript(
+    recorder: Recorder, file: TranscriptFile, *, root: Path, into: Path | None, as_json: bool
+) -> dict[str, Any]:
+    """Import one transcript file and report it (a line on stdout and its skipped lines on
+    stderr, or the JSON entry returned)."""
+    from .claude_code.observations import ledger_session_id
+    from .claude_code.transcripts import read_transcript
+
+    name = str(file.path)
+    report: dict[str, Any] = {"path": name, "sessionId": None, "externalSessionId": None,
+                              "parentSessionId": None, "appended": 0, "skipped": []}
+    try:
+        transcript = read_transcript(file)
+    except OSError as exc:
+        report["notImported"] = f"cannot be read: {exc.strerror or exc}"
+        _say_not_imported(report, as_json)
+        return report
+    skipped = [(s.line, s.reason) for s in transcript.skipped]
+    if transcript.seen:
+        origin = transcript.seen[0].origin
+        report["sessionId"] = ledger_session_id(origin.session_id, origin.agent_id)
+        report["externalSessionId"] = origin.session_id if origin.agent_id is None else (
+            f"{origin.session_id}/{origin.agent_id}")
+        if origin.agent_id is not None:
+            report["parentSessionId"] = ledger_session_id(origin.session_id)
+        show = not as_json and len(transcript.seen) > IMPORT_PROGRESS_THRESHOLD
+        total = len(transcript.seen)
+        with _progress(f"importing {file.path.name}", console=_err, show=show,
+                       total=total) as (tick, _say):
+            done = 0
+
+            def moved(count: int) -> None:
+                nonlocal done
+                done += count
+                if tick is not None:
+                    tick(done, total)
+
+            outcome = recorder.record_all(transcript.seen, progress=moved)
+        report["appended"] = sum(outcome.appended.values())
+        for where, reason in outcome.failed:
+            skipped.append((int(where.rpartition(":")[2]), f"not recorded: {reason}"))
+        if outcome.refused:
+            report["notImported"] = _refusal(transcript.cwd, root, into)
+    skipped.sort()
+    report["skipped"] = [{"line": line, "reason": reason} for line, reason in skipped]
+    if not as_json:
+        for line, reason in skipped:
+            _err.print(escape(f"{name}:{line}: {reason}"))
+    if report.get("notImported"):
+        _say_not_imported(report, as_json)
+    elif not as_json:
+        _out.print(escape(_import_line(report)))
+    return report
+
+
+def _import_line(report: dict[str, Any]) -> str:
+    skipped = len(report["skipped"])
+    lines = f"{skipped} line{'' if skipped == 1 else 's'} skipped"
+    if report["sessionId"] is None:
+        return f"{report['path']}: nothing to import, {lines}"
+    child = f", child of {report['parentSessionId']}" if report["parentSessionId"] else ""
+    appended = report["appended"]
+    return (f"{report['path']}: session {report['sessionId']} (claude "
+            f"{report['externalSessionId']}{child}), {appended} event"
+            f"{'' if appended == 1 else 's'} appended, {lines}")
+
+
+def _say_not_imported(report: dict[str, Any], as_json: bool) -> None:
+    if not as_json:
+        _err.print(escape(f"{report['path']}: not imported: {report['notImported']}"))
+
+
+def _refusal(cwd: str | None, root: Path, into: Path | None) -> str:
+    """Why a transcript's session could not be recorded (the recorder only says that)."""
+    if into is None and not cwd:
+        return "its lines name no cwd (use --into DIR)"
+    if into is None and cwd and not Path(cwd).resolve().is_relative_to(root):
+        return (f"its cwd {cwd} lies outside the workspace root {root} "
+                "(use --workspace ROOT, or --into DIR for a transcript from another machine)")
+    return "its session could not be created there (deleted, or its workspace is unusable)"
