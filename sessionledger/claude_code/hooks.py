@@ -58,7 +58,10 @@ from .observations import (
 )
 from .recorder import Recorder, Tally, approved_plan
 
-__all__ = ["HOOK_EVENTS", "HookAnswer", "MalformedHook", "answer_hook", "read_hook"]
+__all__ = [
+    "HOOK_EVENTS", "HOOK_PATH", "MAX_HOOK_BYTES", "HookAnswer", "MalformedHook", "answer_hook",
+    "read_hook",
+]
 
 HOOK_EVENTS = (
     "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
@@ -67,7 +70,9 @@ HOOK_EVENTS = (
 """The events :func:`answer_hook` reads for what they hold; any other is :class:`Noted`."""
 
 MAX_HOOK_BYTES = 8 * 1024 * 1024
-"""The largest event read (a ``Write`` of a big file carries its whole content)."""
+"""The largest event read (a ``Write`` of a big file carries its whole content); the HTTP
+route takes bodies up to this size (other routes: 1 MiB)."""
+HOOK_PATH = "/v1/hooks/claude-code"
 
 DROPPED_WARNING = (
     "Your last TodoWrite dropped unfinished todos without completing them: {items}. "

@@ -14,7 +14,7 @@ import ipaddress
 import json
 import re
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -286,17 +286,23 @@ class BodyLimitMiddleware:
     :class:`BodyTooLarge`, so nothing is parsed or appended either way.
     """
 
-    def __init__(self, app: ASGIApp, *, limit: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self, app: ASGIApp, *, limit: int = MAX_BODY_BYTES,
+        larger: Mapping[str, int] | None = None,
+    ) -> None:
         self.app = app
         self.limit = limit
+        self.larger = dict(larger or {})
+        """Paths that take more (a Claude Code hook event carries a whole file's content)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.larger.get(scope.get("path", ""), self.limit)
         declared = _declared_length(scope)
-        if declared is not None and declared > self.limit:
-            await self._refuse(send)
+        if declared is not None and declared > limit:
+            await self._refuse(send, limit)
             return
         received = 0
 
@@ -305,14 +311,14 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.limit:
-                    raise BodyTooLarge(self.limit)
+                if received > limit:
+                    raise BodyTooLarge(limit)
             return message
 
         await self.app(scope, counted, send)
 
-    async def _refuse(self, send: Send) -> None:
-        error = BodyTooLarge(self.limit)
+    async def _refuse(self, send: Send, limit: int) -> None:
+        error = BodyTooLarge(limit)
         body = json.dumps({"error": {
             "code": "payload_too_large", "message": error.detail, "details": None,
         }}).encode()

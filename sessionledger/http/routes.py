@@ -25,7 +25,7 @@ from starlette.types import Scope
 
 from eventlog import CATALOG, UNDECODABLE, HostKind, UserActivityAction
 
-from ..claude_code.hooks import answer_hook
+from ..claude_code.hooks import HOOK_PATH, answer_hook
 from ..claude_code.recorder import Recorder
 from ..service.sessions import (
     DEFAULT_EVENTS_LIMIT,
@@ -687,7 +687,7 @@ def hook_routes(service: SessionService) -> APIRouter:
     router = api_router()
     recorder = Recorder(service)
 
-    @router.post("/v1/hooks/claude-code", response_model=None, responses=TOO_LARGE,
+    @router.post(HOOK_PATH, response_model=None, responses=TOO_LARGE,
                  tags=["claude-code"])
     async def claude_code_hook(request: Request) -> JSONResponse:
         """Record a Claude Code hook event and answer it (SPEC §13)."""
