@@ -378,7 +378,8 @@ def _audit_all(service: SessionService) -> list[AuditReport]:
 @db_option
 @click.argument("session_id", metavar="[SESSION]", required=False)
 @click.option("--json", "as_json", is_flag=True,
-              help="One JSON object: each session's audit document (SPEC §11) by its id.")
+              help="One JSON object: `ok` and `sessions`, each session's audit document with its "
+                   "`sessionId`.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any session has findings too.")
 def audit(db: str | None, session_id: str | None, as_json: bool, strict: bool) -> None:
     """Verify hash chains and projections (one session, or all); exit 1 naming each fault.
@@ -411,14 +412,14 @@ def audit(db: str | None, session_id: str | None, as_json: bool, strict: bool) -
             _out.print(f"FAIL {report.session_id}: projection differs: {escape(difference)}")
         for note in report.notes:
             _out.print(f"NOTE {report.session_id}: {escape(note)}")
+    if all(r.ok for r in reports):
+        events_total = sum(r.events for r in reports)
+        noun = "session" if len(reports) == 1 else "sessions"
+        _out.print(f"OK: {len(reports)} {noun}, {events_total} events, every hash chain "
+                   "verifies and every projection equals a fresh fold of the log")
+    for report in reports:  # after the verdict: findings are not faults (CC-10)
         for finding in report.findings:
             _out.print(f"FINDING {report.session_id}: {escape(str(finding))}")
-    if not all(r.ok for r in reports):
-        raise click.exceptions.Exit(1)
-    events_total = sum(r.events for r in reports)
-    noun = "session" if len(reports) == 1 else "sessions"
-    _out.print(f"OK: {len(reports)} {noun}, {events_total} events, every hash chain verifies "
-               "and every projection equals a fresh fold of the log")
     if found:
         with_findings = sum(1 for r in reports if r.findings)
         _out.print(f"{found} finding{'' if found == 1 else 's'} in {with_findings} "
