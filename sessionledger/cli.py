@@ -401,14 +401,31 @@ def _audit_all(service: SessionService) -> list[AuditReport]:
 @main.command()
 @db_option
 @click.argument("session_id", metavar="[SESSION]", required=False)
-def audit(db: str | None, session_id: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object: `ok` and `sessions`, each session's audit document with its "
+                   "`sessionId`.")
+@click.option("--strict", is_flag=True, help="Exit 1 when any session has findings too.")
+def audit(db: str | None, session_id: str | None, as_json: bool, strict: bool) -> None:
     """Verify hash chains and projections (one session, or all); exit 1 naming each fault.
 
     An event this build cannot decode is a fault named `undecodable at seq N` (its chain may
-    well be intact); the other events and sessions are still checked.
+    well be intact); the other events and sessions are still checked. Findings (CC-10: a
+    write while Plan was on, unfinished todos dropped, a question nobody answered) are listed
+    as `FINDING` lines; they are not faults, unless `--strict` makes any of them exit 1.
     """
     with _service(db) as service:
         reports = [service.audit_report(session_id)] if session_id else _audit_all(service)
+    found = sum(len(r.findings) for r in reports)
+    failed = not all(r.ok for r in reports) or (strict and found > 0)
+    if as_json:
+        click.echo(json.dumps(
+            {"ok": all(r.ok for r in reports),
+             "sessions": [{"sessionId": r.session_id, **r.to_wire()} for r in reports]},
+            ensure_ascii=False,
+        ))
+        if failed:
+            raise click.exceptions.Exit(1)
+        return
     for report in reports:
         if not report.chain_ok:
             _out.print(f"FAIL {report.session_id}: chain broken at seq {report.first_bad_seq}"
@@ -419,12 +436,21 @@ def audit(db: str | None, session_id: str | None) -> None:
             _out.print(f"FAIL {report.session_id}: projection differs: {escape(difference)}")
         for note in report.notes:
             _out.print(f"NOTE {report.session_id}: {escape(note)}")
-    if not all(r.ok for r in reports):
+    if all(r.ok for r in reports):
+        events_total = sum(r.events for r in reports)
+        noun = "session" if len(reports) == 1 else "sessions"
+        _out.print(f"OK: {len(reports)} {noun}, {events_total} events, every hash chain "
+                   "verifies and every projection equals a fresh fold of the log")
+    for report in reports:  # after the verdict: findings are not faults (CC-10)
+        for finding in report.findings:
+            _out.print(f"FINDING {report.session_id}: {escape(str(finding))}")
+    if found:
+        with_findings = sum(1 for r in reports if r.findings)
+        _out.print(f"{found} finding{'' if found == 1 else 's'} in {with_findings} "
+                   f"session{'' if with_findings == 1 else 's'}"
+                   + (" (--strict: exit 1)" if strict else ""))
+    if failed:
         raise click.exceptions.Exit(1)
-    events_total = sum(r.events for r in reports)
-    noun = "session" if len(reports) == 1 else "sessions"
-    _out.print(f"OK: {len(reports)} {noun}, {events_total} events, every hash chain verifies "
-               "and every projection equals a fresh fold of the log")
 
 
 @main.command()

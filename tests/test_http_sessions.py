@@ -307,7 +307,7 @@ def test_audit_of_a_sound_session(client: TestClient) -> None:  # EL-4
     assert response.status_code == 200
     assert response.json() == {
         "ok": True, "events": 1, "chain": {"ok": True, "firstBadSeq": None},
-        "projections": {"ok": True, "differences": []},
+        "projections": {"ok": True, "differences": []}, "findings": [],
     }
 
 

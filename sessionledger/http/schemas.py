@@ -32,6 +32,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "PlainInt",
     "AuditDocument",
+    "AuditFinding",
     "CallIdPath",
     "CallDocument",
     "CancelledCall",
@@ -308,11 +309,33 @@ class AuditUndecodable(_Wire):
     reason: str
 
 
+class AuditFinding(_Wire):
+    """What a reviewer looks for in a session (CC-10), at the seq of the event that shows it;
+    not a fault. Each kind has its own keys: ``write_in_plan`` ``tool``, ``callId`` and
+    ``path`` or ``command`` when the call had one; ``dropped_unfinished_todos`` ``dropped``
+    (the items' contents); ``unanswered_question`` ``interactionId``, ``callId``,
+    ``decision`` (``autoContinued``, ``deny`` or ``withdrawn``) and ``questions`` (texts)."""
+
+    kind: Literal["write_in_plan", "dropped_unfinished_todos", "unanswered_question"]
+    seq: int
+    tool: str | None = None
+    callId: str | None = None
+    path: str | None = None
+    command: str | None = None
+    dropped: list[str] | None = None
+    interactionId: str | None = None
+    decision: Literal["autoContinued", "deny", "withdrawn"] | None = None
+    questions: list[str] | None = None
+
+
 class AuditDocument(_Wire):
     ok: bool
     events: int
     chain: AuditChain
     projections: AuditProjections
+    findings: list[AuditFinding] = Field(
+        description="always present; findings are not faults: ok does not count them (CC-10)"
+    )
     undecodable: list[AuditUndecodable] = Field(
         default_factory=list, description="present only when not empty; each makes ok false"
     )

@@ -7,28 +7,46 @@ are. Audits never crash on a damaged log or table: what cannot be read is report
 of the session it belongs to. A stored event the reader cannot decode is such a fault, named
 ``undecodable`` at its ``seq`` (SPEC EG-1); it is not a chain break, since the chain is
 checked over the stored text.
+
+Beside the faults, an audit lists *findings* (SPEC CC-10): what a reviewer looks for in any
+session, live, hooked or imported, read from the same pass over its log
+(:func:`session_findings`). They are not faults: ``ok`` does not look at them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
 
 from eventlog import (
     ChainReport,
     EventLogError,
     EventStore,
+    InteractionRequested,
+    InteractionResolved,
     PlanFileWriteFailed,
+    RecordedEvent,
+    SessionCreated,
+    SessionModeChanged,
     StoreBusy,
     StoreClosed,
+    TodosWritten,
+    ToolCallCompleted,
+    ToolCallRequested,
     Undecodable,
 )
 from projections import Projections, compare_session
+from statemachine.execution import ExecutionState
+
+from ..permission.authority import Call, PermissionRequest, primary_argument
+from ..permission.descriptors import named_tool
 
 __all__ = [
-    "AuditProgress", "AuditReport", "UndecodableAt", "audit_log", "audit_session",
-    "log_findings", "projection_differences",
+    "AuditProgress", "AuditReport", "Finding", "FindingKind", "FindingsReader",
+    "UndecodableAt", "audit_log", "audit_session", "log_findings", "projection_differences",
+    "session_findings",
 ]
 
 AuditProgress = Callable[[int, int], None]
@@ -50,6 +68,151 @@ class UndecodableAt:
         return f"undecodable at seq {self.seq}: {self.type} event ({self.reason})"
 
 
+FindingKind = Literal["write_in_plan", "dropped_unfinished_todos", "unanswered_question"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What a reviewer looks for in a session (SPEC CC-10), at the ``seq`` of the event that
+    shows it; ``details`` are its camelCase wire fields beside ``kind`` and ``seq``."""
+
+    kind: FindingKind
+    seq: int
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"kind": self.kind, "seq": self.seq, **self.details}
+
+    def __str__(self) -> str:
+        d = self.details
+        if self.kind == "write_in_plan":
+            subject = d.get("path") or d.get("command")
+            what = f"{d['tool']} {subject}" if subject else str(d["tool"])
+            text = f"{what} while Plan was on"
+        elif self.kind == "dropped_unfinished_todos":
+            dropped = list(d["dropped"])
+            noun = "todo" if len(dropped) == 1 else "todos"
+            text = f"{len(dropped)} unfinished {noun} dropped: " + ", ".join(
+                _quoted(c) for c in dropped
+            )
+        else:
+            questions = list(d["questions"])
+            text = f"{d['decision']}: " + (
+                ", ".join(_quoted(q) for q in questions) if questions else "(no question text)"
+            )
+        return f"seq {self.seq} {self.kind}: {text}"
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\n", " ") + '"'
+
+
+_UNANSWERED = frozenset({"autoContinued", "deny", "withdrawn"})
+"""How an askUserQuestion interaction ends without the user's answer: the timer continued,
+the user declined, or the caller withdrew it."""
+
+
+class FindingsReader:
+    """Reads a session's events in seq order, one at a time, and keeps its findings.
+
+    ``write_in_plan`` — a tool call that ran (``ToolCallCompleted`` with status
+    ``completed``) whose tool is not read-only and not allowed in Plan, when Plan was on at
+    its ``ToolCallRequested`` *or* when its ``ToolCallCompleted`` was recorded (either is
+    enough: the permission check saw the first, the run may have happened under the second).
+    Plan is the ``SessionCreated`` execution state, then each ``SessionModeChanged``.
+    Read-only-ness is the permission authority's own (:meth:`Call.of`): the tool's descriptor
+    (:func:`named_tool`), and for a shell tool the classifier on the recorded ``command``. The
+    finding is at the seq of the ``ToolCallCompleted``.
+
+    ``dropped_unfinished_todos`` — each ``TodosWritten`` with ``droppedUnfinished`` items
+    (the live TodoWrite and Claude Code's both record them).
+
+    ``unanswered_question`` — an ``askUserQuestion`` interaction resolved ``autoContinued``,
+    ``deny`` (declined) or ``withdrawn``, at the seq of its ``InteractionResolved``.
+    """
+
+    def __init__(self) -> None:
+        self._plan = False
+        self._workspace = Path(".")
+        self._requested: dict[str, tuple[ToolCallRequested, bool]] = {}
+        self._questions: dict[str, InteractionRequested] = {}
+        self._found: list[Finding] = []
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return tuple(self._found)
+
+    def see(self, event: RecordedEvent) -> None:
+        data = event.data
+        if isinstance(data, SessionCreated):
+            self._plan = data.execution_state.plan_enabled
+            self._workspace = Path(data.workspace)
+        elif isinstance(data, SessionModeChanged):
+            self._plan = data.plan_enabled
+        elif isinstance(data, ToolCallRequested):
+            self._requested[data.call_id] = (data, self._plan)
+        elif isinstance(data, ToolCallCompleted):
+            self._completed(event.seq, data)
+        elif isinstance(data, TodosWritten):
+            if data.dropped_unfinished:
+                self._found.append(Finding("dropped_unfinished_todos", event.seq, {
+                    "dropped": [t.content for t in data.dropped_unfinished],
+                }))
+        elif isinstance(data, InteractionRequested):
+            if data.kind == "askUserQuestion":
+                self._questions[data.interaction_id] = data
+        elif isinstance(data, InteractionResolved):
+            asked = self._questions.pop(data.interaction_id, None)
+            if asked is not None and data.decision in _UNANSWERED:
+                self._found.append(Finding("unanswered_question", event.seq, {
+                    "interactionId": data.interaction_id, "callId": data.call_id,
+                    "decision": data.decision, "questions": _question_texts(asked.payload),
+                }))
+
+    def _completed(self, seq: int, data: ToolCallCompleted) -> None:
+        requested, plan_at_request = self._requested.pop(data.call_id, (None, False))
+        if data.status != "completed" or not (plan_at_request or self._plan):
+            return
+        tool = named_tool(data.tool)
+        if tool.allowed_in_plan_mode:
+            return
+        raw: Mapping[str, Any] = requested.input if requested is not None else {}
+        call = Call.of(PermissionRequest(
+            tool=tool, input=raw, state=ExecutionState(plan_enabled=True),
+            workspace=self._workspace,
+        ))
+        if call.read_only:
+            return
+        details: dict[str, Any] = {"tool": data.tool, "callId": data.call_id}
+        kind, value = primary_argument(tool, raw)
+        if value and kind in ("path", "command"):
+            details[kind] = value
+        self._found.append(Finding("write_in_plan", seq, details))
+
+
+def _question_texts(payload: Mapping[str, Any]) -> list[str]:
+    """The question texts of an askUserQuestion payload (``{"questions": [{"question"…}]}``),
+    whatever else it holds; an entry without a text is left out."""
+    questions = payload.get("questions")
+    if not isinstance(questions, list):
+        return []
+    texts = []
+    for q in questions:
+        text = q.get("question") if isinstance(q, dict) else q
+        if isinstance(text, str):
+            texts.append(text)
+    return texts
+
+
+def session_findings(events: Iterable[RecordedEvent]) -> tuple[Finding, ...]:
+    """The findings of one session's events, in seq order (SPEC CC-10; the rules are
+    :class:`FindingsReader`'s). Pure: no I/O."""
+    reader = FindingsReader()
+    for event in events:
+        reader.see(event)
+    return reader.findings
+
+
 @dataclass(frozen=True, slots=True)
 class AuditReport:
     """One session's audit: its hash chain and the differences of its projections."""
@@ -63,6 +226,8 @@ class AuditReport:
     """Not faults but worth knowing: plan files that could not be written (PM-7)."""
     undecodable: tuple[UndecodableAt, ...] = ()
     """Events the reader cannot decode (EG-1): faults, but not of the chain."""
+    findings: tuple[Finding, ...] = ()
+    """What a reviewer looks for (CC-10): never faults."""
 
     @classmethod
     def from_chain(cls, report: ChainReport, differences: tuple[str, ...] = ()) -> AuditReport:
@@ -84,12 +249,13 @@ class AuditReport:
 
     def to_wire(self) -> dict[str, Any]:
         """The ``GET /v1/sessions/{id}/audit`` shape of SPEC §11 (plus ``undecodable`` and
-        ``notes`` when any)."""
+        ``notes`` when any, and ``findings`` always: CC-10)."""
         wire: dict[str, Any] = {
             "ok": self.ok,
             "events": self.events,
             "chain": {"ok": self.chain_ok, "firstBadSeq": self.first_bad_seq},
             "projections": {"ok": self.projections_ok, "differences": list(self.differences)},
+            "findings": [f.to_wire() for f in self.findings],
         }
         if self.undecodable:
             wire["undecodable"] = [u.to_wire() for u in self.undecodable]
@@ -115,13 +281,16 @@ def projection_differences(
 
 def log_findings(
     store: EventStore, session_id: str
-) -> tuple[tuple[str, ...], tuple[UndecodableAt, ...]]:
+) -> tuple[tuple[str, ...], tuple[UndecodableAt, ...], tuple[Finding, ...]]:
     """What one more read of the log shows: each recorded ``PlanFileWriteFailed`` as a note,
-    and each event the reader could not decode."""
+    each event the reader could not decode, and the session's findings (CC-10; as far as the
+    log could be read)."""
     notes: list[str] = []
     undecodable: list[UndecodableAt] = []
+    reader = FindingsReader()
     try:
         for e in store.read_session(session_id):
+            reader.see(e)
             if isinstance(e.data, PlanFileWriteFailed):
                 notes.append(f"seq {e.seq}: plan file {e.data.path} not written ({e.data.error})")
             elif isinstance(e.data, Undecodable):
@@ -130,7 +299,7 @@ def log_findings(
         raise
     except (EventLogError, ValueError, TypeError):
         pass  # the projection half names what cannot be read
-    return tuple(notes), tuple(undecodable)
+    return tuple(notes), tuple(undecodable), reader.findings
 
 
 def audit_session(store: EventStore, projections: Projections, session_id: str) -> AuditReport:
@@ -145,8 +314,8 @@ def audit_session(store: EventStore, projections: Projections, session_id: str) 
 
 
 def _with_findings(store: EventStore, report: AuditReport) -> AuditReport:
-    notes, undecodable = log_findings(store, report.session_id)
-    return replace(report, notes=notes, undecodable=undecodable)
+    notes, undecodable, findings = log_findings(store, report.session_id)
+    return replace(report, notes=notes, undecodable=undecodable, findings=findings)
 
 
 def audit_log(
@@ -180,6 +349,7 @@ def audit_log(
             fresh = AuditReport.from_chain(chain, differences)
             reports[chain.session_id] = (
                 _with_findings(store, fresh) if earlier is None
-                else replace(fresh, notes=earlier.notes, undecodable=earlier.undecodable)
+                else replace(fresh, notes=earlier.notes, undecodable=earlier.undecodable,
+                             findings=earlier.findings)
             )
     return list(reports.values())

@@ -359,6 +359,11 @@ class TodoWriteHandler:
         # catalog's, in one validation of the event.
         written = TodosWritten.model_validate({"todos": raw["todos"]})
         answer = write_result(context.todos, written.todos, old_seq=context.todos_seq)
+        dropped = answer.result["droppedUnfinished"]
+        if dropped:  # the event names them too, the one rule of live and hooked sessions (CC-10)
+            written = written.model_copy(update={"dropped_unfinished": tuple(
+                TodoItemData.model_validate(item) for item in dropped
+            )})
         # The log keeps the result without the lists: TodosWritten holds the new one, the
         # write at ``oldTodosSeq`` the old one (D70). The caller gets them all the same.
         return HandlerOutcome(

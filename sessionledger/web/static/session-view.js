@@ -1,5 +1,5 @@
 // One session: its mode badge and switcher, Goal, todos with progress, the waiting questions
-// and plan approvals, and the audit timeline. The session's SSE stream, read from the start,
+// and plan approvals, the session's findings (CC-10) and the audit timeline. The session's SSE stream, read from the start,
 // feeds the timeline; after each event the session document (the server's read models) is
 // fetched again and drawn. Documents never go backwards: one older than the last drawn
 // (by version) is ignored.
@@ -13,6 +13,26 @@ import { Timeline } from './timeline.js';
 export const MODES = ['plan', 'build', 'edit', 'yolo', 'auto'];
 const TODO_MARKS = { pending: '○', in_progress: '◐', completed: '●' };
 const REFRESH_DELAY_MS = 40;
+const FINDINGS_DELAY_MS = 1000;
+// CC-10: the events that can add a finding; after one, the audit is read again (not sooner
+// than FINDINGS_DELAY_MS after the last read: an audit reads the whole log).
+const FINDING_EVENTS = new Set(['ToolCallCompleted', 'TodosWritten', 'InteractionResolved']);
+
+/** One finding of the audit document as a line of text (CC-10). */
+export function findingText(finding) {
+  const quoted = (items) => (items || []).map((t) => `"${t}"`).join(', ');
+  if (finding.kind === 'write_in_plan') {
+    const subject = finding.path || finding.command;
+    return `${finding.tool}${subject ? ` ${subject}` : ''} while Plan was on`;
+  }
+  if (finding.kind === 'dropped_unfinished_todos') {
+    return `unfinished todos dropped: ${quoted(finding.dropped)}`;
+  }
+  if (finding.kind === 'unanswered_question') {
+    return `${finding.decision}: ${quoted(finding.questions) || '(no question text)'}`;
+  }
+  return '';
+}
 
 export class SessionView {
   constructor(root, sessionId, eventTypes, { onStatus, toast }) {
@@ -27,6 +47,7 @@ export class SessionView {
     this.lastResolution = null;
     this.lastSeq = 0;
     this.refreshTimer = null;
+    this.findingsTimer = null;
     this.stopped = false;
     this.stream = null;
   }
@@ -34,6 +55,7 @@ export class SessionView {
   start() {
     this.#build();
     this.refresh();
+    this.refreshFindings();
     this.stream = new LedgerStream(`${sessionPath(this.sessionId)}/events/stream`, this.eventTypes, {
       onEvent: (envelope) => this.#onEvent(envelope),
       onStatus: this.onStatus,
@@ -44,6 +66,7 @@ export class SessionView {
   stop() {
     this.stopped = true;
     clearTimeout(this.refreshTimer);
+    clearTimeout(this.findingsTimer);
     if (this.stream) this.stream.close();
   }
 
@@ -70,6 +93,8 @@ export class SessionView {
     this.nothingWaiting = h('p', { class: 'panel empty nothing-waiting' },
       'No question or plan is waiting for you.');
     this.todos = h('section', { class: 'panel todos', id: 'todos', 'aria-label': 'Todos' });
+    this.findings = h('section', { class: 'panel findings', id: 'findings', 'aria-label': 'Findings' },
+      h('h3', {}, 'Findings'));
     this.timeline = new Timeline();
     const head = h('header', { class: 'session-head' },
       h('div', { class: 'title' }, h('h2', { class: 'session-id' }, this.sessionId), this.workspace,
@@ -81,7 +106,7 @@ export class SessionView {
       head, this.banner,
       h('div', { class: 'columns' },
         h('div', { class: 'main-col' }, this.goal, this.notice, this.withdrawn, this.cardsEl, this.nothingWaiting,
-          this.todos),
+          this.todos, this.findings),
         this.timeline.el)));
   }
 
@@ -101,6 +126,7 @@ export class SessionView {
       this.#gone('This session was deleted. Its events stay readable until it is purged.');
       return;
     }
+    if (FINDING_EVENTS.has(envelope.type)) this.#scheduleFindings();
     this.scheduleRefresh();
   }
 
@@ -142,6 +168,36 @@ export class SessionView {
         this.#gone(`There is no session ${this.sessionId}.`);
       } else if (err.status !== 0) this.toast(err.message);  // 0: down; the stream reconnects
     }
+  }
+
+  #scheduleFindings() {
+    if (this.findingsTimer !== null || this.stopped) return;
+    this.findingsTimer = setTimeout(() => {
+      this.findingsTimer = null;
+      this.refreshFindings();
+    }, FINDINGS_DELAY_MS);
+  }
+
+  /** CC-10: the audit's findings, drawn as text (a deleted session's audit stays readable). */
+  async refreshFindings() {
+    let audit;
+    try {
+      audit = await get(`${sessionPath(this.sessionId)}/audit`);
+    } catch (_err) {
+      return;  // the session document's refresh reports what is wrong
+    }
+    if (this.stopped) return;
+    const findings = Array.isArray(audit && audit.findings) ? audit.findings : [];
+    this.findings.dataset.count = String(findings.length);
+    fill(this.findings, h('h3', {}, 'Findings'),
+      findings.length
+        ? h('ul', { class: 'finding-list' }, findings.map((f) => h('li', {
+          class: 'finding', dataset: { kind: String(f.kind), seq: String(f.seq) },
+        },
+        h('span', { class: 'finding-seq' }, `seq ${f.seq}`), ' ',
+        h('span', { class: 'finding-kind' }, String(f.kind)), ': ',
+        h('span', { class: 'finding-detail' }, findingText(f)))))
+        : h('p', { class: 'empty' }, 'No findings.'));
   }
 
   apply(doc) {
