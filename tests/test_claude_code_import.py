@@ -603,3 +603,64 @@ def test_bad_arguments_change_nothing(tmp_path: Path, args: list[str]) -> None: 
     assert result.stdout == "" and "Traceback" not in result.stderr
     assert result.stderr.strip()
     assert not db.exists()
+
+
+def run_audit(*args: str, db: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``sessionledger audit ARGS… --db sqlite:///DB`` as a real process."""
+    environment = {k: v for k, v in os.environ.items() if k != "SESSIONLEDGER_DB"}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return subprocess.run(
+        [*sessionledger_command(), "audit", *args, "--db", f"sqlite:///{db}"],
+        cwd=cwd, env=environment, capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def test_the_audit_of_imported_sessions_lists_what_a_reviewer_looks_for(
+        tmp_path: Path, writer: Writer) -> None:  # CC-9, CC-10 (issue 22 acceptance 3)
+    # Our own transcript for what the real ones lack: a question declined, a Bash that
+    # writes while Plan is on, a plan rejected (Plan stays on).
+    question = {"questions": [{"question": "Which database?", "header": "Database",
+                               "options": [{"label": "SQLite", "description": "a file"},
+                                           {"label": "PostgreSQL", "description": "a server"}],
+                               "multiSelect": False}]}
+    writer.prompt("set up storage", permissionMode="plan")
+    writer.use("toolu_q", "AskUserQuestion", question)
+    writer.result("toolu_q", REJECTED, response="User rejected tool use", error=True)
+    writer.use("toolu_ls", "Bash", {"command": "ls -la"})
+    writer.result("toolu_ls", "total 0")
+    writer.use("toolu_rm", "Bash", {"command": "rm -rf build"})
+    writer.result("toolu_rm", "")
+    writer.use("toolu_p", "ExitPlanMode", {"plan": PLAN})
+    writer.result("toolu_p", REJECTED, response=f"Error: {REJECTED}", error=True)
+    (tmp_path / "own").mkdir()
+    own = writer.write(tmp_path / "own" / f"{SESSION}.jsonl")
+    db = tmp_path / "ledger.db"
+    for path in (str(transcripts_dir()), str(own)):
+        assert run_import(path, "--workspace", "/", db=db, cwd=tmp_path).returncode == 0
+
+    audited = run_audit("--json", db=db, cwd=tmp_path)
+    assert audited.returncode == 0, audited.stderr  # findings are not faults
+    document = json.loads(audited.stdout)
+    assert document["ok"] is True
+    found = {s["sessionId"]: [(f["kind"], f.get("tool"), f.get("path") or f.get("command")
+                               or f.get("dropped") or f.get("questions"))
+                              for f in s["findings"]]
+             for s in document["sessions"]}
+    assert found[ledger_session_id(MAIN)] == [  # Claude Code's own plan file, written in Plan
+        ("write_in_plan", "Write", "/home/USER/.claude/plans/drifting-tumbling-whisper.md")]
+    assert found[ledger_session_id(TODOS)] == [
+        ("dropped_unfinished_todos", None, ["Write comprehensive tests for all modules"])]
+    assert found[ledger_session_id(ASKING)] == []  # both questions answered; plan approved
+    assert found[ledger_session_id(SESSION)] == [
+        ("unanswered_question", None, ["Which database?"]),
+        ("write_in_plan", "Bash", "rm -rf build"),
+    ]
+    with opened(db) as service:
+        own_events = [e.type for e in service.iter_events(ledger_session_id(SESSION))]
+        still = service.summary(ledger_session_id(SESSION))
+    assert "PlanRejected" in own_events and still.plan_enabled  # rejected: Plan stays on
+
+    strict = run_audit("--strict", db=db, cwd=tmp_path)
+    assert strict.returncode == 1
+    assert "write_in_plan" in strict.stdout
