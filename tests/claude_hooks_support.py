@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import httpx
 from server_support import ServerProcess, sessionledger_command
 
+from eventlog import EventStore, open_store
 from sessionledger import SessionService
 from sessionledger.claude_code.observations import ledger_session_id
 
@@ -82,11 +84,10 @@ def _body(event: dict[str, Any] | bytes | str) -> bytes:
     return json.dumps(event, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
-def post_hook(server: ServerProcess, event: dict[str, Any] | bytes | str) -> Answer:
+def post_hook(client: httpx.Client, event: dict[str, Any] | bytes | str) -> Answer:
     """``POST /v1/hooks/claude-code`` with the event's bytes, as an HTTP hook sends them."""
-    with server.client(timeout=HOOK_TIMEOUT_S) as client:
-        response = client.post("/v1/hooks/claude-code", content=_body(event),
-                               headers={"content-type": "application/json"})
+    response = client.post("/v1/hooks/claude-code", content=_body(event),
+                           headers={"content-type": "application/json"})
     try:
         output = response.json()
     except ValueError:
@@ -118,6 +119,23 @@ class Hooks:
     def __init__(self, server: ServerProcess) -> None:
         self.server = server
         self.root = server.workspace
+        self._store: EventStore | None = None
+        self.http = server.client(timeout=HOOK_TIMEOUT_S)
+        """One client for every request (a new one per request costs more than the hook)."""
+
+    @property
+    def store(self) -> EventStore:
+        """The server's log opened for reading from the test process (no projections: this
+        handle never appends)."""
+        if self._store is None:
+            self._store = open_store(self.server.db_url)
+        return self._store
+
+    def close(self) -> None:
+        self.http.close()
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
     def send(self, way: Way, event: dict[str, Any] | bytes | str) -> Any:
         """Send the event ``way``; the output (the answer must be 200 / exit 0 with no
@@ -129,21 +147,20 @@ class Hooks:
 
     def answer(self, way: Way, event: dict[str, Any] | bytes | str) -> Answer:
         if way == "http":
-            return post_hook(self.server, event)
+            return post_hook(self.http, event)
         return run_hook(self.server.db_url, self.root, event)
 
     def head(self) -> int:
         """The log's head position (every session's events)."""
-        with opened(self.server.db_path) as service:
-            return service.store.head_position()
+        return self.store.head_position()
 
     def events(self, claude_session: str, agent: str | None = None) -> list[dict[str, Any]]:
         """The wire envelopes of a Claude Code session's ledger session."""
-        return wire_events(self.server.db_path, ledger_session_id(claude_session, agent))
+        return [e.to_wire() for e in self.store.read_session(
+            ledger_session_id(claude_session, agent))]
 
     def document(self, claude_session: str) -> dict[str, Any]:
-        with self.server.client() as client:
-            response = client.get(f"/v1/sessions/{ledger_session_id(claude_session)}")
+        response = self.http.get(f"/v1/sessions/{ledger_session_id(claude_session)}")
         assert response.status_code == 200, response.text
         document: dict[str, Any] = response.json()
         return document

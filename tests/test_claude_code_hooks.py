@@ -24,6 +24,7 @@ import re
 import subprocess
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from claude_hooks_support import (
     Hooks,
     Way,
     hook_event,
+    opened,
     post_hook,
     transcript_hooks,
     wire_events,
@@ -56,8 +58,12 @@ APPROVED = ("User has approved your plan. You can now start coding. Start with u
 
 
 @pytest.fixture(scope="module")
-def hooks(server: ServerProcess) -> Hooks:
-    return Hooks(server)
+def hooks(server: ServerProcess) -> Iterator[Hooks]:
+    driven = Hooks(server)
+    try:
+        yield driven
+    finally:
+        driven.close()
 
 
 @pytest.fixture
@@ -167,13 +173,20 @@ def _malformed(session: str, cwd: Path) -> dict[str, bytes]:
     }
 
 
+BY_THE_COMMAND = ("not JSON", "a JSON array", "a megabyte of garbage", "a lone surrogate raw")
+"""The malformed events also sent through the command (each run costs a process start): how
+its bytes arrive differs from HTTP; what is read from them is the one answer_hook."""
+
+
 @pytest.mark.parametrize("way", WAYS)
 def test_a_malformed_event_is_no_opinion_and_appends_nothing(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-1
     session = new_session()
-    hooks.send(way, prompt(session, project, "the session exists"))
+    hooks.send("http", prompt(session, project, "the session exists"))
     before = hooks.head()
     for what, body in _malformed(session, project).items():
+        if way == "command" and what not in BY_THE_COMMAND:
+            continue
         answer = hooks.answer(way, body)
         assert answer.output == {}, what
         if way == "http":
@@ -198,8 +211,7 @@ def test_the_first_event_creates_the_session_the_next_ones_land_in(
     assert document["sessionId"] == ledger_session_id(session)
     assert (document["client"], document["externalSessionId"]) == ("claude-code", session)
     assert document["workspace"] == str(project)
-    with hooks.server.client() as client:
-        entries = client.get("/v1/sessions").json()["sessions"]
+    entries = hooks.http.get("/v1/sessions").json()["sessions"]
     [entry] = [e for e in entries if e["sessionId"] == ledger_session_id(session)]
     assert (entry["client"], entry["externalSessionId"]) == ("claude-code", session)
     hooks.send(way, prompt(session, project, "second"))
@@ -235,21 +247,19 @@ def test_a_cwd_outside_the_root_records_nothing(
     del no_cwd["cwd"]
     assert hooks.answer(way, no_cwd).output == {}
     assert hooks.head() == before
-    with hooks.server.client() as client:
-        assert client.get(f"/v1/sessions/{ledger_session_id(session)}").status_code == 404
+    assert hooks.http.get(f"/v1/sessions/{ledger_session_id(session)}").status_code == 404
 
 
 @pytest.mark.parametrize("way", WAYS)
 def test_a_subagents_events_go_to_a_child_session(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-2
     session = new_session()
-    hooks.send(way, prompt(session, project, "explore the parser"))
+    hooks.send("http", prompt(session, project, "explore the parser"))
     subagent = pre_tool(session, project, "Grep", {"pattern": "def parse"})
     subagent.update(agent_id="a7be2f0", agent_type="Explore")
     assert decision(hooks.send(way, subagent))[0] == "allow"
     child = ledger_session_id(session, "a7be2f0")
-    with hooks.server.client() as client:
-        document = client.get(f"/v1/sessions/{child}").json()
+    document = hooks.http.get(f"/v1/sessions/{child}").json()
     assert document["parentSessionId"] == ledger_session_id(session)
     assert (document["client"], document["externalSessionId"]) == (
         "claude-code", f"{session}/a7be2f0")
@@ -289,7 +299,7 @@ def test_permission_mode_is_mirrored(hooks: Hooks, project: Path, way: Way) -> N
 def test_plan_denies_writes_under_bypass_permissions(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-4
     session = new_session()
-    hooks.send(way, prompt(session, project, "plan it", mode="bypassPermissions"))
+    hooks.send("http", prompt(session, project, "plan it", mode="bypassPermissions"))
     calls = {
         "Write": ({"file_path": str(project / "a.py"), "content": "x"}, "deny"),
         "Read": ({"file_path": str(project / "a.py")}, "allow"),
@@ -318,9 +328,8 @@ def test_default_asks_before_what_is_not_read_only(
     answers = [decision(hooks.send(way, pre_tool(session, project, tool, tool_input)))[0]
                for tool, tool_input in (
                    ("Bash", {"command": "rm -rf build"}),
-                   ("mcp__x__y", {"query": "anything"}),
-                   ("Glob", {"pattern": "**/*.py"}))]
-    assert answers == ["ask", "ask", "allow"]
+                   ("mcp__x__y", {"query": "anything"}))]
+    assert answers == ["ask", "ask"]
     assert [d["decision"]["behavior"] for d in of_type(hooks.events(session),
                                                        "PermissionDecided")] == answers
 
@@ -410,7 +419,7 @@ def test_ask_user_question_records_the_answers(
 def test_an_approved_plan_leaves_plan_and_writes_no_file(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-5
     session = new_session()
-    hooks.send(way, prompt(session, project, "plan the parser", mode="plan"))
+    hooks.send("http", prompt(session, project, "plan the parser", mode="plan"))
     assert hooks.document(session)["executionState"]["planEnabled"] is True
     claude_file = "/home/dev/.claude/plans/quiet-parsing-owl.md"
     hooks.send(way, post_tool(session, project, "ExitPlanMode", {"plan": PLAN},
@@ -448,13 +457,13 @@ def test_a_rejected_plan_and_feedback_keep_plan(
 def test_a_prompt_is_warned_once_of_a_dropped_todo(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-6
     session = new_session()
-    assert hooks.send(way, prompt(session, project, "port it")) == {}
+    assert hooks.send("http", prompt(session, project, "port it")) == {}
     first = [todo("Port the lexer", "completed"), todo("Write comprehensive tests", "pending")]
     second = [todo("Port the lexer", "completed")]
-    hooks.send(way, post_tool(session, project, "TodoWrite", {"todos": first},
-                              todos_response([], first)))
-    hooks.send(way, post_tool(session, project, "TodoWrite", {"todos": second},
-                              todos_response(first, second)))
+    hooks.send("http", post_tool(session, project, "TodoWrite", {"todos": first},
+                                 todos_response([], first)))
+    hooks.send("http", post_tool(session, project, "TodoWrite", {"todos": second},
+                                 todos_response(first, second)))
     warned = hooks.send(way, prompt(session, project, "what is left?"))
     assert warned["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     assert '"Write comprehensive tests"' in warned["hookSpecificOutput"]["additionalContext"]
@@ -471,12 +480,12 @@ def test_a_prompt_is_warned_once_of_a_dropped_todo(
 def test_the_plan_and_todos_come_back_after_a_compaction(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-7
     session = new_session()
-    hooks.send(way, post_tool(session, project, "ExitPlanMode", {"plan": PLAN},
-                              {"plan": PLAN, "isAgent": False}, mode="plan"))
+    hooks.send("http", post_tool(session, project, "ExitPlanMode", {"plan": PLAN},
+                                 {"plan": PLAN, "isAgent": False}, mode="plan"))
     items = [todo("Read the parser", "completed"), todo("Add the missing case", "in_progress"),
              todo("Test it", "pending")]
-    hooks.send(way, post_tool(session, project, "TodoWrite", {"todos": items},
-                              todos_response([], items)))
+    hooks.send("http", post_tool(session, project, "TodoWrite", {"todos": items},
+                                 todos_response([], items)))
     hooks.send(way, hook_event("PreCompact", session, project, trigger="auto",
                                custom_instructions=""))
     assert len(of_type(hooks.events(session), "ContextCompacted")) == 1
@@ -562,10 +571,10 @@ def test_the_real_hook_log_is_answered_event_by_event(
     answers: dict[str, list[Any]] = {}
     for line in lines:
         event = _undone(line, project)
-        answer = post_hook(hooks.server, event)
+        answer = post_hook(hooks.http, event)
         assert answer.code == 200 and isinstance(answer.output, dict), answer
         head = hooks.head()
-        assert post_hook(hooks.server, event) == answer  # retried: the same answer
+        assert post_hook(hooks.http, event) == answer  # retried: the same answer
         assert hooks.head() == head  # and nothing appended
         answers.setdefault(line["event"], []).append(answer.output)
         if line["event"] == "PreToolUse":
@@ -698,15 +707,11 @@ def imported(transcript: Path, db_url: str, root: Path, into: Path) -> int:
     return appended
 
 
-def findings(db_url: str, session_id: str, cwd: Path) -> list[dict[str, Any]]:
-    """``sessionledger audit SESSION --json``'s findings, without their seq (the hooked
-    session holds permission decisions the imported one has not)."""
-    done = run_cli("audit", session_id, "--db", db_url, "--json", cwd=cwd)
-    assert done.returncode == 0, done.stdout + done.stderr
-    document = json.loads(done.stdout)
-    assert document["ok"] is True
-    [audited] = document["sessions"]
-    return [{k: v for k, v in f.items() if k != "seq"} for f in audited["findings"]]
+def without_seq(audit: dict[str, Any]) -> list[dict[str, Any]]:
+    """An audit document's findings without their seq (the hooked session holds permission
+    decisions the imported one has not)."""
+    assert audit["ok"] is True, audit
+    return [{k: v for k, v in f.items() if k != "seq"} for f in audit["findings"]]
 
 
 def outcomes(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -749,7 +754,7 @@ def test_a_hooked_session_agrees_with_its_imported_transcript(
     transcript = own_transcript(tmp_path) if claude_session == OWN else real(claude_session)
     session = ledger_session_id(claude_session)
     for event in transcript_hooks(transcript, project):
-        answer = post_hook(hooks.server, event)
+        answer = post_hook(hooks.http, event)
         assert answer.code == 200 and isinstance(answer.output, dict), (event, answer)
     hooked = hooks.events(claude_session)
 
@@ -765,8 +770,9 @@ def test_a_hooked_session_agrees_with_its_imported_transcript(
     assert [item["content"] for _, dropped in outcomes(hooked)["todos"] if dropped
             for item in dropped] == expected["dropped"]
     assert [kind for kind, *_ in outcomes(hooked)["plans"]] == expected["plans"]
-    found = findings(hooks.server.db_url, session, tmp_path)
-    assert found == findings(f"sqlite:///{other_db}", session, tmp_path)
+    found = without_seq(hooks.http.get(f"/v1/sessions/{session}/audit").json())
+    with opened(other_db) as service:
+        assert found == without_seq(service.audit(session))
     assert {f["kind"] for f in found} == expected["findings"]
 
     # Importing the transcript into the hooked database appends only the assistant's texts
@@ -781,4 +787,3 @@ def test_a_hooked_session_agrees_with_its_imported_transcript(
     assert appended == len(added) == len(texts)
     assert [(e["type"], e["data"]["role"], e["data"]["content"]) for e in added] == [
         ("MessageRecorded", "assistant", text) for text in texts]
-    assert imported(transcript, hooks.server.db_url, hooks.root, project) == 0
