@@ -25,6 +25,7 @@ import subprocess
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,10 @@ from claude_hooks_support import (
 )
 from server_support import ServerProcess, sessionledger_command
 
+from sessionledger import SessionService
+from sessionledger.claude_code.hooks import answer_hook
 from sessionledger.claude_code.observations import AssistantText, ledger_session_id
+from sessionledger.claude_code.recorder import Recorder, Tally
 from sessionledger.claude_code.transcripts import read_transcript
 
 REJECTED = ("The user doesn't want to proceed with this tool use. The tool use was rejected "
@@ -451,7 +455,7 @@ def test_a_rejected_plan_and_feedback_keep_plan(
     assert hooks.document(session)["executionState"]["planEnabled"] is True
 
 
-# -- CC-6: UserPromptSubmit -------------------------------------------------------------------------
+# -- CC-6: UserPromptSubmit ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("way", WAYS)
 def test_a_prompt_is_warned_once_of_a_dropped_todo(
@@ -787,3 +791,55 @@ def test_a_hooked_session_agrees_with_its_imported_transcript(
     assert appended == len(added) == len(texts)
     assert [(e["type"], e["data"]["role"], e["data"]["content"]) for e in added] == [
         ("MessageRecorded", "assistant", text) for text in texts]
+
+
+# -- two hook processes at once -----------------------------------------------------------------
+
+def test_a_hook_overtaken_by_another_process_decides_again(tmp_path: Path) -> None:  # CC-8
+    # Claude Code runs the hooks of parallel tool calls at once: two command hooks (two
+    # processes, two handles on one SQLite file) read the session, and the other appends
+    # first. The one overtaken reads again and records its call; it must not answer {}.
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    session = new_session()
+    first, second = (SessionService.open(url, workspace_root=tmp_path) for _ in range(2))
+    try:
+        ours, theirs = Recorder(first), Recorder(second)
+        assert answer_hook(ours, prompt(session, workspace, "go")).output == {}
+        read = ours.tally
+        overtaken = []
+
+        def tally_then_overtaken(session_id: str) -> Tally:
+            tally = read(session_id)
+            if not overtaken:  # the other process appends between our read and our append
+                overtaken.append(answer_hook(theirs, pre_tool(
+                    session, workspace, "Grep", {"pattern": "x"}, use="toolu_theirs")))
+            return tally
+
+        ours.tally = tally_then_overtaken  # type: ignore[method-assign]
+        answer = answer_hook(ours, pre_tool(session, workspace, "Read", {"file_path": "a"},
+                                            use="toolu_ours"))
+        assert answer.problem is None, answer.problem
+        assert decision(answer.output)[0] == "allow"
+        assert decision(overtaken[0].output)[0] == "allow"
+        recorded = [e.to_wire() for e in first.iter_events(ledger_session_id(session))]
+        assert [d["callId"] for d in of_type(recorded, "PermissionDecided")] == [
+            "toolu_theirs", "toolu_ours"]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_parallel_tool_calls_hooked_at_once_are_each_recorded(
+        hooks: Hooks, project: Path) -> None:  # CC-8
+    session = new_session()
+    hooks.send("http", prompt(session, project, "search the web"))
+    searches = [pre_tool(session, project, "WebSearch", {"query": f"parser {i}"},
+                         use=f"toolu_s{i}") for i in range(8)]
+    with ThreadPoolExecutor(len(searches)) as pool:
+        answers = list(pool.map(lambda e: hooks.answer("http", e), searches))
+    assert [(a.code, decision(a.output)[0]) for a in answers] == [(200, "allow")] * 8
+    events = hooks.events(session)
+    assert sorted(d["callId"] for d in of_type(events, "PermissionDecided")) == sorted(
+        e["tool_use_id"] for e in searches)

@@ -228,19 +228,20 @@ class Recorder:
 
     def record(self, session_id: str, seen: Seen, *, decide: Decider | None = None) -> Recorded:
         """Append what ``seen`` says to ``session_id`` at most once; ``decide`` answers a
-        ToolUse's permission (PreToolUse), recorded as ``PermissionDecided``."""
+        ToolUse's permission (PreToolUse), recorded as ``PermissionDecided``. Overtaken by
+        another process's append (two command hooks at once), it reads and decides again."""
         def attempt() -> Recorded:
             tally = self.tally(session_id)
             events, key = batch_for(tally, seen, decide=decide)
             if not events:
                 return Recorded(session_id)
-            with eventlog_errors():
-                result = self._ledger.append(
-                    session_id, events, expected_version=tally.version, idempotency_key=key
-                )
+            result = self._ledger.append(  # overtaken: the retry policy decides again
+                session_id, events, expected_version=tally.version, idempotency_key=key
+            )
             return Recorded(session_id, tuple(result.events), result.replayed)
 
-        return self._ledger.retry(session_id, attempt)
+        with eventlog_errors():
+            return self._ledger.retry(session_id, attempt)
 
     # -- many observations (an import) --------------------------------------------------------
 
