@@ -10,7 +10,8 @@ canonical and appends skip the slow path (:mod:`eventlog.encoding`).
 
 from __future__ import annotations
 
-from operator import not_
+from functools import partial
+from operator import is_, not_
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
@@ -75,10 +76,10 @@ PermissionMode = Literal["build", "edit", "yolo", "auto"]
 HostKind = Literal["protocol", "tui", "headless"]
 
 
-Optional: Any = Field(default=None, exclude_if=not_)
+Optional: Any = Field(default=None, exclude_if=partial(is_, None))
 """A field left out of the stored payload when unset, so events that never carry it are
 stored exactly as before it existed."""
-Occurred: Any = Field(default=None, exclude_if=not_)
+Occurred: Any = Field(default=None, exclude_if=partial(is_, None))
 """``occurredAt``: when the host says it happened (an imported transcript's own time, CC-9);
 absent when it happened as it was recorded."""
 
