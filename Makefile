@@ -53,6 +53,7 @@ bench: $(VENV)/.bench
 	$(PY) bench/group_floor.py
 	$(PY) bench/load.py
 	$(PY) bench/permission.py
+	$(PY) bench/claude_code.py
 
 docs: $(VENV)/.dev
 	$(PY) -m sessionledger.docgen

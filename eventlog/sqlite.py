@@ -789,9 +789,12 @@ def _load_heads(
 
 _REPLAY = (
     f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND idempotency_key = ? "
-    "ORDER BY seq"
+    "ORDER BY global_position"
 )
-"""The rows of an earlier batch with the same idempotency key."""
+"""The rows of an earlier batch with the same idempotency key. Ordered by position (which is
+seq order within a session) so that SQLite reads them from ``events_idempotency``: ``ORDER BY
+seq`` made it walk the session's whole ``(session_id, seq)`` index instead, a cost growing
+with the session's length on every keyed append."""
 
 
 def _insert(conn: sqlite3.Connection, rows: list[RawRow]) -> None:

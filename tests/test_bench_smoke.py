@@ -124,3 +124,26 @@ def test_permission_bench_quick_prints_every_shape_and_the_ratio(tmp_path: Path)
     assert "DIFFERS" not in out  # the decision does not depend on the length
     assert "config.deny[0]" in out
     assert not list(tmp_path.iterdir()), "scratch files left behind"
+
+
+def test_claude_code_bench_quick_prints_both_tables_with_no_errors(tmp_path: Path) -> None:
+    # Issue 22's acceptance 5: import throughput and the hook round trip; shape and errors only.
+    done = _run("claude_code.py", "--quick", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    for text in ("transcript: 2,000 lines", "(a) import", "lines/s", "events/s", "ratio",
+                 "anchor: json.loads + sqlite3 row per line", "read_transcript only",
+                 "import in process (read + Recorder)", "re-import in process (appends 0)",
+                 "import via CLI subprocess", "(b) hook round trip", "p50 ms", "p99 ms",
+                 "GET /healthz (anchor)", "POST /v1/hooks/claude-code PreToolUse",
+                 "POST /v1/hooks/claude-code PostToolUse", "python -c pass (anchor",
+                 "sessionledger hook claude-code PreToolUse",
+                 "sessionledger hook claude-code PostToolUse"):
+        assert text in out, text
+    hooks = out.split("(b) hook round trip", 1)[1]
+    rows = [line for line in hooks.splitlines()
+            if line[:1].isalpha() and not line.startswith("workload")]
+    assert len(rows) == 7 and all(line.split()[-1] == "0" for line in rows), rows  # no errors
+    reimport = next(line for line in out.splitlines() if line.startswith("re-import"))
+    assert reimport.split()[-6] == "0", reimport  # appended nothing
+    assert not list(tmp_path.iterdir()), "scratch files left behind"
