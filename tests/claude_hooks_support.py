@@ -39,7 +39,9 @@ __all__ = [
     "hook_event",
     "opened",
     "post_hook",
+    "run_cli",
     "run_hook",
+    "this_repo_env",
     "transcript_hooks",
     "wire_events",
 ]
@@ -95,12 +97,28 @@ def post_hook(client: httpx.Client, event: dict[str, Any] | bytes | str) -> Answ
     return Answer(output, response.status_code)
 
 
-def run_hook(db_url: str, root: Path, event: dict[str, Any] | bytes | str) -> Answer:
-    """``sessionledger hook claude-code --db URL --workspace ROOT`` with the event on stdin,
-    as a command hook runs it (in the project directory, this repository's code)."""
+def this_repo_env() -> dict[str, str]:
+    """The environment of a ``sessionledger`` child process running this repository's code
+    (no ``SESSIONLEDGER_DB`` of the caller's)."""
     environment = {k: v for k, v in os.environ.items() if k != "SESSIONLEDGER_DB"}
     environment["PYTHONPATH"] = os.pathsep.join(
         [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return environment
+
+
+def run_cli(*args: str, db: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``sessionledger ARGS… --db sqlite:///DB`` as a real process running this repository's
+    code."""
+    return subprocess.run(
+        [*sessionledger_command(), *args, "--db", f"sqlite:///{db}"],
+        cwd=cwd, env=this_repo_env(), capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def run_hook(db_url: str, root: Path, event: dict[str, Any] | bytes | str) -> Answer:
+    """``sessionledger hook claude-code --db URL --workspace ROOT`` with the event on stdin,
+    as a command hook runs it (in the project directory, this repository's code)."""
+    environment = this_repo_env()
     done = subprocess.run(
         [*sessionledger_command(), "hook", "claude-code", "--db", db_url,
          "--workspace", str(root)],

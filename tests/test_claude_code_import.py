@@ -8,21 +8,18 @@ lines) are small transcripts this file writes into ``tmp_path`` in Claude Code's
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from claude_data import transcripts_dir
-from server_support import sessionledger_command
+from claude_hooks_support import opened, run_cli, wire_events
 
 from eventlog import format_instant, parse_instant
-from sessionledger import SessionService
 from sessionledger.claude_code.observations import (
     AssistantText,
     Compacted,
@@ -409,19 +406,9 @@ def test_undecodable_and_blank_lines(tmp_path: Path, writer: Writer) -> None:  #
 
 # -- the command: sessionledger import claude-code ------------------------------------------------
 
-REPO = Path(__file__).resolve().parent.parent
-
-
 def run_import(*args: str, db: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``sessionledger import claude-code ARGS… --db sqlite:///DB`` as a real process running
-    this repository's code."""
-    environment = {k: v for k, v in os.environ.items() if k != "SESSIONLEDGER_DB"}
-    environment["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
-    return subprocess.run(
-        [*sessionledger_command(), "import", "claude-code", *args, "--db", f"sqlite:///{db}"],
-        cwd=cwd, env=environment, capture_output=True, text=True, timeout=120, check=False,
-    )
+    """``sessionledger import claude-code ARGS… --db sqlite:///DB`` as a real process."""
+    return run_cli("import", "claude-code", *args, db=db, cwd=cwd)
 
 
 def imported(result: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
@@ -430,20 +417,6 @@ def imported(result: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
     assert list(document) == ["transcripts"]
     entries: list[dict[str, Any]] = document["transcripts"]
     return entries
-
-
-@contextmanager
-def opened(db: Path) -> Iterator[SessionService]:
-    service = SessionService.open(f"sqlite:///{db}", workspace_root="/")
-    try:
-        yield service
-    finally:
-        service.close()
-
-
-def wire_events(db: Path, session_id: str) -> list[dict[str, Any]]:
-    with opened(db) as service:
-        return [e.to_wire() for e in service.iter_events(session_id)]
 
 
 def test_importing_the_real_transcripts_records_what_they_hold(tmp_path: Path) -> None:  # CC-9
@@ -607,13 +580,7 @@ def test_bad_arguments_change_nothing(tmp_path: Path, args: list[str]) -> None: 
 
 def run_audit(*args: str, db: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     """``sessionledger audit ARGS… --db sqlite:///DB`` as a real process."""
-    environment = {k: v for k, v in os.environ.items() if k != "SESSIONLEDGER_DB"}
-    environment["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
-    return subprocess.run(
-        [*sessionledger_command(), "audit", *args, "--db", f"sqlite:///{db}"],
-        cwd=cwd, env=environment, capture_output=True, text=True, timeout=120, check=False,
-    )
+    return run_cli("audit", *args, db=db, cwd=cwd)
 
 
 def test_the_audit_of_imported_sessions_lists_what_a_reviewer_looks_for(
