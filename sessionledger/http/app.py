@@ -37,6 +37,7 @@ from ..logs import batch_logger, descriptor_shortage, log_event, logger
 from ..mcp.http import MCP_PATH, McpHttpTransport
 from ..service.sessions import SessionService
 from ..service.timers import TimerScheduler
+from .login import LoginSessions, login_routes
 from .middleware import (
     BearerAuthMiddleware,
     BodyLimitMiddleware,
@@ -238,11 +239,14 @@ def create_app(
     )
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, include_in_schema=False))
     install_web_client(app)
+    logins = None if settings.token is None else LoginSessions()
+    app.state.logins = logins  # the live login cookies of this process (login.py)
+    app.include_router(login_routes(settings.token, logins))
     _document_guards(app, token_required=settings.token is not None)
     app.add_middleware(HeadAsGetMiddleware, answers_head=lambda scope: _answers_head(app, scope))
     # inside the token check: strangers read nothing; a hook event may carry a whole file
     app.add_middleware(BodyLimitMiddleware, larger={HOOK_PATH: MAX_HOOK_BYTES})
-    app.add_middleware(BearerAuthMiddleware, token=settings.token)
+    app.add_middleware(BearerAuthMiddleware, token=settings.token, logins=logins)
     app.add_middleware(HostOriginMiddleware, settings=settings)  # EG-3: before anything acts
     app.add_middleware(RequestLogMiddleware)  # outermost: refused requests are logged too
     return app

@@ -15,7 +15,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.routing import APIRoute
@@ -29,10 +29,14 @@ from ..config import DEFAULT_PORTS, ServerSettings, parse_authority, parse_origi
 from ..errors import ForbiddenOrigin, MisdirectedRequest, SessionLedgerError, Unauthorized
 from ..logs import log_event, logger
 
+if TYPE_CHECKING:
+    from .login import LoginSessions
+
 __all__ = [
     "LOOPBACK_NAMES",
     "MAX_BODY_BYTES",
     "OPEN_PATHS",
+    "OPEN_PREFIXES",
     "REQUEST_ID_HEADER",
     "SAFE_METHODS",
     "BearerAuthMiddleware",
@@ -47,8 +51,11 @@ __all__ = [
 ]
 
 REQUEST_ID_HEADER = "x-request-id"
-OPEN_PATHS = frozenset({"/healthz"})
-"""Paths answered without a token, so probes need no secret."""
+OPEN_PATHS = frozenset({"/healthz", "/", "/v1/login", "/v1/logout"})
+"""Paths answered without a token: probes need no secret, and a browser must load the page
+and reach its login form (``login.py``) before it has one."""
+OPEN_PREFIXES = ("/static/",)
+"""Prefixes answered without a token: the page's own files, which hold no secret."""
 
 MAX_BODY_BYTES = 1024 * 1024
 """Largest request body taken, in bytes: the largest legitimate body (a 20,000-character plan,
@@ -232,30 +239,46 @@ def _quoted(values: list[str]) -> str | None:
 
 
 class BearerAuthMiddleware:
-    """Require ``Authorization: Bearer <token>`` on every path but :data:`OPEN_PATHS`.
+    """Require ``Authorization: Bearer <token>`` or a live login cookie (``login.py``) on every
+    path but :data:`OPEN_PATHS` and :data:`OPEN_PREFIXES`.
 
     The scheme is matched without regard to case and may be followed by several spaces
-    (RFC 7235 section 2.1); the token itself must match exactly. With no token configured
-    (loopback binding) every request passes.
+    (RFC 7235 section 2.1); the token itself must match exactly. How a request is
+    authenticated (``"bearer"``, ``"cookie"`` or ``None``) is left in ``scope["state"]["auth"]``
+    for ``GET /v1/login``. With no token configured (loopback binding) every request passes.
     """
 
-    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
+    def __init__(
+        self, app: ASGIApp, *, token: str | None, logins: LoginSessions | None = None
+    ) -> None:
         self.app = app
         self._expected = None if token is None else token.encode()
+        self._logins = logins
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            self._expected is None
-            or scope["type"] != "http"
-            or scope["path"] in OPEN_PATHS
-            or self._authorized(scope)
-        ):
+        if self._expected is None or scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        open_path = path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)
+        via = self._via(scope)
+        if via is not None or open_path:
+            scope.setdefault("state", {})["auth"] = via
             await self.app(scope, receive, send)
             return
         await _send_error(
-            send, Unauthorized("a valid 'Authorization: Bearer <token>' header is required"),
+            send, Unauthorized(
+                "a valid 'Authorization: Bearer <token>' header (or a login cookie from "
+                "POST /v1/login) is required"),
             [(b"www-authenticate", b"Bearer")],
         )
+
+    def _via(self, scope: Scope) -> str | None:
+        if self._authorized(scope):
+            return "bearer"
+        if self._logins is not None and self._logins.authorizes(scope):
+            return "cookie"
+        return None
 
     def _authorized(self, scope: Scope) -> bool:
         # Header values arrive decoded as latin-1: re-encoding gives the bytes sent.

@@ -135,7 +135,9 @@ UNAVAILABLE_TEXT = (
     "the store is busy or stopping (`service_unavailable`) or its disk failed "
     "(`storage_unavailable`); nothing was changed, the same request may be retried"
 )
-UNAUTHORIZED_TEXT = "no valid `Authorization: Bearer <token>` header (`unauthorized`)"
+UNAUTHORIZED_TEXT = (
+    "no valid `Authorization: Bearer <token>` header nor login cookie (`unauthorized`)"
+)
 MISDIRECTED_TEXT = (
     "the `Host` header names no name this server answers to (`misdirected_request`): "
     "nothing was read or changed"
@@ -144,8 +146,8 @@ FORBIDDEN_ORIGIN_TEXT = (
     "sent by a page of another origin (`Origin`, or `Sec-Fetch-Site`), not an "
     "`--allowed-origin` (`forbidden_origin`); nothing was changed"
 )
-STORE_FREE_OPERATIONS = frozenset({"/"})
-"""Paths that never read the store (the web page)."""
+STORE_FREE_OPERATIONS = frozenset({"/", "/v1/login", "/v1/logout"})
+"""Paths that never read the store (the web page, the login routes)."""
 
 
 def document_guards(document: dict[str, Any], *, token_required: bool) -> dict[str, Any]:
