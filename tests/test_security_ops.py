@@ -170,10 +170,13 @@ def test_off_loopback_every_request_needs_the_bearer_token(guarded: ServerProces
     with guarded.client() as http:
         for authorization in BAD_AUTHORIZATION:
             headers = {} if authorization is None else {"Authorization": authorization}
-            for path in ("/v1/sessions", "/v1/events/stream", "/openapi.json", "/"):
+            for path in ("/v1/sessions", "/v1/events/stream", "/openapi.json",
+                         "/v1/event-types"):
                 _refused(http.get(path, headers=headers))
             _refused(http.post("/v1/sessions", json={}, headers=headers))
         assert http.get("/healthz").status_code == 200  # probes need no secret
+        for path in ("/", "/static/app.js", "/v1/login"):  # the page and its login form
+            assert http.get(path).status_code == 200, path
         probe = http.head("/healthz")  # uvicorn itself: status and headers, no body
         assert probe.status_code == 200 and probe.content == b""
         assert probe.headers["content-length"] == http.get("/healthz").headers["content-length"]
@@ -205,8 +208,9 @@ def test_the_served_document_names_the_bearer_scheme_and_401_wherever_it_applies
     checked = 0
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
-            guarded_here = path != "/healthz"
-            assert ("401" in operation["responses"]) == guarded_here, (method, path)
+            guarded_here = path not in {"/healthz", "/", "/v1/login", "/v1/logout"}
+            own_401 = (method, path) == ("post", "/v1/login")  # a wrong token
+            assert ("401" in operation["responses"]) == (guarded_here or own_401), (method, path)
             assert ("security" in operation) == guarded_here, (method, path)
             checked += 1
     assert checked > 20
@@ -221,8 +225,11 @@ def test_without_a_token_the_document_names_no_401_and_every_store_route_a_503(
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             answers = operation["responses"]
-            assert "401" not in answers and "security" not in operation, (method, path)
-            assert ("503" in answers) == (path != "/"), (method, path)
+            assert "security" not in operation, (method, path)
+            # the login's own 401 (a wrong token) is documented whatever the server's settings
+            assert ("401" in answers) == ((method, path) == ("post", "/v1/login")), (method, path)
+            assert ("503" in answers) == (path not in {"/", "/v1/login", "/v1/logout"}), \
+                (method, path)
             if "503" in answers:
                 schema = answers["503"]["content"]["application/json"]["schema"]
                 assert schema == {"$ref": "#/components/schemas/ErrorResponse"}

@@ -19,6 +19,12 @@ export class ApiError extends Error {
   }
 }
 
+// A 401 anywhere but the login itself means this browser's login ended (or never was):
+// app.js shows the login form (login.py on the server).
+const unauthorized = new Set();
+export const onUnauthorized = (listener) => { unauthorized.add(listener); };
+export const LOGIN_PATH = '/v1/login';
+
 export async function request(method, path, body) {
   const init = { method, headers: { accept: 'application/json' }, cache: 'no-store' };
   if (body !== undefined) {
@@ -37,6 +43,9 @@ export async function request(method, path, body) {
     json = text ? JSON.parse(text) : null;
   } catch (_err) {
     json = null;
+  }
+  if (response.status === 401 && path !== LOGIN_PATH) {
+    for (const listener of unauthorized) listener();
   }
   if (!response.ok) {
     const error = json && json.error ? json.error : {};

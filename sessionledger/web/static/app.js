@@ -1,7 +1,8 @@
 // The web client's entry point (SPEC §11 `GET /`): the session list, the routing between
-// sessions (#/sessions/<id>), Shift+Tab, the connection indicator and messages.
+// sessions (#/sessions/<id>), Shift+Tab, the connection indicator, messages and the token
+// login form.
 
-import { get, post } from './api.js';
+import { LOGIN_PATH, get, onUnauthorized, post } from './api.js';
 import { startTicking } from './countdown.js';
 import { SessionView } from './session-view.js';
 import { SessionList } from './sessions.js';
@@ -22,6 +23,70 @@ function setStatus(name, state) {
   const el = $('#connection');
   el.dataset.state = overall;
   el.textContent = LABELS[overall];
+  if (state === 'reconnecting' && name !== 'page') probeLogin();
+}
+
+// Token login (login.py): on a server with a token the page shows the login form until the
+// token is exchanged for an HttpOnly cookie, which every request and stream then carries by
+// itself. The token is only ever in the form's field and the login request's body.
+async function loginState() {
+  for (;;) {
+    try {
+      return await get(LOGIN_PATH);
+    } catch (_err) {
+      setStatus('page', 'reconnecting');
+      await sleep(1000);
+    }
+  }
+}
+
+function showLogin() {
+  const form = $('#login-form');
+  const input = $('#login-token');
+  const error = $('#login-error');
+  $('.layout').hidden = true;
+  $('#logout').hidden = true;
+  $('#login').hidden = false;
+  input.focus();
+  return new Promise((resolve) => {
+    form.onsubmit = async (event) => {
+      event.preventDefault();
+      error.hidden = true;
+      try {
+        const state = await post(LOGIN_PATH, { token: input.value });
+        input.value = '';
+        form.onsubmit = null;
+        $('#login').hidden = true;
+        $('.layout').hidden = false;
+        resolve(state);
+      } catch (err) {
+        error.textContent = err.describe ? err.describe() : String(err);
+        error.hidden = false;
+        input.select();
+      }
+    };
+  });
+}
+
+let loggingIn = false;
+async function loginAgain() {  // the login ended while the page was open: start over after it
+  if (loggingIn) return;
+  loggingIn = true;
+  await showLogin();
+  location.reload();
+}
+
+let probing = false;
+async function probeLogin() {  // a stream failed: EventSource cannot say whether it was a 401
+  if (probing || loggingIn) return;
+  probing = true;
+  try {
+    if (!(await get(LOGIN_PATH)).authenticated) loginAgain();
+  } catch (_err) {
+    // the server is unreachable: the stream keeps retrying
+  } finally {
+    probing = false;
+  }
 }
 
 let toastTimer = null;
@@ -49,6 +114,10 @@ const isTyping = (el) => el instanceof HTMLElement
 
 async function main() {
   setStatus('page', 'connecting');
+  let login = await loginState();
+  if (!login.authenticated) login = await showLogin();
+  $('#logout').hidden = login.via !== 'cookie';
+  onUnauthorized(loginAgain);
   const types = await eventTypes();
   setStatus('page', 'closed');
   const main = $('#session-view');
@@ -87,6 +156,14 @@ async function main() {
     try {
       const created = await post('/v1/sessions', {});
       location.hash = `#/sessions/${encodeURIComponent(created.sessionId)}`;
+    } catch (err) {
+      toast(err.describe ? err.describe() : String(err));
+    }
+  });
+  $('#logout').addEventListener('click', async () => {
+    try {
+      await post('/v1/logout');
+      location.reload();
     } catch (err) {
       toast(err.describe ? err.describe() : String(err));
     }
