@@ -191,8 +191,13 @@ Streams (`…/events/stream`) are Server-Sent Events: each event is sent as `id:
 envelope JSON). Without a cursor a stream starts at the beginning; with `Last-Event-ID: N` (or
 `?after=N`; the header wins when both are sent) it sends exactly the events after N, then live
 ones. A server bound beyond loopback requires `Authorization: Bearer <token>` (the scheme
-name in any case, RFC 7235) on every path but `/healthz`, and answers 401 `unauthorized`
-without it.
+name in any case, RFC 7235) or a login cookie on every path but `/healthz`, the page (`/`,
+`/static/…`) and the login routes, and answers 401 `unauthorized` without one. A browser,
+whose `EventSource` sends no header, logs in: `POST /v1/login` with `{"token": …}` answers
+`Set-Cookie: sessionledger_login_<port>=<random id>; HttpOnly; SameSite=Strict; Path=/;
+Max-Age=43200` (`Secure` over https), a wrong token 401 with no cookie; the cookie is then
+taken on every route, streams included, until `POST /v1/logout`, 12 hours, or a restart
+(docs/operations.md).
 
 A stored event this build cannot decode (a payload an earlier version wrote that the current
 reader refuses: JSON nested too deep, a lone surrogate escape, a value its model rejects) is
