@@ -15,7 +15,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from fastapi import APIRouter, Request, Response
 from fastapi.routing import APIRoute
@@ -29,9 +29,6 @@ from ..config import DEFAULT_PORTS, ServerSettings, parse_authority, parse_origi
 from ..errors import ForbiddenOrigin, MisdirectedRequest, SessionLedgerError, Unauthorized
 from ..logs import log_event, logger
 
-if TYPE_CHECKING:
-    from .login import LoginSessions
-
 __all__ = [
     "LOOPBACK_NAMES",
     "MAX_BODY_BYTES",
@@ -44,6 +41,7 @@ __all__ = [
     "BodyTooLarge",
     "HeadAsGetMiddleware",
     "HostOriginMiddleware",
+    "LoginCheck",
     "RequestLogMiddleware",
     "StrictJsonRequest",
     "StrictJsonRoute",
@@ -238,6 +236,12 @@ def _quoted(values: list[str]) -> str | None:
     return ", ".join(values)[:_QUOTED_HEADER_CHARS] if values else None
 
 
+class LoginCheck(Protocol):
+    """What the token check asks of the live logins (``login.LoginSessions``)."""
+
+    def authorizes(self, scope: Scope) -> bool: ...
+
+
 class BearerAuthMiddleware:
     """Require ``Authorization: Bearer <token>`` or a live login cookie (``login.py``) on every
     path but :data:`OPEN_PATHS` and :data:`OPEN_PREFIXES`.
@@ -249,7 +253,7 @@ class BearerAuthMiddleware:
     """
 
     def __init__(
-        self, app: ASGIApp, *, token: str | None, logins: LoginSessions | None = None
+        self, app: ASGIApp, *, token: str | None, logins: LoginCheck | None = None
     ) -> None:
         self.app = app
         self._expected = None if token is None else token.encode()
