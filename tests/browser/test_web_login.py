@@ -4,7 +4,8 @@ Over one real ``sessionledger serve --token …`` (loopback): the page opens on 
 a wrong token shows an error; the right one opens the session view, whose live stream then
 follows a mode change made over HTTP with the bearer header; a reload stays logged in; the
 token is never in the URL, and the login cookie is HttpOnly (``document.cookie`` is empty);
-"Log out" brings the form back; the server's log holds neither the token nor the cookie.
+a login ended elsewhere brings the form back at the page's next call, and logging in again
+carries on; "Log out" brings the form back; the server's log holds neither the token nor the cookie.
 """
 
 from __future__ import annotations
@@ -71,10 +72,21 @@ def test_the_page_logs_in_with_the_token_and_its_stream_follows(  # issue 23.7
         assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
         assert TOKEN not in cookie["value"]
 
+        with web_server.client(headers={"Cookie": f"{cookie['name']}={cookie['value']}"}) as other:
+            assert other.post("/v1/logout").status_code == 200  # the login ends elsewhere
+        assert http.post(f"/v1/sessions/{sid}/mode", json={"mode": "edit"}).status_code == 200
+        expect(token).to_be_visible()  # the page's next call answered 401: the form again
+        token.fill(TOKEN)
+        page.get_by_role("button", name="Log in").click()
+        expect(badge).to_have_text("edit")
+        (renewed,) = page.context.cookies()
+        assert renewed["value"] != cookie["value"]
+
         page.get_by_role("button", name="Log out").click()
         expect(token).to_be_visible()
         assert page.context.cookies() == []
         assert TOKEN not in page.url
         shots.take(page, "logged-out")
     log = web_server.log()
-    assert TOKEN not in log and cookie["value"] not in log
+    assert TOKEN not in log
+    assert cookie["value"] not in log and renewed["value"] not in log
