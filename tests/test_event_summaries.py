@@ -98,7 +98,7 @@ def test_the_decision_events_read_as_sentences() -> None:  # issue 23.8
         'Bash call_1: ask by rule build.bash (service), "Bash asks in build mode"')
     assert notes["InteractionRequested"] == 'askUserQuestion int_1 for call_1: "Which format?"'
     assert notes["InteractionResolved"] == "int_1 of call_1: unanswered — auto-continued"
-    assert notes["ToolCallCompleted"] == 'Bash call_1 succeeded: "file.txt"'
+    assert notes["ToolCallCompleted"] == 'Bash succeeded (call_1): "file.txt"'
 
 
 def test_the_timeline_window(tmp_path: Path) -> None:  # issue 23.2

@@ -368,7 +368,8 @@ def _created(event: RecordedEvent) -> str:
     data = event.data
     assert isinstance(data, SessionCreated)
     state = ExecutionState.from_data(data.execution_state)
-    note = f"created in {data.workspace} ({data.host} host), {state_note(state)}"
+    by = f" · {client_name(data.client)}" if data.client else ""
+    note = f"created in {data.workspace} ({data.host} host{by}), {state_note(state)}"
     return note + (f", subagent of {data.parent_session_id}" if data.parent_session_id else "")
 
 
@@ -477,7 +478,7 @@ def _tool_completed(event: RecordedEvent) -> str:
     else:
         outcome = data.status
     stop = "; the turn stops" if data.turn_control is not None else ""
-    return f"{data.tool} {data.call_id} {outcome}{stop}: {_quote(data.model_content)}"
+    return f"{data.tool} {outcome} ({data.call_id}){stop}: {_quote(data.model_content)}"
 
 
 def _todos(event: RecordedEvent) -> str:
