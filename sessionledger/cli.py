@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from eventlog import (
+    CATALOG,
     BackupRefused,
     EventLogError,
     HostKind,
@@ -333,13 +334,20 @@ def events(db: str | None, session_id: str, after: int, as_json: bool) -> None:
                 _out.print(_event_line(event))
 
 
+_TYPE_WIDTH = max(len(name) for name in CATALOG)
+"""``replay``'s type column: as wide as the longest type name, so the notes line up."""
+_WHEN_WIDTH = len("2025-01-01T00:00:00.000Z")
+
+
 def _timeline_line(event: RecordedEvent) -> str:
-    """When (the host's ``occurredAt`` if it gave one, CC-9), who, what; an event with its
-    own time names when the ledger recorded it at the end of the line."""
+    """When (the host's ``occurredAt`` if it gave one, CC-9), who, what, in aligned columns;
+    an event with its own time names when the ledger recorded it at the end of the line."""
     occurred = occurred_at(event)
     recorded = f"  [dim](recorded {event.recorded_at})[/dim]" if occurred is not None else ""
-    return (f"{event.seq:>6}  {escape(occurred or event.recorded_at)}  {event.actor:<6}  "
-            f"[bold]{escape(event.type)}[/bold]  {escape(describe_event(event))}{recorded}")
+    when = (occurred or event.recorded_at).ljust(_WHEN_WIDTH)
+    kind = event.type.ljust(_TYPE_WIDTH)
+    return (f"{event.seq:>6}  {escape(when)}  {event.actor:<6}  "
+            f"[bold]{escape(kind)}[/bold]  {escape(describe_event(event))}{recorded}")
 
 
 def _printed(
@@ -439,7 +447,8 @@ def audit(db: str | None, session_id: str | None, as_json: bool, strict: bool) -
     if all(r.ok for r in reports):
         events_total = sum(r.events for r in reports)
         noun = "session" if len(reports) == 1 else "sessions"
-        _out.print(f"OK: {len(reports)} {noun}, {events_total} events, every hash chain "
+        events_noun = "event" if events_total == 1 else "events"
+        _out.print(f"OK: {len(reports)} {noun}, {events_total} {events_noun}, every hash chain "
                    "verifies and every projection equals a fresh fold of the log")
     for report in reports:  # after the verdict: findings are not faults (CC-10)
         for finding in report.findings:

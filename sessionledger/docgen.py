@@ -215,6 +215,17 @@ may be re-sent after a lost answer carries an id: re-sending a tool call's `call
 original call, and re-sending a message's `messageId` appends nothing and answers 200 with the
 original receipt (201 the first time), whatever role and content come with it. The ids are
 kept in the log, so this holds across restarts.
+
+The timeline (`GET /v1/sessions/{id}/timeline`, what the web page shows) is the session's
+events as one-line entries `{"seq", "recordedAt", "occurredAt"?, "actor", "type", "summary"}`
+in `seq` order, `summary` being the line `sessionledger replay` prints; `occurredAt` only when
+the host gave its own time (CC-9). Without a cursor it answers the newest `limit` entries (200
+by default, at most 1,000); `?before=SEQ` the `limit` entries just before that seq (paging
+back), `?after=SEQ` the first `limit` after it (catching up); both at once is 422. The answer
+also carries the session's `version` (its head, where a stream of the live events starts) and
+`hasEarlier` (whether entries precede the first one). Like the events page it stays readable
+once the session is deleted; an unknown session is 404. The event's data is on the events
+page (`?after=SEQ-1&limit=1`).
 """
 
 

@@ -147,3 +147,18 @@ def test_claude_code_bench_quick_prints_both_tables_with_no_errors(tmp_path: Pat
     reimport = next(line for line in out.splitlines() if line.startswith("re-import"))
     assert reimport.split()[-6] == "0", reimport  # appended nothing
     assert not list(tmp_path.iterdir()), "scratch files left behind"
+
+
+def test_web_bench_smoke_prints_the_table_and_the_target(tmp_path: Path) -> None:
+    # Issue 23's acceptance 2: the page in chromium on sessions of each size; shape only.
+    pytest.importorskip("playwright", reason="browser extra not installed")
+    if not Path("/usr/bin/chromium").is_file():
+        pytest.skip("no chromium (apt-get install chromium)")
+    done = _run("web.py", "--smoke", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    for text in ("session", "blocked ms", "TBT ms", "long tasks", "TTI ms", "ratio",
+                 "3 events", "30 events", "< 200, <= 5"):
+        assert text in out, text
+    assert out.count("PASS") + out.count("MISS") == 1
+    assert not list(tmp_path.iterdir()), "scratch files left behind"

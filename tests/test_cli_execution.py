@@ -132,6 +132,16 @@ def test_replay_to_the_end(ledger: Ledger) -> None:
     assert deleted.stdout.rstrip().endswith(", deleted")
 
 
+def test_replay_columns_line_up_and_audit_counts_one_event(ledger: Ledger) -> None:  # issue 23.8
+    result = ledger.run("replay", ledger.busy)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.rstrip().rpartition("\n\n")[0].splitlines()
+    assert len({len(line) - len(line.split(maxsplit=4)[4]) for line in lines}) == 1  # notes
+    assert len({line.index(line.split()[3]) for line in lines}) == 1  # types
+    single = ledger.run("audit", ledger.plain)
+    assert single.returncode == 0 and single.stdout.startswith("OK: 1 session, 1 event, ")
+
+
 @pytest.mark.parametrize(
     ("args", "code"),
     [(("replay", "sess_missing"), 2), (("replay", "{busy}", "--until", "7"), 2),

@@ -97,7 +97,8 @@ def test_replay_tells_the_plan_story(story: Story) -> None:
     assert "in plan mode (mode yolo underneath)" in approved
     assert "user approved the plan of call_" in approved and "written" in approved
     assert approved.split()[1].endswith("Z")  # when
-    completions = [line for line in lines if "ExitPlanMode call_" in line]
+    completions = [line for line in lines
+                   if _kind(line) == "ToolCallCompleted" and "ExitPlanMode call_" in line]
     assert json.dumps(APPROVED + PLAN, ensure_ascii=False) in completions[-1]
     assert "the turn stops" in completions[1]
 

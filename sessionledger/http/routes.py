@@ -29,7 +29,9 @@ from ..claude_code.hooks import HOOK_PATH, answer_hook
 from ..claude_code.recorder import Recorder
 from ..service.sessions import (
     DEFAULT_EVENTS_LIMIT,
+    DEFAULT_TIMELINE_LIMIT,
     MAX_EVENTS_LIMIT,
+    MAX_TIMELINE_LIMIT,
     RequestedMode,
     SessionService,
 )
@@ -61,6 +63,7 @@ from .schemas import (
     SessionIdPath,
     SessionList,
     SettingsDocument,
+    TimelinePage,
     error_responses,
 )
 
@@ -830,6 +833,27 @@ def session_routes(service: SessionService) -> APIRouter:
     ) -> dict[str, Any]:
         """One page of the session's envelopes and its version (also once deleted)."""
         return service.events(session_id, after=after, limit=limit)
+
+    @router.get(
+        "/v1/sessions/{session_id}/timeline", response_model=None,
+        responses={200: {"model": TimelinePage}, **error_responses(
+            {404: _NOT_FOUND, 422: _INVALID})},
+    )
+    def get_timeline(
+        session_id: SessionIdPath,
+        before: Annotated[
+            PlainInt | None, Query(description="the entries just before this seq")
+        ] = None,
+        after: Annotated[
+            PlainInt | None, Query(description="the entries after this seq")
+        ] = None,
+        limit: Annotated[
+            PlainInt, Query(description=f"window size, 1 to {MAX_TIMELINE_LIMIT}")
+        ] = DEFAULT_TIMELINE_LIMIT,
+    ) -> dict[str, Any]:
+        """A window of one-line entries in seq order (the newest without before/after; also
+        once deleted); ``hasEarlier`` says whether entries precede it."""
+        return service.timeline(session_id, before=before, after=after, limit=limit)
 
     @router.get(
         "/v1/sessions/{session_id}/audit", response_model=None,

@@ -54,6 +54,8 @@ __all__ = [
     "SessionIdPath",
     "SessionList",
     "SettingsDocument",
+    "TimelineEntry",
+    "TimelinePage",
     "TOO_LARGE",
     "document_guards",
     "error_responses",
@@ -291,6 +293,24 @@ class Envelope(_Wire):
 class EventsPage(_Wire):
     events: list[Envelope]
     version: int
+
+
+class TimelineEntry(_Wire):
+    """One event as the timeline shows it: the one-line summary ``replay`` prints; the
+    event's data is on the events page (issue 23.2)."""
+
+    seq: int
+    recordedAt: str
+    occurredAt: str | None = None
+    actor: Actor
+    type: str
+    summary: str
+
+
+class TimelinePage(_Wire):
+    entries: list[TimelineEntry]
+    version: int
+    hasEarlier: bool
 
 
 class AuditChain(_Wire):

@@ -19,9 +19,18 @@ from typing import Any, Literal
 
 from eventlog import (
     UNDECODABLE,
+    CronScheduleCreated,
+    CronScheduleDeleted,
+    CronScheduleUpdated,
     GoalEnded,
     GoalStarted,
+    InteractionAutoResolutionChanged,
+    InteractionRequested,
+    InteractionResolved,
+    InteractionUserActivity,
     MessageRecorded,
+    OffPeakPromptCreated,
+    PermissionDecided,
     PlanApprovalCancelled,
     PlanApproved,
     PlanFeedbackGiven,
@@ -29,10 +38,15 @@ from eventlog import (
     PlanRejected,
     PlanSubmitted,
     RecordedEvent,
+    ReminderInjected,
     SessionCreated,
     SessionModeChanged,
+    SessionModelSelected,
+    SettingChanged,
     TodoItemData,
+    TodosWritten,
     ToolCallCompleted,
+    ToolCallRequested,
     Undecodable,
 )
 from projections import SessionSummary
@@ -60,6 +74,7 @@ __all__ = [
     "session_document",
     "state_document",
     "state_note",
+    "timeline_entry",
 ]
 
 
@@ -353,7 +368,8 @@ def _created(event: RecordedEvent) -> str:
     data = event.data
     assert isinstance(data, SessionCreated)
     state = ExecutionState.from_data(data.execution_state)
-    note = f"created in {data.workspace} ({data.host} host), {state_note(state)}"
+    by = f" · {client_name(data.client)}" if data.client else ""
+    note = f"created in {data.workspace} ({data.host} host{by}), {state_note(state)}"
     return note + (f", subagent of {data.parent_session_id}" if data.parent_session_id else "")
 
 
@@ -389,6 +405,155 @@ def _undecodable(event: RecordedEvent) -> str:
     return f"undecodable {data.stored_type} event, passed over ({data.reason})"
 
 
+# The decision events and the rest of the catalog, one line each (issue 23.8): ``replay`` and
+# the web timeline (``GET /v1/sessions/{id}/timeline``) print the same text.
+
+_INPUT_WIDTH = 60
+
+
+def _compact(value: Any, width: int = _INPUT_WIDTH) -> str:
+    """A JSON value on one line, elided past ``width`` characters."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _tool_requested(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, ToolCallRequested)
+    return f"{data.tool} {data.call_id} requested ({data.host} host), input {_compact(data.input)}"
+
+
+def _permission(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, PermissionDecided)
+    verdict = data.decision
+    return (f"{data.tool} {data.call_id}: {verdict.behavior} by rule {verdict.rule_id} "
+            f"({data.decided_by}), {_quote(verdict.reason)}")
+
+
+def _questions(payload: dict[str, Any]) -> list[str]:
+    questions = payload.get("questions")
+    if not isinstance(questions, list):
+        return []
+    return [str(q.get("question", "")) for q in questions if isinstance(q, dict)]
+
+
+def _interaction_requested(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, InteractionRequested)
+    head = f"{data.kind} {data.interaction_id} for {data.call_id}"
+    if data.kind == "planApproval" and isinstance(data.payload.get("plan"), str):
+        return f"{head}: {plan_note(data.call_id, data.payload['plan'])}"
+    if data.kind == "toolApproval":
+        tool = data.payload.get("tool", "?")
+        return f"{head}: may {tool} run? input {_compact(data.payload.get('input', {}))}"
+    asked = _questions(data.payload)
+    return f"{head}: " + (" · ".join(_quote(q) for q in asked) if asked else "(no question text)")
+
+
+def _interaction_resolved(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, InteractionResolved)
+    head = f"{data.interaction_id} of {data.call_id}"
+    if data.decision == "autoContinued":
+        return f"{head}: unanswered — auto-continued"
+    if data.decision == "withdrawn":
+        return f"{head}: withdrawn — the agent cancelled its request; nobody answered"
+    note = f"{head}: {event.actor} chose {data.decision}"
+    if data.feedback is not None:
+        note += f", feedback {_quote(data.feedback)}"
+    if data.input is not None:
+        note += f", input {_compact(data.input)}"
+    return note
+
+
+def _tool_completed(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, ToolCallCompleted)
+    plan = _completed(event)
+    if plan is not None:
+        return plan
+    if data.status == "completed":
+        outcome = "succeeded" if data.success else "failed"
+    else:
+        outcome = data.status
+    stop = "; the turn stops" if data.turn_control is not None else ""
+    return f"{data.tool} {outcome} ({data.call_id}){stop}: {_quote(data.model_content)}"
+
+
+def _todos(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, TodosWritten)
+    dropped = len(data.dropped_unfinished)
+    left = f", {dropped} unfinished dropped" if dropped else ""
+    return f"todo list written: {progress_text(data.todos)}{left}"
+
+
+def _reminder(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, ReminderInjected)
+    variant = f" ({data.variant})" if data.variant else ""
+    return f"{data.kind} reminder{variant} injected: {_quote(data.text)}"
+
+
+def _timer(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, InteractionAutoResolutionChanged)
+    why = f" ({data.reason})" if data.reason else ""
+    deadline = f", deadline {data.deadline_at}" if data.deadline_at else ""
+    return f"{data.interaction_id} auto-continue timer {data.state}{why}{deadline}"
+
+
+def _activity(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, InteractionUserActivity)
+    return f"user activity ({data.action}) on {data.interaction_id}: its timer pauses"
+
+
+def _setting(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, SettingChanged)
+    return f"setting {data.name}: {json.dumps(data.previous)} → {json.dumps(data.value)}"
+
+
+def _model(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, SessionModelSelected)
+    return f"model {data.model} selected" + (f" at level {data.level}" if data.level else "")
+
+
+def _cron_created(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, CronScheduleCreated)
+    how = "recurring" if data.recurring else "once"
+    return f"cron schedule {data.schedule_id} created: {data.cron} ({how}), {_quote(data.prompt)}"
+
+
+def _cron_updated(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, CronScheduleUpdated)
+    changes = []
+    if data.cron is not None:
+        changes.append(f"cron {data.cron}")
+    if data.prompt is not None:
+        changes.append(f"prompt {_quote(data.prompt)}")
+    if data.enabled is not None:
+        changes.append("enabled" if data.enabled else "disabled")
+    return f"cron schedule {data.schedule_id} updated: {', '.join(changes) or 'nothing changed'}"
+
+
+def _cron_deleted(event: RecordedEvent) -> str:
+    assert isinstance(event.data, CronScheduleDeleted)
+    return f"cron schedule {event.data.schedule_id} deleted"
+
+
+def _off_peak(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, OffPeakPromptCreated)
+    return (f"off-peak prompt {data.off_peak_id} due {data.due_at} until {data.window_end_at}: "
+            f"{_quote(data.prompt)}")
+
+
 DESCRIBERS: dict[str, Callable[[RecordedEvent], str]] = {
     "SessionCreated": _created,
     "SessionModeChanged": _mode_changed,
@@ -396,19 +561,36 @@ DESCRIBERS: dict[str, Callable[[RecordedEvent], str]] = {
     "GoalEnded": _goal_ended,
     "MessageRecorded": _message,
     "SessionDeleted": lambda _event: "session deleted (events kept until purged)",
+    "ToolCallRequested": _tool_requested,
+    "PermissionDecided": _permission,
+    "InteractionRequested": _interaction_requested,
+    "InteractionResolved": _interaction_resolved,
+    "ToolCallCompleted": _tool_completed,
+    "TodosWritten": _todos,
+    "ReminderInjected": _reminder,
+    "ContextCompacted": lambda _event: "context compacted; the plan file is read back next",
+    "InteractionAutoResolutionChanged": _timer,
+    "InteractionUserActivity": _activity,
+    "SettingChanged": _setting,
+    "SessionModelSelected": _model,
+    "CronScheduleCreated": _cron_created,
+    "CronScheduleUpdated": _cron_updated,
+    "CronScheduleDeleted": _cron_deleted,
+    "OffPeakPromptCreated": _off_peak,
     UNDECODABLE: _undecodable,
 }
+"""One describer per event type of the catalog (a test checks none is missing)."""
 
 
 def describe_event(event: RecordedEvent) -> str:
     """A short human description of what ``event`` did."""
-    describer = DESCRIBERS.get(event.type)
-    if describer is not None:
-        return describer(event)
     plan = PLAN_DESCRIBERS.get(event.type)  # the plan story, issue 7
     note = plan(event) if plan is not None else None
     if note is not None:
         return note
+    describer = DESCRIBERS.get(event.type)
+    if describer is not None:
+        return describer(event)
     payload = event.data.model_dump(mode="json", by_alias=True, exclude={"type"})
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     return text if len(text) <= NOTE_WIDTH else text[: NOTE_WIDTH - 1] + "…"
@@ -441,3 +623,19 @@ def occurred_at(event: RecordedEvent) -> str | None:
     own time, CC-9); ``None`` when it happened as it was recorded (``recordedAt``)."""
     value = getattr(event.data, "occurred_at", None)
     return value if isinstance(value, str) else None
+
+
+# -- the web timeline's entries (issue 23.2) ---------------------------------------------------
+
+
+def timeline_entry(event: RecordedEvent) -> dict[str, Any]:
+    """One entry of ``GET /v1/sessions/{id}/timeline``: the event's place, who, what, and the
+    one-line summary ``replay`` prints; ``occurredAt`` only when the host gave one (CC-9)."""
+    entry: dict[str, Any] = {
+        "seq": event.seq, "recordedAt": event.recorded_at, "actor": event.actor,
+        "type": event.type, "summary": describe_event(event),
+    }
+    occurred = occurred_at(event)
+    if occurred is not None:
+        entry["occurredAt"] = occurred
+    return entry

@@ -45,7 +45,7 @@ from ..ledger import Ledger, eventlog_errors
 from ..tools.service import ToolService
 from . import CommandResult, ExecutionRuntime, TurnService
 from .audit import AuditProgress, AuditReport, audit_log, audit_session
-from .documents import TodoService, list_entry, session_document
+from .documents import TodoService, list_entry, session_document, timeline_entry
 from .models import ModelService
 from .settings import SettingsService
 from .timers import TimerService
@@ -53,9 +53,11 @@ from .turns import plan_file_source
 
 __all__ = [
     "DEFAULT_EVENTS_LIMIT",
+    "DEFAULT_TIMELINE_LIMIT",
     "HOSTS",
     "MAX_CURSOR",
     "MAX_EVENTS_LIMIT",
+    "MAX_TIMELINE_LIMIT",
     "MODES",
     "AuditReport",
     "RequestedMode",
@@ -68,6 +70,8 @@ MODES: tuple[str, ...] = ("plan", "build", "edit", "yolo", "auto")
 HOSTS: tuple[str, ...] = ("protocol", "tui", "headless")
 DEFAULT_EVENTS_LIMIT = 1000
 MAX_EVENTS_LIMIT = 10000
+DEFAULT_TIMELINE_LIMIT = 200
+MAX_TIMELINE_LIMIT = 1000
 MAX_CURSOR = 2**63 - 1
 """The largest ``seq`` or global position SQLite can store; larger cursors are bad input."""
 
@@ -297,6 +301,44 @@ class SessionService:
         with eventlog_errors(payloads=True):
             version = self._store.version(session_id)
         return {"events": [event.to_wire() for event in page], "version": version}
+
+    def timeline(
+        self, session_id: str, *, before: int | None = None, after: int | None = None,
+        limit: int = DEFAULT_TIMELINE_LIMIT,
+    ) -> dict[str, Any]:
+        """A window of the session's timeline entries (issue 23.2): the ``limit`` newest, the
+        ``limit`` just before seq ``before``, or the first ``limit`` after seq ``after`` — in
+        seq order, with the session's version. Each entry is the one-line summary ``replay``
+        prints (:func:`~sessionledger.service.documents.timeline_entry`). A deleted session's
+        timeline stays readable until purged, like its events page."""
+        if before is not None and after is not None:
+            raise InvalidInput(
+                "give before or after, not both",
+                details=[{"loc": ["before"], "message": "not with after"}],
+            )
+        if not 1 <= limit <= MAX_TIMELINE_LIMIT:
+            raise InvalidInput(
+                f"limit must be an integer from 1 to {MAX_TIMELINE_LIMIT}, not {limit}",
+                details=[{"loc": ["limit"], "message": "out of range"}],
+            )
+        if before is not None:
+            check_cursor(before, name="before")
+        if after is not None:
+            check_cursor(after)
+        self.require_session(session_id)
+        with eventlog_errors(payloads=True):
+            version = self._store.version(session_id)
+        if after is not None:
+            start, count = after, limit
+        else:
+            end = version if before is None else min(version, max(0, before - 1))
+            start = max(0, end - limit)
+            count = end - start
+        page = self.session_page(session_id, after=start, limit=count) if count > 0 else []
+        return {
+            "entries": [timeline_entry(event) for event in page], "version": version,
+            "hasEarlier": bool(page) and page[0].seq > 1,
+        }
 
     def iter_events(
         self, session_id: str, *, after: int = 0, until: int | None = None

@@ -3,7 +3,8 @@
 A real ``sessionledger serve`` on a fixed port is stopped (SIGTERM) while the page is open on
 a session; another writer appends events to the same database while it is down; the server
 is started again on the same port. The browser's own EventSource reconnects, sending the last
-``seq`` it saw as ``Last-Event-ID``, and the page's audit timeline then holds every event of
+``seq`` it saw (``Last-Event-ID``, or the ``after`` cursor the page's stream started at, the
+timeline's head), and the page's audit timeline then holds every event of
 the session exactly once, in order; the badge, Goal and todos show what was appended
 meanwhile, and a live event after the restart arrives once too.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 from server_support import create_session, free_port, running_server, session_version
@@ -44,8 +46,12 @@ def test_server_restart_under_the_page_every_event_shown_once(
     resumed_after: list[str | None] = []
 
     def on_response(response: Response) -> None:
-        if response.url.endswith(f"/v1/sessions/{sid}/events/stream"):
-            resumed_after.append(response.request.all_headers().get("last-event-id"))
+        url = urlsplit(response.url)
+        if url.path == f"/v1/sessions/{sid}/events/stream":
+            # The page starts the stream at the timeline's head (?after=); a reconnection
+            # resumes with Last-Event-ID, or with that cursor while no event came since.
+            after = parse_qs(url.query).get("after", [None])[0]
+            resumed_after.append(response.request.all_headers().get("last-event-id") or after)
 
     with running_server(tmp_path, port=port) as first, first.client() as http:
         sid = create_session(http)
@@ -79,7 +85,8 @@ def test_server_restart_under_the_page_every_event_shown_once(
         expect(page.locator("#mode-badge")).to_have_text("yolo")
         expect(page.locator("#goal .goal-objective")).to_have_text("Survive restarts")
         expect(page.locator("#todo-progress")).to_have_text("1/2")
-        assert str(before) in resumed_after  # the browser resumed after what it had seen
+        assert resumed_after[0] == str(before)  # the stream started at the timeline's head
+        assert str(before) in resumed_after[1:]  # and resumed after what it had seen
         shots.take(page, "after-restart")
 
         assert http.post(f"/v1/sessions/{sid}/mode", json={"mode": "auto"}).status_code == 200

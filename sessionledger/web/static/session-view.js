@@ -1,6 +1,7 @@
 // One session: its mode badge and switcher, Goal, todos with progress, the waiting questions
-// and plan approvals, the session's findings (CC-10) and the audit timeline. The session's SSE stream, read from the start,
-// feeds the timeline; after each event the session document (the server's read models) is
+// and plan approvals, the session's findings (CC-10) and the audit timeline. The timeline
+// opens on the session's newest entries (timeline.js); the session's SSE stream is read from
+// there on and feeds it; after each event the session document (the server's read models) is
 // fetched again and drawn. Documents never go backwards: one older than the last drawn
 // (by version) is ignored.
 
@@ -49,18 +50,66 @@ export class SessionView {
     this.refreshTimer = null;
     this.findingsTimer = null;
     this.stopped = false;
+    this.isGone = false;
     this.stream = null;
+    this.opened = null;
   }
 
   start() {
     this.#build();
     this.refresh();
     this.refreshFindings();
+    this.opened = this.#open();
+  }
+
+  /** The timeline's newest window first; the stream then starts at its head (issue 23.2). */
+  async #open() {
+    let page = null;
+    try {
+      page = await this.timeline.open();
+    } catch (_err) {
+      // unreachable or gone: the document's refresh says which; the stream starts at 0
+    }
+    if (this.stopped) return;
+    if (page) {
+      this.lastSeq = Math.max(this.lastSeq, page.version);
+      await this.#recall(page.entries);
+    }
+    if (this.stopped || this.isGone) return;
     this.stream = new LedgerStream(`${sessionPath(this.sessionId)}/events/stream`, this.eventTypes, {
       onEvent: (envelope) => this.#onEvent(envelope),
       onStatus: this.onStatus,
-      onOpen: () => this.scheduleRefresh(),
+      onOpen: () => {
+        this.scheduleRefresh();
+        this.timeline.reach(this.lastSeq);
+      },
+      after: this.lastSeq,
     }).start();
+  }
+
+  /** HO-4, D157: the last resolution in the window and the questions it answered, read from
+   * their events (one page), so the auto-continued or withdrawn notice survives a reload. */
+  async #recall(entries) {
+    const resolved = entries.filter((e) => e.type === 'InteractionResolved').pop();
+    if (!resolved) return;
+    const asked = entries.filter((e) => e.type === 'InteractionRequested' && e.seq < resolved.seq);
+    const from = asked.length ? asked[0].seq : resolved.seq;
+    let page;
+    try {
+      page = await get(`${sessionPath(this.sessionId)}/events?after=${from - 1}&limit=${resolved.seq - from + 1}`);
+    } catch (_err) {
+      return;
+    }
+    for (const envelope of page.events) this.#remember(envelope);
+    this.#drawNotice();
+  }
+
+  #remember(envelope) {
+    const data = envelope.data || {};
+    if (envelope.type === 'InteractionRequested') this.requested.set(data.interactionId, data);
+    if (envelope.type === 'InteractionResolved') {
+      this.lastResolution = { ...data, recordedAt: envelope.recordedAt };
+    }
   }
 
   stop() {
@@ -95,7 +144,7 @@ export class SessionView {
     this.todos = h('section', { class: 'panel todos', id: 'todos', 'aria-label': 'Todos' });
     this.findings = h('section', { class: 'panel findings', id: 'findings', 'aria-label': 'Findings' },
       h('h3', {}, 'Findings'));
-    this.timeline = new Timeline();
+    this.timeline = new Timeline(this.sessionId, { toast: this.toast });
     const head = h('header', { class: 'session-head' },
       h('div', { class: 'title' }, h('h2', { class: 'session-id' }, this.sessionId), this.workspace,
         this.client),
@@ -115,14 +164,10 @@ export class SessionView {
   #onEvent(envelope) {
     if (envelope.seq <= this.lastSeq) return;
     this.lastSeq = envelope.seq;
-    this.timeline.append(envelope);
-    const data = envelope.data || {};
-    if (envelope.type === 'InteractionRequested') this.requested.set(data.interactionId, data);
-    if (envelope.type === 'InteractionResolved') {
-      this.lastResolution = { ...data, recordedAt: envelope.recordedAt };
-    }
+    this.timeline.reach(envelope.seq);
+    this.#remember(envelope);
     if (envelope.type === 'SessionDeleted') {
-      this.stream.close();  // the server ends the stream; its route answers 410 from now on
+      if (this.stream) this.stream.close();  // the server ends the stream; its route answers 410 from now on
       this.#gone('This session was deleted. Its events stay readable until it is purged.');
       return;
     }
@@ -132,6 +177,7 @@ export class SessionView {
 
   /** A deleted session has no stream (410): its events page stays readable until purged. */
   async #readRest() {
+    await this.opened;
     for (;;) {
       let page;
       try {
@@ -214,6 +260,7 @@ export class SessionView {
   }
 
   #gone(message) {
+    this.isGone = true;
     this.banner.textContent = message;
     this.banner.hidden = false;
     for (const button of this.modeButtons) button.disabled = true;

@@ -1,92 +1,131 @@
-// The audit timeline: every event of the session, in seq order, once each — who (the actor),
-// what (the type and a one-line summary) and when (the server's recordedAt, or the host's own
-// data.occurredAt when it gave one — an imported transcript's time, CC-9 — with recordedAt in
-// its title). Opening an entry shows the event's data as JSON text.
+// The audit timeline: a window of the session's events, in seq order, once each (issue 23.2).
+// Opening a session shows its newest WINDOW entries; "Load earlier" pages back; live events
+// append. Each entry is who (the actor), what (the type and the one-line summary the server
+// writes — the same text `sessionledger replay` prints, GET …/timeline) and when (the
+// server's recordedAt, or the host's own occurredAt when it gave one — an imported
+// transcript's time, CC-9 — with recordedAt in its title). The event's data is fetched and
+// shown as JSON text only when its entry is opened. Nothing here reads the layout per entry:
+// one read per page of entries, to keep the view at the bottom.
 
-import { clientName, clip, clockMs, h } from './dom.js';
+import { get, sessionPath } from './api.js';
+import { clockMs, h } from './dom.js';
 
-const display = (mode, plan) => (plan ? `plan (${mode} underneath)` : mode);
+export const WINDOW = 200;
 
-const SUMMARIES = {
-  SessionCreated: (d) => {
-    const state = d.executionState || {};
-    const by = d.client ? ` · ${clientName(d.client)}` : '';
-    return `${display(state.mode, state.planEnabled)} · ${d.host || ''} host${by} · ${d.workspace || ''}`;
-  },
-  SessionModeChanged: (d) =>
-    `${display(d.previousMode, d.previousPlanEnabled)} → ${display(d.mode, d.planEnabled)}${d.via ? ` (${d.via})` : ''}`,
-  GoalStarted: (d) => clip(d.objective),
-  GoalEnded: (d) => clip(d.objective),
-  MessageRecorded: (d) => `${d.role}${d.continuation ? ' (continuation)' : ''}: ${clip(d.content)}`,
-  ToolCallRequested: (d) => `${d.tool} · ${d.callId}`,
-  PermissionDecided: (d) => {
-    const decision = d.decision || {};
-    return `${d.tool}: ${decision.behavior} — ${clip(decision.reason, 100)}`;
-  },
-  InteractionRequested: (d) => {
-    const questions = (d.payload && d.payload.questions) || [];
-    return `${d.kind}: ${clip(questions.map((q) => q.question).join(' · '), 100)}`;
-  },
-  InteractionAutoResolutionChanged: (d) => `timer ${d.state}${d.reason ? ` (${d.reason})` : ''}`,
-  InteractionUserActivity: (d) => `user activity: ${d.action}`,
-  InteractionResolved: (d) => {
-    if (d.decision === 'autoContinued') return 'unanswered — auto-continued';
-    if (d.decision === 'withdrawn') return 'withdrawn — the agent cancelled its request';
-    return `${d.decision}${d.feedback ? `: ${clip(d.feedback, 100)}` : ''}`;
-  },
-  ToolCallCompleted: (d) => {
-    const outcome = d.status === 'cancelled' ? 'cancelled' : (d.success ? 'succeeded' : 'failed');
-    return `${d.tool} ${outcome}: ${clip(d.modelContent, 100)}`;
-  },
-  TodosWritten: (d) => {
-    const todos = d.todos || [];
-    return `${todos.filter((t) => t.status === 'completed').length}/${todos.length} completed`;
-  },
-  ReminderInjected: (d) => `${d.kind}${d.variant ? ` (${d.variant})` : ''}`,
-  SettingChanged: (d) => `${d.name}: ${d.previous} → ${d.value}`,
-  PlanSubmitted: (d) => clip(d.plan, 100),
-  PlanApproved: (d) => `approved${d.fileWritten ? ` · written to ${d.path}` : ' · file not written'}`,
-  PlanFeedbackGiven: (d) => clip(d.feedback, 100),
-  PlanRejected: (d) => `rejected${d.by ? ` by ${d.by}` : ''}`,
-  PlanFileWriteFailed: (d) => clip(d.error, 100),
-  SessionModelSelected: (d) => `${d.model}${d.level ? ` $${d.level}` : ''}`,
-};
+/** A type name that may wrap only between its words (InteractionAuto·Resolution·Changed). */
+const typeName = (type) => String(type).split(/(?=[A-Z])/).flatMap((word, i) => (i ? [h('wbr'), word] : [word]));
 
-export function summary(envelope) {
-  const data = envelope.data || {};
-  const describe = SUMMARIES[envelope.type];
-  try {
-    if (describe) return describe(data);
-  } catch (_err) {
-    // fall through to the raw data
-  }
-  return clip(JSON.stringify(data), 140);
+function entryItem(entry) {
+  const occurred = entry.occurredAt;
+  const when = occurred || entry.recordedAt;
+  const title = occurred ? `occurred ${occurred} (the host's time) · recorded ${entry.recordedAt}`
+    : entry.recordedAt;
+  return h('li', { dataset: { seq: entry.seq, type: entry.type, actor: entry.actor } },
+    h('details', {},
+      h('summary', {},
+        h('span', { class: 'seq' }, `#${entry.seq}`),
+        h('time', { datetime: when, title, class: occurred ? 'occurred' : null }, clockMs(when)),
+        h('span', { class: `actor actor-${entry.actor}` }, entry.actor),
+        h('span', { class: 'type' }, typeName(entry.type)),
+        h('span', { class: 'summary' }, entry.summary)),
+      h('pre', { class: 'event-data' }, '…')));
 }
 
 export class Timeline {
-  constructor() {
+  constructor(sessionId, { toast = () => {} } = {}) {
+    this.sessionId = sessionId;
+    this.toast = toast;
+    this.first = null;  // the seq of the first entry shown
+    this.last = 0;      // the seq of the last entry shown
+    this.wanted = 0;    // the highest seq known to exist
+    this.fetching = false;
     this.list = h('ol', { class: 'timeline', id: 'timeline' });
+    this.earlier = h('button', {
+      type: 'button', class: 'load-earlier', id: 'load-earlier', hidden: true,
+      onclick: () => this.loadEarlier(),
+    }, 'Load earlier');
     this.el = h('section', { class: 'panel timeline-panel', 'aria-label': 'Audit timeline' },
-      h('h3', {}, 'Audit timeline'), h('div', { class: 'timeline-scroll' }, this.list));
+      h('h3', {}, 'Audit timeline'), h('div', { class: 'timeline-scroll' }, this.earlier, this.list));
     this.scroller = this.el.querySelector('.timeline-scroll');
+    // `toggle` does not bubble: one capturing listener serves every entry.
+    this.list.addEventListener('toggle', (event) => this.#opened(event.target), true);
   }
 
-  append(envelope) {
-    const atBottom = this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight < 40;
-    const occurred = (envelope.data || {}).occurredAt;
-    const when = occurred || envelope.recordedAt;
-    const title = occurred ? `occurred ${occurred} (the host's time) · recorded ${envelope.recordedAt}`
-      : envelope.recordedAt;
-    const entry = h('li', { dataset: { seq: envelope.seq, type: envelope.type, actor: envelope.actor } },
-      h('details', {},
-        h('summary', {},
-          h('span', { class: 'seq' }, `#${envelope.seq}`),
-          h('time', { datetime: when, title, class: occurred ? 'occurred' : null }, clockMs(when)),
-          h('span', { class: `actor actor-${envelope.actor}` }, envelope.actor),
-          h('span', { class: 'type' }, envelope.type),
-          h('span', { class: 'summary' }, summary(envelope))),
-        h('pre', { class: 'event-data' }, JSON.stringify(envelope.data, null, 2))));
-    this.list.append(entry);
-    if (atBottom) this.scroller.scrollTop = this.scroller.scrollHeight;
+  get path() {
+    return `${sessionPath(this.sessionId)}/timeline`;
+  }
+
+  /** The newest window; resolves to its page ({entries, version, hasEarlier}). */
+  async open() {
+    const page = await get(`${this.path}?limit=${WINDOW}`);
+    this.#append(page.entries);
+    this.earlier.hidden = !page.hasEarlier;
+    this.wanted = Math.max(this.wanted, page.version);
+    this.list.dataset.ready = 'true';
+    this.scroller.scrollTop = this.scroller.scrollHeight;
+    return page;
+  }
+
+  async loadEarlier() {
+    if (this.first === null || this.first <= 1 || this.earlier.disabled) return;
+    this.earlier.disabled = true;
+    try {
+      const page = await get(`${this.path}?before=${this.first}&limit=${WINDOW}`);
+      const fresh = page.entries.filter((e) => e.seq < this.first);
+      const { scrollHeight, scrollTop } = this.scroller;
+      this.list.prepend(...fresh.map(entryItem));
+      if (fresh.length) this.first = fresh[0].seq;
+      this.scroller.scrollTop = scrollTop + this.scroller.scrollHeight - scrollHeight;
+      this.earlier.hidden = !page.hasEarlier;
+    } catch (err) {
+      this.toast(err.message || String(err));
+    } finally {
+      this.earlier.disabled = false;
+    }
+  }
+
+  /** An event with this seq exists (a live one): the entries up to it are fetched once. */
+  async reach(seq) {
+    this.wanted = Math.max(this.wanted, seq);
+    if (this.fetching) return;
+    this.fetching = true;
+    try {
+      while (this.last < this.wanted) {
+        const page = await get(`${this.path}?after=${this.last}&limit=${WINDOW}`);
+        if (!page.entries.length) break;
+        const { scrollHeight, scrollTop, clientHeight } = this.scroller;
+        this.#append(page.entries);
+        if (scrollHeight - scrollTop - clientHeight < 40) this.scroller.scrollTop = this.scroller.scrollHeight;
+      }
+    } catch (_err) {
+      // the server is away: the stream's reconnection asks again (onOpen)
+    } finally {
+      this.fetching = false;
+    }
+  }
+
+  #append(entries) {
+    const fresh = entries.filter((e) => e.seq > this.last);  // never twice, always in order
+    if (!fresh.length) return;
+    this.list.append(...fresh.map(entryItem));
+    if (this.first === null) this.first = fresh[0].seq;
+    this.last = fresh[fresh.length - 1].seq;
+  }
+
+  /** An entry opened: its event's data, fetched once, as JSON text. */
+  async #opened(details) {
+    if (!(details instanceof HTMLDetailsElement) || !details.open || details.dataset.loaded) return;
+    details.dataset.loaded = 'loading';
+    const seq = Number(details.parentElement.dataset.seq);
+    const pre = details.querySelector('.event-data');
+    try {
+      const page = await get(`${sessionPath(this.sessionId)}/events?after=${seq - 1}&limit=1`);
+      const envelope = page.events[0];
+      pre.textContent = JSON.stringify(envelope ? envelope.data : null, null, 2);
+      details.dataset.loaded = 'true';
+    } catch (err) {
+      pre.textContent = `could not read the event: ${err.message}`;
+      delete details.dataset.loaded;
+    }
   }
 }
