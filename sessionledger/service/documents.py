@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any, Literal
 
 from eventlog import (
@@ -34,12 +35,14 @@ from eventlog import (
     TodoItemData,
     ToolCallCompleted,
     Undecodable,
+    parse_instant,
 )
 from projections import SessionSummary
 from projections.tools import as_item
 from statemachine.execution import ExecutionState
 
 from ..ledger import Ledger, eventlog_errors
+from ..tools.ask import visible
 from ..tools.todo import item_wire, list_lines, summary
 
 __all__ = [
@@ -54,6 +57,8 @@ __all__ = [
     "client_note",
     "execution_state_wire",
     "list_entry",
+    "pending_wire",
+    "session_name",
     "occurred_at",
     "plan_note",
     "progress_text",
@@ -306,8 +311,48 @@ def origin_wire(summary: SessionSummary) -> dict[str, str]:
     return wire
 
 
-def list_entry(summary: SessionSummary) -> dict[str, Any]:
-    """One entry of ``GET /v1/sessions``."""
+NAME_CHARS = 60
+"""Longest text after the workspace in a session's name before it is elided."""
+_COUNTED = {"askUserQuestion": "questions", "planApproval": "planApprovals",
+            "toolApproval": "toolApprovals"}
+_COUNTING = ("hiddenGrace", "countdown")
+"""Timer states whose deadline is still ahead (a paused timer has none: HO-5)."""
+
+
+def session_name(summary: SessionSummary) -> str:
+    """What a list calls the session (issue 23.6): the workspace's last path part and the
+    first real user message, else the active goal, else the session id, as a person sees it
+    (:func:`~sessionledger.tools.ask.visible`: no invisible characters, one line), elided
+    after :data:`NAME_CHARS` characters."""
+    text = (visible(summary.first_message or "") or visible(summary.goal or "")
+            or summary.session_id)
+    if len(text) > NAME_CHARS:
+        text = text[: NAME_CHARS - 1].rstrip() + "…"
+    place = visible(PurePath(summary.workspace).name)
+    return f"{place} · {text}" if place else text
+
+
+def pending_wire(queue: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What waits for the user in one session, from its question-timer queue (issue 23.4):
+    the count of each kind and the earliest ``deadlineAt`` of a timer still counting
+    (``hiddenGrace`` or ``countdown``), ``null`` when none is."""
+    wire: dict[str, Any] = dict.fromkeys(_COUNTED.values(), 0)
+    deadlines: list[str] = []
+    for entry in queue:
+        counted = _COUNTED.get(entry.get("kind", ""))
+        if counted is not None:
+            wire[counted] += 1
+        if entry.get("state") in _COUNTING and entry.get("deadlineAt"):
+            deadlines.append(entry["deadlineAt"])
+    wire["deadlineAt"] = min(deadlines, key=parse_instant) if deadlines else None
+    return wire
+
+
+def list_entry(
+    summary: SessionSummary, queue: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    """One entry of ``GET /v1/sessions``; ``queue`` is the session's question-timer queue
+    (its pending interactions in order)."""
     return {
         "sessionId": summary.session_id,
         "displayMode": summary.display_mode,
@@ -315,6 +360,9 @@ def list_entry(summary: SessionSummary) -> dict[str, Any]:
         "updatedAt": summary.updated_at,
         "parentSessionId": summary.parent_session_id,
         **origin_wire(summary),
+        "name": session_name(summary),
+        "workspace": summary.workspace,
+        "pending": pending_wire(queue),
     }
 
 
