@@ -13,9 +13,9 @@ list read from outside the tools (:class:`TodoService`, the document the CLI and
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import Any, Literal
 
 from eventlog import (
@@ -319,16 +319,27 @@ _COUNTING = ("hiddenGrace", "countdown")
 """Timer states whose deadline is still ahead (a paused timer has none: HO-5)."""
 
 
+_ASCII_INVISIBLE = {c: None for c in (*range(32), 127) if not chr(c).isspace()}
+
+
+def _shown(text: str) -> str:
+    """The start of ``text`` as :func:`~sessionledger.tools.ask.visible` shows it, cheaply:
+    only what a name can hold is looked at, and ASCII (NFKC leaves it as it is) needs only
+    its control characters dropped and its whitespace runs made one space."""
+    text = text[: NAME_CHARS * 2]
+    if not text.isascii():
+        return visible(text)
+    return " ".join((text if text.isprintable() else text.translate(_ASCII_INVISIBLE)).split())
+
+
 def session_name(summary: SessionSummary) -> str:
     """What a list calls the session (issue 23.6): the workspace's last path part and the
     first real user message, else the active goal, else the session id, as a person sees it
-    (:func:`~sessionledger.tools.ask.visible`: no invisible characters, one line), elided
-    after :data:`NAME_CHARS` characters."""
-    text = (visible(summary.first_message or "") or visible(summary.goal or "")
-            or summary.session_id)
+    (no invisible characters, one line), elided after :data:`NAME_CHARS` characters."""
+    text = _shown(summary.first_message or "") or _shown(summary.goal or "") or summary.session_id
     if len(text) > NAME_CHARS:
         text = text[: NAME_CHARS - 1].rstrip() + "…"
-    place = visible(PurePath(summary.workspace).name)
+    place = _shown(os.path.basename(summary.workspace.rstrip("/\\")))
     return f"{place} · {text}" if place else text
 
 
