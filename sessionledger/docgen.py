@@ -210,6 +210,17 @@ may be re-sent after a lost answer carries an id: re-sending a tool call's `call
 original call, and re-sending a message's `messageId` appends nothing and answers 200 with the
 original receipt (201 the first time), whatever role and content come with it. The ids are
 kept in the log, so this holds across restarts.
+
+Each entry of `GET /v1/sessions` has, besides `sessionId`, `displayMode`, `version`,
+`updatedAt`, `parentSessionId` (and `client`, `externalSessionId` for a session another program
+created), the session's `workspace`, a `name` — the workspace's last path part, ` · `, and the
+first real user message, else the active goal's objective, else the session id, as visible
+text (no invisible characters, one line) elided after 60 characters — and `pending`:
+`{"questions", "planApprovals", "toolApprovals", "deadlineAt"}`, the interactions waiting for
+the user by kind and the earliest `deadlineAt` of a question timer still counting
+(`hiddenGrace` or `countdown`; `null` when none is: not eligible, not at the head of the queue
+yet, or paused). The list reads no session's log: the summaries keep the first message and the
+number waiting, and the timers are read once for the sessions with something waiting.
 """
 
 
