@@ -115,6 +115,13 @@ class Projections:
         timers = self.timers
         return None if timers is None else store.read_view(lambda tx: timers.get(tx, key))
 
+    def timer_rows(self, store: EventStore, keys: list[str]) -> dict[str, TimerRow]:
+        """The timer rows of several sessions at once (missing ones are left out)."""
+        timers = self.timers
+        if timers is None or not keys:
+            return {}
+        return store.read_view(lambda tx: timers.rows(tx, keys))
+
     def watched_timers(self, store: EventStore) -> list[TimerRow]:
         """The rows of sessions with a question whose timer may still move (HO-4)."""
         return [] if self.timers is None else store.read_view(self.timers.watched)

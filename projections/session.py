@@ -14,7 +14,11 @@ The summary also notes the seq and time of the session's last ``TodosWritten``
 (``todos_seq``, ``todos_updated_at``; ``None`` before the first write and once the session is
 deleted): which write the current todo list is, so a reader can tell whether a list it already
 holds is still the current one, and what a TodoWrite's recorded result names as the list it
-replaced (docs/decisions.md D70). The row is rewritten by every event anyway.
+replaced (docs/decisions.md D70). The row is rewritten by every event anyway. It also keeps
+the start of the first real user message (``first_message``, which names the session in
+lists) and how many interactions wait for the user (``waiting``: one more per
+``InteractionRequested``, one fewer per ``InteractionResolved``, 0 once deleted), so a list
+of every session reads the question timers of the waiting sessions only (issue 23).
 
 **Turn counters.** SPEC TD-5 and PM-5 decide reminders from counts over the log (assistant
 messages since the last todo write or reminder, real user messages since the last Plan
@@ -48,6 +52,8 @@ from eventlog import (
     ContextCompacted,
     GoalEnded,
     GoalStarted,
+    InteractionRequested,
+    InteractionResolved,
     MessageRecorded,
     RecordedEvent,
     ReminderInjected,
@@ -57,7 +63,7 @@ from eventlog import (
     TodosWritten,
 )
 
-from .tables import Doc, DocTable, SessionSummary, SummaryTable, TableBacked
+from .tables import FIRST_MESSAGE_CHARS, Doc, DocTable, SessionSummary, SummaryTable, TableBacked
 
 __all__ = [
     "APPLIERS",
@@ -172,7 +178,32 @@ def _deleted(summary: SessionSummary | None, event: RecordedEvent) -> SessionSum
     assert isinstance(event.data, SessionDeleted)
     if summary is None:
         return None
-    return replace(summary, deleted=True, todos_seq=None, todos_updated_at=None)
+    return replace(summary, deleted=True, todos_seq=None, todos_updated_at=None, waiting=0)
+
+
+def _first_message(
+    summary: SessionSummary | None, event: RecordedEvent
+) -> SessionSummary | None:
+    data = event.data
+    assert isinstance(data, MessageRecorded)
+    if (summary is None or summary.first_message is not None or summary.deleted
+            or data.role != "user" or data.kind != "real"):
+        return summary  # only the first real user message names the session
+    return replace(summary, first_message=data.content[:FIRST_MESSAGE_CHARS])
+
+
+def _requested(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
+    assert isinstance(event.data, InteractionRequested)
+    if summary is None or summary.deleted:
+        return summary
+    return replace(summary, waiting=summary.waiting + 1)
+
+
+def _resolved(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
+    assert isinstance(event.data, InteractionResolved)
+    if summary is None or summary.deleted or summary.waiting == 0:
+        return summary
+    return replace(summary, waiting=summary.waiting - 1)
 
 
 def _todos_written(
@@ -185,7 +216,8 @@ def _todos_written(
         summary.session_id, summary.version, summary.last_position, summary.workspace,
         summary.host, summary.parent_session_id, summary.mode, summary.plan_enabled,
         summary.goal, summary.created_at, summary.updated_at, summary.deleted, event.seq,
-        event.recorded_at, summary.client, summary.external_session_id,
+        event.recorded_at, summary.client, summary.external_session_id, summary.first_message,
+        summary.waiting,
     )
 
 
@@ -196,6 +228,9 @@ APPLIERS: dict[str, Applier] = {
     "GoalEnded": _goal_ended,
     "SessionDeleted": _deleted,
     "TodosWritten": _todos_written,
+    "MessageRecorded": _first_message,
+    "InteractionRequested": _requested,
+    "InteractionResolved": _resolved,
 }
 
 
@@ -206,6 +241,7 @@ def _stamped(summary: SessionSummary, event: RecordedEvent) -> SessionSummary:
         summary.parent_session_id, summary.mode, summary.plan_enabled, summary.goal,
         summary.created_at, event.recorded_at, summary.deleted, summary.todos_seq,
         summary.todos_updated_at, summary.client, summary.external_session_id,
+        summary.first_message, summary.waiting,
     )
 
 
@@ -228,9 +264,10 @@ class ExecutionStateProjection(TableBacked[SummaryTable]):
     """The inline projection the store runs: fold events, save the touched summaries."""
 
     name = "execution_state"
-    version = 3
+    version = 4
     """2: the todo list's seq and time (D70); no index on ``last_position`` (D74); 3: the
-    creating client and its own session id (CC-2)."""
+    creating client and its own session id (CC-2); 4: the first user message and the count
+    of waiting interactions (issue 23.4, 23.6)."""
 
     def __init__(self, table: SummaryTable) -> None:
         self.table = table

@@ -28,6 +28,7 @@ from eventlog import PermissionMode
 from statemachine.execution import ExecutionState
 
 __all__ = [
+    "FIRST_MESSAGE_CHARS",
     "Doc",
     "DocTable",
     "MemoryDocTable",
@@ -104,6 +105,12 @@ class SessionSummary:
     """The host program that created the session, when it said (``claude-code``: CC-2)."""
     external_session_id: str | None = None
     """That program's own id for the session (Claude Code's ``session_id``: CC-2)."""
+    first_message: str | None = None
+    """The start of the session's first real user message (at most
+    :data:`FIRST_MESSAGE_CHARS` characters), which names the session in lists (issue 23.6)."""
+    waiting: int = 0
+    """How many interactions wait for the user (requested, not resolved; 0 once deleted): a
+    session list reads the timers of these sessions only (issue 23.4)."""
 
     @property
     def execution(self) -> ExecutionState:
@@ -123,6 +130,9 @@ class SummaryTable(Table, Protocol):
     def get(self, tx: Any, session_id: str) -> SessionSummary | None: ...
     def newest_first(self, tx: Any) -> list[SessionSummary]: ...
 
+
+FIRST_MESSAGE_CHARS = 200
+"""How much of the first user message a summary keeps (a list shows less)."""
 
 _FIELDS = tuple(f.name for f in fields(SessionSummary))
 _COLUMNS = ", ".join(_FIELDS)
@@ -157,7 +167,7 @@ class SqliteSummaryTable:
             "parent_session_id TEXT, mode TEXT NOT NULL, plan_enabled INTEGER NOT NULL, "
             "goal TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, "
             "deleted INTEGER NOT NULL, todos_seq INTEGER, todos_updated_at TEXT, client TEXT, "
-            "external_session_id TEXT)"
+            "external_session_id TEXT, first_message TEXT, waiting INTEGER NOT NULL)"
         )
         # No index on last_position: every append moves the session's entry in it (one more
         # page per commit), and listing the sessions newest first reads every row anyway.

@@ -552,6 +552,10 @@ class InteractionTimersProjection(TableBacked[TimerTable]):
     def get(self, tx: Any, key: str) -> TimerRow | None:
         return self.table.load(tx, [key]).get(key)
 
+    def rows(self, tx: Any, keys: Sequence[str]) -> dict[str, TimerRow]:
+        """The rows of ``keys`` that exist (one read for a whole session list)."""
+        return self.table.load(tx, keys) if keys else {}
+
     def watched(self, tx: Any) -> list[TimerRow]:
         """Rows with a question whose timer may still move (for the scheduler)."""
         return self.table.with_status(tx, "watch")

@@ -226,6 +226,17 @@ also carries the session's `version` (its head, where a stream of the live event
 `hasEarlier` (whether entries precede the first one). Like the events page it stays readable
 once the session is deleted; an unknown session is 404. The event's data is on the events
 page (`?after=SEQ-1&limit=1`).
+
+Each entry of `GET /v1/sessions` has, besides `sessionId`, `displayMode`, `version`,
+`updatedAt`, `parentSessionId` (and `client`, `externalSessionId` for a session another program
+created), the session's `workspace`, a `name` — the workspace's last path part, ` · `, and the
+first real user message, else the active goal's objective, else the session id, as visible
+text (no invisible characters, one line) elided after 60 characters — and `pending`:
+`{"questions", "planApprovals", "toolApprovals", "deadlineAt"}`, the interactions waiting for
+the user by kind and the earliest `deadlineAt` of a question timer still counting
+(`hiddenGrace` or `countdown`; `null` when none is: not eligible, not at the head of the queue
+yet, or paused). The list reads no session's log: the summaries keep the first message and the
+number waiting, and the timers are read once for the sessions with something waiting.
 """
 
 

@@ -325,6 +325,9 @@ class Ledger:
     def timer_row(self, key: str) -> TimerRow | None:
         return self.projections.timer_row(self.store, key)
 
+    def timer_rows(self, keys: list[str]) -> dict[str, TimerRow]:
+        return self.projections.timer_rows(self.store, keys)
+
     def watched_timers(self) -> list[TimerRow]:
         return self.projections.watched_timers(self.store)
 

@@ -27,7 +27,10 @@ DOCUMENT_KEYS = {
     "sessionId", "version", "workspace", "parentSessionId", "executionState", "displayMode",
     "todos", "interactions",
 }
-SUMMARY_KEYS = {"sessionId", "displayMode", "version", "updatedAt", "parentSessionId"}
+SUMMARY_KEYS = {
+    "sessionId", "displayMode", "version", "updatedAt", "parentSessionId", "name", "workspace",
+    "pending",
+}
 ENVELOPE_KEYS = {
     "seq", "globalPosition", "sessionId", "type", "schemaVersion", "data", "recordedAt",
     "actor", "causationId", "correlationId", "prevHash", "hash",

@@ -797,7 +797,7 @@ def session_routes(service: SessionService) -> APIRouter:
 
     @router.get("/v1/sessions", response_model=None, responses={200: {"model": SessionList}})
     def list_sessions() -> dict[str, Any]:
-        """Every session not deleted, most recently updated first."""
+        """Every session not deleted, most recently updated first, named, with what waits in it."""
         return service.list_sessions()
 
     @router.get(

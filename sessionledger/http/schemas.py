@@ -250,6 +250,17 @@ class SessionDocument(_Wire):
     """That program's own id for the session (CC-2)."""
 
 
+class PendingSummary(_Wire):
+    """What waits for the user in a session (issue 23.4): pending interactions by kind and
+    the earliest deadline of a question timer still counting (``hiddenGrace`` or
+    ``countdown``; ``null`` when none is: not eligible, not at the head yet, or paused)."""
+
+    questions: int
+    planApprovals: int
+    toolApprovals: int
+    deadlineAt: str | None
+
+
 class SessionEntry(_Wire):
     sessionId: str
     displayMode: DisplayMode
@@ -258,6 +269,11 @@ class SessionEntry(_Wire):
     parentSessionId: str | None
     client: str | None = None
     externalSessionId: str | None = None
+    name: str = Field(description=(
+        "The workspace's last path part, ` · `, and the first real user message, else the "
+        "active goal's objective, else the session id (visible text, at most 60 characters)"))
+    workspace: str
+    pending: PendingSummary
 
 
 class SessionList(_Wire):

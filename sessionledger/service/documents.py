@@ -13,6 +13,7 @@ list read from outside the tools (:class:`TodoService`, the document the CLI and
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -48,12 +49,14 @@ from eventlog import (
     ToolCallCompleted,
     ToolCallRequested,
     Undecodable,
+    parse_instant,
 )
 from projections import SessionSummary
 from projections.tools import as_item
 from statemachine.execution import ExecutionState
 
 from ..ledger import Ledger, eventlog_errors
+from ..tools.ask import visible
 from ..tools.todo import item_wire, list_lines, summary
 
 __all__ = [
@@ -68,6 +71,8 @@ __all__ = [
     "client_note",
     "execution_state_wire",
     "list_entry",
+    "pending_wire",
+    "session_name",
     "occurred_at",
     "plan_note",
     "progress_text",
@@ -321,8 +326,59 @@ def origin_wire(summary: SessionSummary) -> dict[str, str]:
     return wire
 
 
-def list_entry(summary: SessionSummary) -> dict[str, Any]:
-    """One entry of ``GET /v1/sessions``."""
+NAME_CHARS = 60
+"""Longest text after the workspace in a session's name before it is elided."""
+_COUNTED = {"askUserQuestion": "questions", "planApproval": "planApprovals",
+            "toolApproval": "toolApprovals"}
+_COUNTING = ("hiddenGrace", "countdown")
+"""Timer states whose deadline is still ahead (a paused timer has none: HO-5)."""
+
+
+_ASCII_INVISIBLE = {c: None for c in (*range(32), 127) if not chr(c).isspace()}
+
+
+def _shown(text: str) -> str:
+    """The start of ``text`` as :func:`~sessionledger.tools.ask.visible` shows it, cheaply:
+    only what a name can hold is looked at, and ASCII (NFKC leaves it as it is) needs only
+    its control characters dropped and its whitespace runs made one space."""
+    text = text[: NAME_CHARS * 2]
+    if not text.isascii():
+        return visible(text)
+    return " ".join((text if text.isprintable() else text.translate(_ASCII_INVISIBLE)).split())
+
+
+def session_name(summary: SessionSummary) -> str:
+    """What a list calls the session (issue 23.6): the workspace's last path part and the
+    first real user message, else the active goal, else the session id, as a person sees it
+    (no invisible characters, one line), elided after :data:`NAME_CHARS` characters."""
+    text = _shown(summary.first_message or "") or _shown(summary.goal or "") or summary.session_id
+    if len(text) > NAME_CHARS:
+        text = text[: NAME_CHARS - 1].rstrip() + "…"
+    place = _shown(os.path.basename(summary.workspace.rstrip("/\\")))
+    return f"{place} · {text}" if place else text
+
+
+def pending_wire(queue: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What waits for the user in one session, from its question-timer queue (issue 23.4):
+    the count of each kind and the earliest ``deadlineAt`` of a timer still counting
+    (``hiddenGrace`` or ``countdown``), ``null`` when none is."""
+    wire: dict[str, Any] = dict.fromkeys(_COUNTED.values(), 0)
+    deadlines: list[str] = []
+    for entry in queue:
+        counted = _COUNTED.get(entry.get("kind", ""))
+        if counted is not None:
+            wire[counted] += 1
+        if entry.get("state") in _COUNTING and entry.get("deadlineAt"):
+            deadlines.append(entry["deadlineAt"])
+    wire["deadlineAt"] = min(deadlines, key=parse_instant) if deadlines else None
+    return wire
+
+
+def list_entry(
+    summary: SessionSummary, queue: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    """One entry of ``GET /v1/sessions``; ``queue`` is the session's question-timer queue
+    (its pending interactions in order)."""
     return {
         "sessionId": summary.session_id,
         "displayMode": summary.display_mode,
@@ -330,6 +386,9 @@ def list_entry(summary: SessionSummary) -> dict[str, Any]:
         "updatedAt": summary.updated_at,
         "parentSessionId": summary.parent_session_id,
         **origin_wire(summary),
+        "name": session_name(summary),
+        "workspace": summary.workspace,
+        "pending": pending_wire(queue),
     }
 
 

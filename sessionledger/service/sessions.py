@@ -277,9 +277,17 @@ class SessionService:
         """``{"sessions": [...]}``, most recently updated first; deleted sessions are left out.
 
         Order is by the global position of each session's last event, which is exact where
-        ``updatedAt`` (milliseconds) ties.
+        ``updatedAt`` (milliseconds) ties. Each entry names the session and says what waits
+        in it (:func:`~.documents.list_entry`); the question timers are read in one go for
+        the sessions with something waiting, never a session's log.
         """
-        return {"sessions": [list_entry(s) for s in self.summaries()]}
+        summaries = self.summaries()
+        with eventlog_errors(payloads=True):  # only the sessions something waits in
+            rows = self.ledger.timer_rows([s.session_id for s in summaries if s.waiting])
+        return {"sessions": [
+            list_entry(s, rows[s.session_id].body["queue"] if s.session_id in rows else ())
+            for s in summaries
+        ]}
 
     def events(
         self, session_id: str, *, after: int = 0, limit: int | None = None

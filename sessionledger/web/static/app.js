@@ -123,7 +123,7 @@ async function main() {
   const main = $('#session-view');
   const placeholder = main.innerHTML;
   const list = new SessionList($('#session-list'), types, {
-    onStatus: (state) => setStatus('sessions', state), toast,
+    onStatus: (state) => setStatus('sessions', state), toast, notifyButton: $('#notify'),
   });
   let view = null;
 

@@ -54,6 +54,12 @@ function draw(el, now) {
   fill(el, h('span', { class: 'countdown-remaining' }, text), ' · deadline ', deadline);
 }
 
+/** An element with `data-deadline-at` (the session list's) as the M:SS left until then. */
+export function drawTimeLeft(el, now) {
+  const text = minutesSeconds(instant(el.dataset.deadlineAt) - now);
+  if (el.textContent !== text) el.textContent = text;
+}
+
 let ticker = null;
 
 /** Redraw every countdown on the page a few times a second (one timer for the page). */
@@ -62,5 +68,6 @@ export function startTicking() {
   ticker = setInterval(() => {
     const now = Date.now();
     for (const el of document.querySelectorAll('.countdown')) draw(el, now);
+    for (const el of document.querySelectorAll('.time-left')) drawTimeLeft(el, now);
   }, TICK_MS);
 }

@@ -1,22 +1,52 @@
-// The session list: every session, newest first, with its display-mode badge. It follows the
-// global stream from the log's head at load (any new event may reorder or add sessions) and
-// refetches the list after events.
+// The session list: every session, newest first, with its display-mode badge, its name and what
+// waits in it (questions, plan approvals, tool approvals, with the time left until the nearest
+// deadline). It follows the global stream from the log's head at load (any new event may
+// reorder or add sessions) and refetches the list after events. The page's title counts what
+// waits across all sessions; once the user allowed it, a desktop notification tells of a
+// question or plan approval asked in a session not on screen (issue 23.4).
 
 import { get } from './api.js';
 import { clientName, clock, fill, h } from './dom.js';
+import { drawTimeLeft } from './countdown.js';
 import { LedgerStream } from './stream.js';
 
 const REFRESH_DELAY_MS = 100;
+const TITLE = 'sessionledger';
+const KINDS = [
+  ['questions', 'question', 'questions'],
+  ['planApprovals', 'plan approval', 'plan approvals'],
+  ['toolApprovals', 'tool approval', 'tool approvals'],
+];
+
+/** How many interactions wait in a session (every kind). */
+export const waitingCount = (pending) => (pending
+  ? KINDS.reduce((sum, [key]) => sum + (pending[key] || 0), 0) : 0);
+
+/** Questions and plan approvals only: what a notification is for. */
+const askedCount = (pending) => (pending
+  ? (pending.questions || 0) + (pending.planApprovals || 0) : 0);
+
+/** "1 question, 2 plan approvals" */
+export function describeWaiting(pending) {
+  return KINDS.filter(([key]) => pending && pending[key] > 0)
+    .map(([key, one, many]) => `${pending[key]} ${pending[key] === 1 ? one : many}`)
+    .join(', ');
+}
+
+const notifying = () => 'Notification' in window && Notification.permission === 'granted';
 
 export class SessionList {
-  constructor(listEl, eventTypes, { onStatus, toast }) {
+  constructor(listEl, eventTypes, { onStatus, toast, notifyButton }) {
     this.listEl = listEl;
     this.eventTypes = eventTypes;
     this.onStatus = onStatus;
     this.toast = toast;
+    this.notifyButton = notifyButton || null;
     this.sessions = [];
     this.selected = null;
     this.timer = null;
+    this.asked = null;  // sessionId -> questions + plan approvals at the last refresh
+    this.#offerNotifications();
   }
 
   async start() {
@@ -47,12 +77,54 @@ export class SessionList {
     try {
       this.sessions = (await get('/v1/sessions')).sessions;
       this.#draw();
+      this.#notify();
     } catch (err) {
       if (err.status !== 0) this.toast(err.message);
     }
   }
 
+  // "Notify me" asks for the permission only when clicked, never on load.
+  #offerNotifications() {
+    const button = this.notifyButton;
+    if (!button) return;
+    const update = () => {
+      button.hidden = !('Notification' in window) || Notification.permission !== 'default';
+    };
+    update();
+    button.addEventListener('click', async () => {
+      try {
+        await Notification.requestPermission();
+      } catch (_err) {
+        // an old browser's callback form, or a refusal: the button stays or goes below
+      }
+      update();
+    });
+  }
+
+  // A question or plan approval newly asked in a session not on screen (another session, or
+  // this page in the background): one notification per session and refresh. The first list
+  // is only the baseline: nothing that waited before the page opened is announced.
+  #notify() {
+    const before = this.asked;
+    this.asked = new Map(this.sessions.map((s) => [s.sessionId, askedCount(s.pending)]));
+    if (before === null || !notifying()) return;
+    for (const s of this.sessions) {
+      const now = this.asked.get(s.sessionId);
+      if (now <= (before.get(s.sessionId) || 0)) continue;
+      if (s.sessionId === this.selected && document.visibilityState === 'visible') continue;
+      const note = new Notification(`Waiting for you: ${s.name || s.sessionId}`, {
+        body: describeWaiting(s.pending), tag: `sessionledger-${s.sessionId}`,
+      });
+      note.onclick = () => {
+        window.focus();
+        location.hash = `#/sessions/${encodeURIComponent(s.sessionId)}`;
+      };
+    }
+  }
+
   #draw() {
+    const total = this.sessions.reduce((sum, s) => sum + waitingCount(s.pending), 0);
+    document.title = total ? `(${total}) ${TITLE}` : TITLE;
     if (!this.sessions.length) {
       fill(this.listEl, h('li', { class: 'empty' }, 'No sessions yet.'));
       return;
@@ -64,11 +136,34 @@ export class SessionList {
         'aria-current': s.sessionId === this.selected ? 'page' : null,
       },
       h('span', { class: `badge mode-${s.displayMode}` }, s.displayMode),
-      h('span', { class: 'session-name', title: s.sessionId }, s.sessionId),
+      h('span', {
+        class: 'session-name', title: s.workspace ? `${s.sessionId} · ${s.workspace}` : s.sessionId,
+      }, s.name || s.sessionId),
+      attention(s.pending),
       h('time', { datetime: s.updatedAt, title: s.updatedAt }, clock(s.updatedAt)),
       s.client ? h('span', {
         class: 'session-client', dataset: { client: s.client },
         title: s.externalSessionId ? `${s.client} session ${s.externalSessionId}` : s.client,
       }, clientName(s.client)) : null))));
   }
+}
+
+/** The badge of what waits in a session, with the time left until its nearest deadline. */
+function attention(pending) {
+  const count = waitingCount(pending);
+  if (!count) return null;
+  const text = describeWaiting(pending);
+  let left = null;
+  if (pending.deadlineAt) {
+    left = h('span', {
+      class: 'time-left', dataset: { deadlineAt: pending.deadlineAt },
+      title: `auto-continues at ${clock(pending.deadlineAt)}`,
+    });
+    drawTimeLeft(left, Date.now());
+  }
+  return h('span', {
+    class: 'attention', role: 'status', dataset: { count: String(count) },
+    'aria-label': pending.deadlineAt
+      ? `${text} waiting; auto-continues at ${clock(pending.deadlineAt)}` : `${text} waiting`,
+  }, h('span', { class: 'attention-what' }, text), left ? ' · ' : null, left);
 }
