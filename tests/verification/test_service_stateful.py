@@ -84,6 +84,7 @@ def _report(
 
 
 @pytest.mark.slow
+@pytest.mark.longest_first
 @pytest.mark.timeout(int(budget_s() + 600))
 def test_the_service_agrees_with_its_model_for_a_wall_clock_budget(
     capsys: pytest.CaptureFixture[str],
