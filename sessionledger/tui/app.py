@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -150,8 +150,7 @@ class Sidebar(Vertical):
     DEFAULT_CSS = """
     Sidebar { width: 40; border-right: solid $primary; padding: 0 1; }
     Sidebar Static { margin: 0 0 1 0; }
-    Screen.-narrow Sidebar { width: 26; }
-    Screen.-tiny Sidebar { display: none; }
+    Sidebar #events { text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self) -> None:
@@ -236,8 +235,7 @@ def queue_lines(interactions: list[dict[str, Any]]) -> Text:
     text = Text(f"Approval queue: {len(interactions)} waiting", style="bold")
     for position, interaction in enumerate(interactions[:QUEUE_SHOWN]):
         mark = "▶" if position == 0 else " "
-        line = Text(f"{mark} {position + 1}. ", style="" if position == 0 else "dim",
-                    no_wrap=True, overflow="ellipsis")
+        line = Text(f"{mark} {position + 1}. ", style="" if position == 0 else "dim")
         line.append_text(_summary(interaction))
         text.append("\n")
         text.append_text(line)
@@ -309,22 +307,23 @@ class SessionApp(App[None]):
     CSS = """
     #body { height: 1fr; }
     #main { width: 1fr; padding: 0 1; }
-    #queue { height: auto; border-bottom: solid $primary; }
+    #queue { height: auto; border-bottom: solid $primary; text-wrap: nowrap;
+             text-overflow: ellipsis; }
     #countdown, #notice, #status { height: auto; }
     #panel-scroll { height: 1fr; }
     #panel-slot { height: auto; }
     #hints { height: auto; color: $text-muted; }
+    Screen.-narrow #sidebar { width: 26; }
+    Screen.-tiny #sidebar { display: none; }
     """
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012 (Textual types it as an instance variable)
         (0, "-tiny"), (60, "-narrow"), (120, "-wide"),
     ]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("shift+tab", "cycle_mode", "Cycle mode", priority=True),
-        Binding("pageup", "scroll('page_up')", "Page up", key_display="PgUp"),
-        Binding("pagedown", "scroll('page_down')", "Page down", key_display="PgDn"),
-        Binding("home", "scroll('home')", "Top", key_display="Home"),
-        Binding("end", "scroll('end')", "End", key_display="End"),
     ]
+    """PgUp/PgDn/Home/End (and Ctrl+Home/Ctrl+End) are the scroll container's own keys: the
+    head's panel, which has the focus, sits in it and leaves them alone."""
 
     def __init__(
         self, service: SessionService, session_id: str, *, poll_s: float = POLL_S,
@@ -358,7 +357,7 @@ class SessionApp(App[None]):
         # Not focusable: the head's panel keeps every key (Tab cannot strand them).
         self.scroller = VerticalScroll(id="panel-scroll", can_focus=False)
         self.hints = Static(id="hints")
-        self.countdown.display = self.notice.display = False
+        self.countdown.display = self.notice.display = self.status.display = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -469,13 +468,6 @@ class SessionApp(App[None]):
         """The head's panel redrew: its key hints, in the line that does not scroll."""
         self.hints.update(Text(message.hints))
 
-    def action_scroll(self, where: Literal["page_up", "page_down", "home", "end"]) -> None:
-        """PgUp/PgDn/Home/End: scroll the head's panel (a long plan's last line is reachable)."""
-        moves = {"page_up": self.scroller.scroll_page_up,
-                 "page_down": self.scroller.scroll_page_down,
-                 "home": self.scroller.scroll_home, "end": self.scroller.scroll_end}
-        moves[where](animate=False)
-
     # -- acting --------------------------------------------------------------------------
 
     def action_cycle_mode(self) -> None:
@@ -522,6 +514,7 @@ class SessionApp(App[None]):
     def say(self, text: str, *, error: bool = False) -> None:
         """One status line above the panel (errors in red)."""
         self.status.update(shown(text, "bold red" if error else "green"))
+        self.status.display = True
 
 
 def run_tui(service: SessionService, session_id: str) -> None:

@@ -102,6 +102,7 @@ class InteractionPanel(Vertical, can_focus=True):
     InteractionPanel { height: auto; padding: 0 1; }
     InteractionPanel:focus { background: $boost; }
     InteractionPanel Input { margin: 1 0 0 0; }
+    InteractionPanel .panel-plan { border: round $secondary; padding: 0 1; height: auto; }
     """
 
     def __init__(self, interaction: Mapping[str, Any]) -> None:
@@ -228,14 +229,30 @@ class ApprovalPanel(InteractionPanel):
     def __init__(self, interaction: Mapping[str, Any]) -> None:
         super().__init__(interaction)
         self.state = Approval.for_kind(self.kind)
+        self.request = Static(classes="panel-request")
+        self.plan = Static(classes="panel-plan")
+        self.plan.border_title = "Plan"
+        self.plan.display = False
+        """What is asked (the plan, or the tool's input): drawn once, as a long plan is
+        expensive to lay out; only the choices below are redrawn on a key."""
 
-    def render_state(self) -> RenderableType:
+    def compose(self) -> Any:
+        yield self.request
+        yield self.plan
+        yield self.body
+
+    def on_mount(self) -> None:
+        self.request.update(self.render_request())
+        super().on_mount()
+
+    def render_request(self) -> RenderableType:
         parts: list[RenderableType] = []
         tool = shown(self.payload.get("tool", "a tool"), style="bold")
         if self.kind == "planApproval":
             parts.append(tool.append(": approve this plan?"))
             # Every line as written: no Markdown, which would drop HTML (EG-7).
-            parts.append(Panel(plan_text(str(self.payload.get("plan", ""))), title="Plan"))
+            self.plan.update(plan_text(str(self.payload.get("plan", ""))))
+            self.plan.display = True
             for prompt in self.payload.get("allowedPrompts") or []:
                 parts.append(Text.assemble(
                     "  asks to allow ", shown(prompt.get("tool")), ": ",
@@ -245,6 +262,10 @@ class ApprovalPanel(InteractionPanel):
             parts.append(tool.append(" asks for approval"))
             asked = json.dumps(self.payload.get("input", {}), ensure_ascii=False, indent=2)
             parts.append(Panel(shown(asked), title="Input"))
+        return Group(*parts)
+
+    def render_state(self) -> RenderableType:
+        parts: list[RenderableType] = []
         for row, (_choice, label) in enumerate(self.state.choices):
             mark = "▸" if row == self.state.cursor else " "
             style = "reverse" if row == self.state.cursor else ""

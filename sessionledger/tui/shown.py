@@ -69,7 +69,7 @@ def _hidden_pattern(text: str) -> re.Pattern[str] | None:
 def shown(text: object, style: StyleType = "") -> Text:
     """``text`` as a TUI widget displays it: every character, literally (see the module)."""
     source = str(text).replace("\r\n", "\n")
-    result = Text(style=style, overflow="fold", no_wrap=False, end="")
+    result = Text(style=style, overflow="fold", no_wrap=False)
     pattern = _hidden_pattern(source)
     if pattern is None:
         result.append(source)
