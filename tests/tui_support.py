@@ -75,7 +75,8 @@ def drive(
     """
 
     async def main() -> None:
-        app = SessionApp(service, session_id, poll_s=0.05, clock=clock)
+        app = (SessionApp(service, session_id, poll_s=0.05) if clock is None
+               else SessionApp(service, session_id, poll_s=0.05, clock=clock))
         async with app.run_test(size=size) as pilot:
             await pilot.pause()
             await scenario(app, pilot)

@@ -465,8 +465,10 @@ class SessionApp(App[None]):
             self.hints.update("")
 
     def on_redrawn(self, message: Redrawn) -> None:
-        """The head's panel redrew: its key hints, in the line that does not scroll."""
-        self.hints.update(Text(message.hints))
+        """The head's panel redrew: its key hints, in the line that does not scroll (a panel
+        already replaced is not the head's)."""
+        if self.panel is not None and message.interaction_id == self.panel.interaction_id:
+            self.hints.update(Text(message.hints))
 
     # -- acting --------------------------------------------------------------------------
 

@@ -85,8 +85,9 @@ APPROVAL_HINTS = "↑↓/j k move · 1-9 pick · Enter choose · Esc reject"
 class Redrawn(Message):
     """The panel drew its state anew: the app redraws the key hints it names."""
 
-    def __init__(self, hints: str) -> None:
+    def __init__(self, interaction_id: str, hints: str) -> None:
         super().__init__()
+        self.interaction_id = interaction_id
         self.hints = hints
 
 
@@ -121,7 +122,7 @@ class InteractionPanel(Vertical, can_focus=True):
 
     def redraw(self) -> None:
         self.body.update(self.render_state())
-        self.post_message(Redrawn(self.hints))
+        self.post_message(Redrawn(self.interaction_id, self.hints))
 
     def render_state(self) -> RenderableType:
         raise NotImplementedError
