@@ -2,7 +2,8 @@
 
 :func:`drive` runs one scenario with ``App.run_test()`` inside ``asyncio.run`` in a thread of
 its own — plain synchronous tests, no asyncio plugin (docs/decisions.md D83). :func:`plain`
-turns what a widget shows into text; :func:`resolutions` reads the answers the app recorded
+turns what a widget shows into text, :func:`rendered` the lines Textual draws for a widget
+and :func:`screen` the terminal's rows; :func:`resolutions` reads the answers the app recorded
 in the log.
 """
 
@@ -17,13 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from textual.geometry import Region
 from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import Static
 
+from eventlog import Clock
 from sessionledger import SessionService
 from sessionledger.tui import SessionApp
 
-__all__ = ["QUESTION", "Scenario", "drive", "opened", "plain", "question", "resolutions", "types"]
+__all__ = ["QUESTION", "Scenario", "drive", "opened", "plain", "question", "rendered",
+           "resolutions", "screen", "types"]
 
 Scenario = Callable[[SessionApp, Pilot[None]], Awaitable[None]]
 
@@ -58,7 +63,10 @@ def opened(tmp_path: Path) -> Iterator[SessionService]:
         service.close()
 
 
-def drive(service: SessionService, session_id: str, scenario: Scenario) -> None:
+def drive(
+    service: SessionService, session_id: str, scenario: Scenario, *,
+    size: tuple[int, int] = (140, 60), clock: Clock | None = None,
+) -> None:
     """Run the app on ``session_id`` and play ``scenario`` against it under a pilot.
 
     The app runs in a thread of its own with its own event loop: a test's thread may already
@@ -67,8 +75,9 @@ def drive(service: SessionService, session_id: str, scenario: Scenario) -> None:
     """
 
     async def main() -> None:
-        app = SessionApp(service, session_id, poll_s=0.05)
-        async with app.run_test(size=(140, 60)) as pilot:
+        app = (SessionApp(service, session_id, poll_s=0.05) if clock is None
+               else SessionApp(service, session_id, poll_s=0.05, clock=clock))
+        async with app.run_test(size=size) as pilot:
             await pilot.pause()
             await scenario(app, pilot)
 
@@ -92,6 +101,17 @@ def plain(widget: Static) -> str:
     console = Console(file=io.StringIO(), width=140, record=True, color_system=None)
     console.print(widget.content)
     return console.export_text()
+
+
+def rendered(widget: Widget) -> list[str]:
+    """Every line Textual draws for ``widget`` at its width, scrolled into view or not."""
+    width, height = widget.outer_size  # borders and padding included
+    return [strip.text for strip in widget.render_lines(Region(0, 0, width, height))]
+
+
+def screen(app: SessionApp) -> list[str]:
+    """The rows of the (pilot's) terminal as the app drew them last."""
+    return [strip.text.rstrip() for strip in app.screen._compositor.render_strips()]
 
 
 def resolutions(service: SessionService, session_id: str) -> list[dict[str, Any]]:

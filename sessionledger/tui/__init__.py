@@ -2,9 +2,10 @@
 
 A package of its own so that Textual is imported only by the ``tui`` command (the other
 commands start fast, like ``serve`` keeps FastAPI to itself). The rules live in pure modules
-— :mod:`.questionnaire` (HO-1's keys and the ``modify`` input) and :mod:`.approval` (the
-ordinary approval request of a plan) — and the widgets (:mod:`.panels`, :mod:`.sidebar`) and
-the app (:mod:`.app`) only draw them and call the session service.
+— :mod:`.questionnaire` (HO-1's keys, the ``modify`` input and the ordinary approval request
+of a plan) and :mod:`.shown` (how any text from the log is drawn, EG-7) — and the widgets
+(:mod:`.panels`, the sidebar in :mod:`.app`) and the app only draw them and call the session
+service.
 """
 
 from __future__ import annotations

@@ -8,7 +8,14 @@ and changes nothing except through the service calls the HTTP routes use: Shift+
 appended), an answer is ``tools.respond`` (``modify`` with the answers filled in, ``approve``,
 ``feedback`` or ``deny``), user activity on a counting-down question is ``timers.activity``
 (HO-5). It runs no timer scheduler: a TUI session's questions are never eligible for
-auto-continue (HO-4), and the app waits forever.
+auto-continue (HO-4), and the app waits forever. On a protocol session (whose questions a
+running ``serve`` auto-continues) it draws the head's countdown from the absolute times of its
+``autoResolution`` and an injectable clock, and "Unanswered — auto-continued" once the timer
+answered (HO-4, HO-5, HO-7).
+
+Every text from the log goes through :func:`.shown.shown` (EG-7). The queue header, the
+countdown, the status line and the key hints stay put; only the head's panel scrolls
+(PgUp/PgDn/Home/End). Below 120 columns the sidebar is narrow, below 60 it is hidden.
 
 Refreshing is polling: every :data:`POLL_S` seconds the app reads the session's events after
 the last ``seq`` it has seen (another process — ``serve``, ``call`` — may append to the same
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -30,12 +38,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Header, Static
 
-from eventlog import RecordedEvent
+from eventlog import Clock, RecordedEvent
 
 from ..errors import SessionDeleted, SessionLedgerError
 from ..service.documents import TodoList, client_name, occurred_at
 from ..service.sessions import SessionService
-from .panels import Answered, Engaged, InteractionPanel, panel_for
+from .panels import Answered, Engaged, InteractionPanel, Redrawn, panel_for
+from .shown import shown
 
 __all__ = [
     "PAGE",
@@ -44,7 +53,9 @@ __all__ = [
     "SessionApp",
     "Sidebar",
     "client_lines",
+    "countdown_line",
     "mode_badge",
+    "notice_line",
     "queue_lines",
     "run_tui",
     "todo_lines",
@@ -90,7 +101,7 @@ def _goal(document: Mapping[str, Any]) -> Text:
     if goal is None:
         text.append("none", style="dim")
     else:
-        text.append(str(goal["objective"]))
+        text.append_text(shown(goal["objective"]))
     return text
 
 
@@ -102,7 +113,8 @@ def todo_lines(todos: TodoList) -> Text:
     for item in todos.items:
         mark, style = _STATUS_MARK.get(item.status, ("?", ""))
         text.append(f"\n{mark} ", style=style)
-        text.append(item.content, style="strike dim" if item.status == "completed" else "")
+        text.append_text(shown(item.content,
+                               "strike dim" if item.status == "completed" else ""))
     return text
 
 
@@ -112,10 +124,11 @@ def client_lines(document: Mapping[str, Any]) -> Text:
     client = document.get("client")
     if client is None:
         return Text()
-    text = Text.assemble(("Client: ", "bold"), client_name(str(client)))
+    text = Text.assemble(("Client: ", "bold"), shown(client_name(str(client))))
     external = document.get("externalSessionId")
     if external is not None:
-        text.append(f"\n  {external}", style="dim")
+        text.append("\n  ")
+        text.append_text(shown(external, "dim"))
     return text
 
 
@@ -137,6 +150,7 @@ class Sidebar(Vertical):
     DEFAULT_CSS = """
     Sidebar { width: 40; border-right: solid $primary; padding: 0 1; }
     Sidebar Static { margin: 0 0 1 0; }
+    Sidebar #events { text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self) -> None:
@@ -197,27 +211,91 @@ _RUNNING = frozenset({"hiddenGrace", "countdown"})
 """Timer states that user activity pauses (HO-5)."""
 
 
-def _summary(interaction: Mapping[str, Any]) -> str:
+QUEUE_SHOWN = 3
+"""Queue entries listed under the header; the rest are counted (the header never moves)."""
+
+
+def _summary(interaction: Mapping[str, Any]) -> Text:
     payload = interaction["payload"]
     if interaction["kind"] == "askUserQuestion":
         questions = payload.get("questions") or []
         first = questions[0]["question"] if questions else ""
         more = f" (+{len(questions) - 1} more)" if len(questions) > 1 else ""
-        return f"AskUserQuestion: {first}{more}"
+        return Text.assemble("AskUserQuestion: ", shown(first), more)
     if interaction["kind"] == "planApproval":
-        return f"{payload.get('tool', 'ExitPlanMode')}: plan approval"
-    return f"{payload.get('tool', 'tool')}: approval"
+        return Text.assemble(shown(payload.get("tool", "ExitPlanMode")), ": plan approval")
+    return Text.assemble(shown(payload.get("tool", "tool")), ": approval")
 
 
 def queue_lines(interactions: list[dict[str, Any]]) -> Text:
-    """The approval queue, head first: the head is the panel below (HO-4's FIFO order)."""
+    """The approval queue, head first: the head is the panel below (HO-4's FIFO order).
+    At most :data:`QUEUE_SHOWN` entries, one line each; the others are counted."""
     if not interactions:
         return Text("Approval queue: nothing waits for you", style="dim")
     text = Text(f"Approval queue: {len(interactions)} waiting", style="bold")
-    for position, interaction in enumerate(interactions):
+    for position, interaction in enumerate(interactions[:QUEUE_SHOWN]):
         mark = "▶" if position == 0 else " "
-        text.append(f"\n{mark} {position + 1}. {_summary(interaction)}",
-                    style="" if position == 0 else "dim")
+        line = Text(f"{mark} {position + 1}. ", style="" if position == 0 else "dim")
+        line.append_text(_summary(interaction))
+        text.append("\n")
+        text.append_text(line)
+    if len(interactions) > QUEUE_SHOWN:
+        text.append(f"\n  … and {len(interactions) - QUEUE_SHOWN} more", style="dim")
+    return text
+
+
+# -- the countdown and the auto-continued notice (HO-4, HO-5, HO-7) -----------------------
+
+
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _local_clock(moment: datetime) -> str:
+    """An instant as this machine's local wall-clock time, ``HH:MM:SS``."""
+    return moment.astimezone().strftime("%H:%M:%S")
+
+
+def _minutes_seconds(seconds: float) -> str:
+    total = max(0, int(-(-seconds // 1)))  # rounded up, like the web page's countdown
+    return f"{total // 60}:{total % 60:02d}"
+
+
+def countdown_line(timer: Mapping[str, Any] | None, now: datetime) -> Text | None:
+    """What the head question's ``autoResolution`` shows at ``now``: nothing while there is no
+    timer or during the silent grace (before ``visibleAt``); then the time left and the
+    absolute deadline; ``Countdown paused`` once the user engaged (HO-5). Only the recorded
+    absolute times are used, so a restart or a second TUI shows the same deadline (HO-7)."""
+    if timer is None:
+        return None
+    state = timer.get("state")
+    if state == "paused":
+        return Text("Countdown paused — this question waits for your answer", style="yellow")
+    if state not in ("hiddenGrace", "countdown"):
+        return None
+    if state == "hiddenGrace" and now < _instant(str(timer["visibleAt"])):
+        return None
+    deadline = _instant(str(timer["deadlineAt"]))
+    left = (deadline - now).total_seconds()
+    said = f"Auto-continues in {_minutes_seconds(left)}" if left > 0 else "Auto-continuing…"
+    return Text.assemble((said, "bold yellow"), f" · deadline {_local_clock(deadline)}",
+                         (f" ({timer['deadlineAt']})", "dim"))
+
+
+Resolution = tuple[str, str, str]
+"""The last resolution read from the log: interaction id, decision, ``recordedAt``."""
+
+
+def notice_line(resolution: Resolution | None, questions: list[str]) -> Text | None:
+    """``Unanswered — auto-continued at HH:MM:SS`` and the questions the timer answered, while
+    the last interaction resolved in the session was resolved by the timer (HO-4, HO-8)."""
+    if resolution is None or resolution[1] != "autoContinued":
+        return None
+    text = Text.assemble(("Unanswered — auto-continued", "bold"),
+                         f" at {_local_clock(_instant(resolution[2]))}")
+    for asked in questions:
+        text.append("\n  · ")
+        text.append_text(shown(asked))
     return text
 
 
@@ -227,22 +305,42 @@ class SessionApp(App[None]):
     TITLE = "sessionledger"
     ENABLE_COMMAND_PALETTE = False  # the keys are HO-1's and Shift+Tab; Ctrl+Q quits
     CSS = """
+    #body { height: 1fr; }
     #main { width: 1fr; padding: 0 1; }
-    #queue { height: auto; margin: 0 0 1 0; }
-    #status { height: auto; margin: 0 0 1 0; }
+    #queue { height: auto; border-bottom: solid $primary; text-wrap: nowrap;
+             text-overflow: ellipsis; }
+    #countdown, #notice, #status { height: auto; }
+    #panel-scroll { height: 1fr; }
     #panel-slot { height: auto; }
+    #hints { height: auto; color: $text-muted; }
+    Screen.-narrow #sidebar { width: 26; }
+    Screen.-tiny #sidebar { display: none; }
     """
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012 (Textual types it as an instance variable)
+        (0, "-tiny"), (60, "-narrow"), (120, "-wide"),
+    ]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("shift+tab", "cycle_mode", "Cycle mode", priority=True),
     ]
+    """PgUp/PgDn/Home/End (and Ctrl+Home/Ctrl+End) are the scroll container's own keys: the
+    head's panel, which has the focus, sits in it and leaves them alone."""
 
     def __init__(
-        self, service: SessionService, session_id: str, *, poll_s: float = POLL_S
+        self, service: SessionService, session_id: str, *, poll_s: float = POLL_S,
+        clock: Clock | None = None,
     ) -> None:
         super().__init__()
         self.service = service
         self.session_id = session_id
         self.poll_s = poll_s
+        self.clock: Clock = clock or service.timers.clock
+        """What the countdown counts with (the service's clock unless a test injects one)."""
+        self.asked: dict[str, list[str]] = {}
+        """What each interaction read from the log asked: its question texts."""
+        self.resolution: Resolution | None = None
+        """The last ``InteractionResolved`` read from the log."""
+        self.drawn: dict[str, Text | None] = {}
+        """What the countdown and the notice show now (to redraw only changes)."""
         self.seen = 0
         """The last ``seq`` read from the log."""
         self.recent: deque[RecordedEvent] = deque(maxlen=RECENT_EVENTS)
@@ -252,18 +350,27 @@ class SessionApp(App[None]):
         """Interactions whose activity was recorded by this app (once each)."""
         self.sidebar = Sidebar()
         self.queue = Static(id="queue")
+        self.countdown = Static(id="countdown")
+        self.notice = Static(id="notice")
         self.status = Static(id="status")
         self.slot = Vertical(id="panel-slot")
+        # Not focusable: the head's panel keeps every key (Tab cannot strand them).
+        self.scroller = VerticalScroll(id="panel-scroll", can_focus=False)
+        self.hints = Static(id="hints")
+        self.countdown.display = self.notice.display = self.status.display = False
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Horizontal():
+        with Horizontal(id="body"):
             yield self.sidebar
-            # Not focusable: the head's panel keeps every key (Tab cannot strand them).
-            with VerticalScroll(id="main", can_focus=False):
-                yield self.queue
+            with Vertical(id="main"):
+                yield self.queue  # these stay put; only the panel scrolls
+                yield self.countdown
+                yield self.notice
                 yield self.status
-                yield self.slot
+                with self.scroller:
+                    yield self.slot
+                yield self.hints
         yield Footer()
 
     def on_mount(self) -> None:
@@ -287,7 +394,42 @@ class SessionApp(App[None]):
             self.say(exc.message, error=True)
         if fresh:
             self.recent.extend(fresh)
+            self.remember(fresh)
             self.reload()
+        self.tick()
+
+    def remember(self, events: Iterable[RecordedEvent]) -> None:
+        """Keep what the notice needs: each interaction's questions, the last resolution."""
+        for event in events:
+            if event.type == "InteractionRequested":
+                data = event.data
+                payload = getattr(data, "payload", {})
+                if getattr(data, "kind", "") == "askUserQuestion":
+                    texts = [str(q.get("question", "")) for q in payload.get("questions") or []]
+                else:
+                    texts = ["The plan approval" if getattr(data, "kind", "") == "planApproval"
+                             else f"{payload.get('tool', 'A tool')}: approval"]
+                self.asked[str(getattr(data, "interaction_id", ""))] = texts
+            elif event.type == "InteractionResolved":
+                data = event.data
+                self.resolution = (str(getattr(data, "interaction_id", "")),
+                                   str(getattr(data, "decision", "")), event.recorded_at)
+
+    def tick(self) -> None:
+        """Redraw the countdown at the clock's time, and the auto-continued notice."""
+        head = self.interactions[0] if self.interactions else None
+        line = countdown_line(head["autoResolution"] if head else None, self.clock.now())
+        self._show(self.countdown, line)
+        questions = self.asked.get(self.resolution[0], []) if self.resolution else []
+        self._show(self.notice, notice_line(self.resolution, questions))
+
+    def _show(self, widget: Static, text: Text | None) -> None:
+        """Show ``text`` in ``widget`` (hide it for ``None``); update only what changed."""
+        widget.display = text is not None
+        key = str(widget.id)
+        if text is not None and text != self.drawn.get(key):
+            widget.update(text)
+        self.drawn[key] = text
 
     def reload(self) -> None:
         """Redraw the sidebar and the queue from the projections."""
@@ -317,7 +459,16 @@ class SessionApp(App[None]):
         if head is not None and self.panel is None:
             self.panel = panel_for(head)
             self.slot.mount(self.panel)
+            self.scroller.scroll_home(animate=False)
             self.call_after_refresh(self.panel.focus)
+        if head is None:
+            self.hints.update("")
+
+    def on_redrawn(self, message: Redrawn) -> None:
+        """The head's panel redrew: its key hints, in the line that does not scroll (a panel
+        already replaced is not the head's)."""
+        if self.panel is not None and message.interaction_id == self.panel.interaction_id:
+            self.hints.update(Text(message.hints))
 
     # -- acting --------------------------------------------------------------------------
 
@@ -364,7 +515,8 @@ class SessionApp(App[None]):
 
     def say(self, text: str, *, error: bool = False) -> None:
         """One status line above the panel (errors in red)."""
-        self.status.update(Text(text, style="bold red" if error else "green"))
+        self.status.update(shown(text, "bold red" if error else "green"))
+        self.status.display = True
 
 
 def run_tui(service: SessionService, session_id: str) -> None:

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.text import Text
 from textual import events
@@ -29,13 +28,19 @@ from eventlog import UserActivityAction
 from ..tools.ask import HEADER_CHIP_WIDTH
 from ..tools.executor import Decision
 from .questionnaire import Approval, ApprovalEffect, Effect, Questionnaire
+from .shown import plan_text, shown
 
 __all__ = [
+    "APPROVAL_HINTS",
     "Answered",
     "ApprovalPanel",
+    "CONFIRM_HINTS",
     "Engaged",
     "InteractionPanel",
+    "QUESTION_HINTS",
     "QuestionPanel",
+    "Redrawn",
+    "SCROLL_HINTS",
     "panel_for",
     "render_questionnaire",
 ]
@@ -68,13 +73,37 @@ class Engaged(Message):
         self.action: UserActivityAction = action
 
 
+SCROLL_HINTS = "PgUp PgDn Home End scroll"
+"""The app's scroll keys, named in every panel's key hints."""
+QUESTION_HINTS = (
+    "↑↓/j k move · 1-9 pick · space toggle · o Other · s skip · Enter review · Esc reject"
+)
+CONFIRM_HINTS = "Enter submit · ↑↓/j k back to the questions · Esc reject"
+APPROVAL_HINTS = "↑↓/j k move · 1-9 pick · Enter choose · Esc reject"
+
+
+class Redrawn(Message):
+    """The panel drew its state anew: the app redraws the key hints it names."""
+
+    def __init__(self, interaction_id: str, hints: str) -> None:
+        super().__init__()
+        self.interaction_id = interaction_id
+        self.hints = hints
+
+
 class InteractionPanel(Vertical, can_focus=True):
-    """A focusable panel for one pending interaction, with an optional text field."""
+    """A focusable panel for one pending interaction, with an optional text field.
+
+    Its key hints (:attr:`hints`) are drawn by the app in a line that never scrolls away.
+    """
+
+    HINTS = "Esc reject"
 
     DEFAULT_CSS = """
     InteractionPanel { height: auto; padding: 0 1; }
     InteractionPanel:focus { background: $boost; }
     InteractionPanel Input { margin: 1 0 0 0; }
+    InteractionPanel .panel-plan { border: round $secondary; padding: 0 1; height: auto; }
     """
 
     def __init__(self, interaction: Mapping[str, Any]) -> None:
@@ -93,9 +122,15 @@ class InteractionPanel(Vertical, can_focus=True):
 
     def redraw(self) -> None:
         self.body.update(self.render_state())
+        self.post_message(Redrawn(self.interaction_id, self.hints))
 
     def render_state(self) -> RenderableType:
         raise NotImplementedError
+
+    @property
+    def hints(self) -> str:
+        """The keys this panel takes now, and the scroll keys."""
+        return f"{self.HINTS} · {SCROLL_HINTS}"
 
     def apply_key(self, key: str) -> bool:
         """Apply a key to the state; whether the panel used it."""
@@ -153,12 +188,19 @@ class InteractionPanel(Vertical, can_focus=True):
 class QuestionPanel(InteractionPanel):
     """The questionnaire of an AskUserQuestion (HO-1)."""
 
+    HINTS = QUESTION_HINTS
+
     def __init__(self, interaction: Mapping[str, Any]) -> None:
         super().__init__(interaction)
         self.state = Questionnaire.from_payload(self.payload)
 
     def render_state(self) -> RenderableType:
         return render_questionnaire(self.state)
+
+    @property
+    def hints(self) -> str:
+        keys = CONFIRM_HINTS if self.state.confirming else QUESTION_HINTS
+        return f"{keys} · {SCROLL_HINTS}"
 
     def apply_key(self, key: str) -> bool:
         effect: Effect = self.state.press(key)
@@ -169,7 +211,7 @@ class QuestionPanel(InteractionPanel):
         if effect == "type_other":
             question = self.state.questions[self.state.current]
             other = self.state.states[self.state.current].other or ""
-            self.open_field(f"Other: your answer to {question.text!r}", other)
+            self.open_field(f"Other: your answer to {shown(question.text).plain!r}", other)
         elif effect == "submit":
             self.answer("modify", input=self.state.modify_input(self.payload["questions"]))
         elif effect == "reject":
@@ -183,27 +225,52 @@ class QuestionPanel(InteractionPanel):
 class ApprovalPanel(InteractionPanel):
     """An ordinary approval request: a plan approval on the TUI (PM-6), or a tool's."""
 
+    HINTS = APPROVAL_HINTS
+
     def __init__(self, interaction: Mapping[str, Any]) -> None:
         super().__init__(interaction)
         self.state = Approval.for_kind(self.kind)
+        self.request = Static(classes="panel-request")
+        self.plan = Static(classes="panel-plan")
+        self.plan.border_title = "Plan"
+        self.plan.display = False
+        """What is asked (the plan, or the tool's input): drawn once, as a long plan is
+        expensive to lay out; only the choices below are redrawn on a key."""
+
+    def compose(self) -> Any:
+        yield self.request
+        yield self.plan
+        yield self.body
+
+    def on_mount(self) -> None:
+        self.request.update(self.render_request())
+        super().on_mount()
+
+    def render_request(self) -> RenderableType:
+        parts: list[RenderableType] = []
+        tool = shown(self.payload.get("tool", "a tool"), style="bold")
+        if self.kind == "planApproval":
+            parts.append(tool.append(": approve this plan?"))
+            # Every line as written: no Markdown, which would drop HTML (EG-7).
+            self.plan.update(plan_text(str(self.payload.get("plan", ""))))
+            self.plan.display = True
+            for prompt in self.payload.get("allowedPrompts") or []:
+                parts.append(Text.assemble(
+                    "  asks to allow ", shown(prompt.get("tool")), ": ",
+                    shown(prompt.get("prompt")),
+                ))
+        else:
+            parts.append(tool.append(" asks for approval"))
+            asked = json.dumps(self.payload.get("input", {}), ensure_ascii=False, indent=2)
+            parts.append(Panel(shown(asked), title="Input"))
+        return Group(*parts)
 
     def render_state(self) -> RenderableType:
         parts: list[RenderableType] = []
-        tool = str(self.payload.get("tool", "a tool"))
-        if self.kind == "planApproval":
-            parts.append(Text(f"{tool}: approve this plan?", style="bold"))
-            parts.append(Panel(Markdown(str(self.payload.get("plan", ""))), title="Plan"))
-            for prompt in self.payload.get("allowedPrompts") or []:
-                parts.append(Text(f"  asks to allow {prompt.get('tool')}: {prompt.get('prompt')}"))
-        else:
-            parts.append(Text(f"{tool} asks for approval", style="bold"))
-            shown = json.dumps(self.payload.get("input", {}), ensure_ascii=False, indent=2)
-            parts.append(Panel(Text(shown), title="Input"))
         for row, (_choice, label) in enumerate(self.state.choices):
             mark = "▸" if row == self.state.cursor else " "
             style = "reverse" if row == self.state.cursor else ""
             parts.append(Text(f"{mark} {row + 1}. {label}", style=style))
-        parts.append(Text("↑↓/j k move · 1-9 pick · Enter choose · Esc reject", style="dim"))
         return Group(*parts)
 
     def apply_key(self, key: str) -> bool:
@@ -240,8 +307,8 @@ def render_questionnaire(state: Questionnaire) -> RenderableType:
     for index, question in enumerate(state.questions):
         chip = question.header[:HEADER_CHIP_WIDTH]
         kind = "several answers" if question.multi_select else "one answer"
-        title = Text.assemble((f" {chip} ", "reverse bold"), " ", (question.text, "bold"),
-                              (f"  ({kind})", "dim"))
+        title = Text.assemble(shown(f" {chip} ", "reverse bold"), " ",
+                              shown(question.text, "bold"), (f"  ({kind})", "dim"))
         if state.states[index].skipped:
             title.append("  skipped", style="italic yellow")
         parts.append(title)
@@ -249,11 +316,7 @@ def render_questionnaire(state: Questionnaire) -> RenderableType:
         parts.append(Text(""))
     preview = _cursor_preview(state)
     if preview is not None:
-        parts.append(Panel(Text(preview), title="Preview"))
-    parts.append(Text(
-        "↑↓/j k move · 1-9 pick · space toggle · o Other · s skip · Enter review · Esc reject",
-        style="dim",
-    ))
+        parts.append(Panel(shown(preview), title="Preview"))
     return Group(*parts)
 
 
@@ -271,10 +334,13 @@ def _option_lines(state: Questionnaire, index: int) -> list[Text]:
             label, description = question.labels[row], question.descriptions[row]
         box = ("[x]" if picked else "[ ]") if question.multi_select else (
             "(•)" if picked else "( )")
-        line = Text(f"{'▸' if here else ' '} {row + 1}. {box} {label}",
-                    style="reverse" if here else "")
+        line = Text(f"{'▸' if here else ' '} {row + 1}. {box} ")
+        line.append_text(shown(label))
         if description:
-            line.append(f" — {description}", style="dim")
+            line.append(" — ", style="dim")
+            line.append_text(shown(description, "dim"))
+        if here:
+            line.stylize("reverse")
         lines.append(line)
     return lines
 
@@ -288,7 +354,6 @@ def _cursor_preview(state: Questionnaire) -> str | None:
 def _confirmation(state: Questionnaire) -> RenderableType:
     parts: list[RenderableType] = [Text("Review your answers", style="bold")]
     for index, question in enumerate(state.questions):
-        parts.append(Text.assemble(f"  {question.text} → ", (state.status(index), "bold")))
-    parts.append(Text(""))
-    parts.append(Text("Enter submit · ↑↓/j k back to the questions · Esc reject", style="dim"))
+        parts.append(Text.assemble("  ", shown(question.text), " → ",
+                                   shown(state.status(index), "bold")))
     return Group(*parts)
