@@ -55,6 +55,14 @@ PLAN = f"""# Tidy the tables
 """
 
 
+BROKEN_TYPE_NAMES = """() => [...document.querySelectorAll('#timeline .type')].filter((el) => {
+  const range = document.createRange();
+  range.selectNodeContents(el);
+  return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size > 1;
+}).map((el) => el.textContent)"""
+"""The timeline's event type names laid out on more than one line (each is one word)."""
+
+
 def _expect() -> Any:
     from playwright.sync_api import expect
 
@@ -159,7 +167,7 @@ def test_the_page_has_no_serious_accessibility_violation_in_any_state(  # issue 
         _check(page, axe_source, "controls")
 
 
-def test_a_question_fits_a_phone_screen(  # issue 23 acceptance 4
+def test_a_question_fits_a_phone_screen(  # issue 23 acceptance 4, issue 23.8
     browser: Browser, shots: Shots, web_server: ServerProcess, axe_source: str,
 ) -> None:
     expect = _expect()
@@ -178,6 +186,11 @@ def test_a_question_fits_a_phone_screen(  # issue 23 acceptance 4
             widths = page.evaluate(
                 "({scroll: document.documentElement.scrollWidth, inner: window.innerWidth})")
             assert widths["scroll"] <= widths["inner"], widths  # no horizontal overflow
+            chip = card.locator(".chip").first
+            expect(chip).to_have_text("Database en…")
+            assert chip.evaluate("el => el.scrollWidth <= el.clientWidth")  # issue 23.8
+            expect(page.locator("#timeline .type").nth(5)).to_be_attached()
+            assert page.evaluate(BROKEN_TYPE_NAMES) == []  # issue 23.8: no name cut mid-word
             shots.take(page, "mobile-width")
             _check(page, axe_source, "phone width")
     finally:
