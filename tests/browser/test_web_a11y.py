@@ -125,7 +125,7 @@ def _card(page: Page, kind: str, pending: dict[str, Any]) -> Locator:
     return page.locator(f".{kind}-card[data-interaction-id='{pending['interactionId']}']")
 
 
-def test_the_page_has_no_serious_accessibility_violation_in_any_state(  # issue 23 acceptance 3, EG-7
+def test_the_page_has_no_serious_accessibility_violation_in_any_state(  # issue 23 acc. 3, EG-7
     page: Page, shots: Shots, web_server: ServerProcess, axe_source: str,
 ) -> None:
     expect = _expect()

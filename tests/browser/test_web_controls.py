@@ -172,7 +172,7 @@ def test_plan_task_goal_refusal_goal_start_and_end_audit_and_delete(  # issue 23
         shots.take(page, "deleted")
 
 
-def test_answers_are_confirmed_an_old_notice_gives_way_and_the_chip_keeps_its_ellipsis(  # issue 23.8
+def test_answers_are_confirmed_the_old_notice_gives_way_the_chip_keeps_its_ellipsis(  # issue 23.8
     page: Page, shots: Shots, web_server: ServerProcess,
 ) -> None:
     expect = _expect()
