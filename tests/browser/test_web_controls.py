@@ -12,7 +12,7 @@ asked afterwards has no countdown.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -22,6 +22,8 @@ from web_support import Shots, session_url
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page
+
+    from eventlog import EventStore
 
 EXCLUSIVE = "Plan and Goal cannot be active at the same time."
 DB_QUESTION = "Which database?"
@@ -104,8 +106,9 @@ def test_shift_tab_on_a_control_moves_the_focus_and_on_the_page_cycles_the_mode(
         shots.take(page, "shift-tab-on-the-page-cycles")
 
 
-def test_plan_task_goal_refusal_goal_start_and_end_audit_and_delete(  # issue 23.6, ES-5
+def test_plan_task_goal_refusal_goal_start_and_end_audit_and_delete(  # issue 23.6, ES-5, EL-4
     page: Page, shots: Shots, web_server: ServerProcess,
+    tamper_factory: Callable[[EventStore], Any],
 ) -> None:
     expect = _expect()
     with web_server.client() as http:
@@ -170,6 +173,21 @@ def test_plan_task_goal_refusal_goal_start_and_end_audit_and_delete(  # issue 23
         assert http.get(f"/v1/sessions/{sid}").status_code == 410
         assert len(_events(http, sid, "SessionDeleted")) == 1
         shots.take(page, "deleted")
+
+        # a tampered log: the verdict names the first bad seq (a deleted session's audit too)
+        store = web_server.open_store()
+        try:
+            tamper_factory(store).update(sid, 3, "data", '{"content": "rewritten"}')
+        finally:
+            store.close()
+        page.get_by_role("button", name="Check again").click()
+        expect(verdict).to_have_attribute("data-ok", "false")
+        expect(verdict).to_have_attribute("data-first-bad-seq", "3")
+        expect(verdict.locator("strong")).to_have_text("Audit failed")
+        expect(verdict.locator(".audit-problems li").first).to_have_text(
+            "the hash chain is broken at seq 3")
+        assert http.get(f"/v1/sessions/{sid}/audit").json()["chain"]["firstBadSeq"] == 3
+        shots.take(page, "audit-failed")
 
 
 def test_answers_are_confirmed_the_old_notice_gives_way_the_chip_keeps_its_ellipsis(  # issue 23.8

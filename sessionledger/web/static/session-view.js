@@ -551,7 +551,7 @@ export class SessionView {
       h('p', { class: 'verdict-line' },
         h('strong', {}, audit.ok ? 'Audit ok' : 'Audit failed'),
         audit.ok ? ` — ${events}: the hash chain holds and the read models match the log`
-          : ` — ${events} checked`,
+          : ' — what is wrong:',
         h('span', { class: 'notice-time' }, ` · checked at ${clock(new Date().toISOString())}`)),
       problems.length ? h('ul', { class: 'audit-problems' }, problems.map((line) => h('li', {}, line))) : null);
   }
