@@ -63,3 +63,5 @@ export const post = (path, body = {}) => request('POST', path, body);
 export const sessionPath = (sessionId) => `/v1/sessions/${encodeURIComponent(sessionId)}`;
 export const interactionPath = (sessionId, interactionId) =>
   `${sessionPath(sessionId)}/interactions/${encodeURIComponent(interactionId)}`;
+export const put = (path, body = {}) => request('PUT', path, body);
+export const del = (path) => request('DELETE', path);

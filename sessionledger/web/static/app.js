@@ -2,7 +2,7 @@
 // sessions (#/sessions/<id>), Shift+Tab, the connection indicator, messages and the token
 // login form.
 
-import { LOGIN_PATH, get, onUnauthorized, post } from './api.js';
+import { LOGIN_PATH, get, onUnauthorized, post, put } from './api.js';
 import { startTicking } from './countdown.js';
 import { SessionView } from './session-view.js';
 import { SessionList } from './sessions.js';
@@ -109,8 +109,38 @@ async function eventTypes() {
   }
 }
 
-const isTyping = (el) => el instanceof HTMLElement
-  && (el.closest('input, textarea, select, [contenteditable], .card') !== null);
+/** Issue 23.3: the page itself has the focus (no button, link, field or card control). */
+const pageHasFocus = () => {
+  const el = document.activeElement;
+  return el === null || el === document.body || el === document.documentElement;
+};
+
+/** HO-6: the service-wide "auto-continue questions" setting as a switch in the top bar. */
+function autoContinueSwitch() {
+  const box = $('#auto-continue');
+  const show = (settings) => {
+    box.checked = Boolean(settings.autoContinueQuestions);
+    box.disabled = false;
+  };
+  const load = async () => {
+    try {
+      show(await get('/v1/settings'));
+    } catch (_err) { /* down: the connection indicator says so; read again on focus */ }
+  };
+  box.addEventListener('change', async () => {
+    const wanted = box.checked;
+    box.disabled = true;
+    try {
+      show(await put('/v1/settings', { autoContinueQuestions: wanted }));
+    } catch (err) {
+      box.checked = !wanted;
+      box.disabled = false;
+      toast(err.describe ? err.describe() : String(err));
+    }
+  });
+  window.addEventListener('focus', load);
+  return load();
+}
 
 async function main() {
   setStatus('page', 'connecting');
@@ -145,10 +175,10 @@ async function main() {
   }
 
   window.addEventListener('hashchange', route);
-  // ES-4: Shift+Tab cycles the display mode; inside a text field or a question card it keeps
-  // its usual meaning (focus moves backwards).
+  // ES-4: Shift+Tab cycles the display mode when the page itself has the focus; on any
+  // control (button, link, field, …) it keeps its usual meaning: focus moves backwards.
   document.addEventListener('keydown', (event) => {
-    if (event.key !== 'Tab' || !event.shiftKey || !view || isTyping(event.target)) return;
+    if (event.key !== 'Tab' || !event.shiftKey || !view || !pageHasFocus()) return;
     event.preventDefault();
     view.cycleMode();
   });
@@ -170,6 +200,7 @@ async function main() {
   });
   route();
   startTicking();
+  autoContinueSwitch();
   for (;;) {
     try {
       await list.start();

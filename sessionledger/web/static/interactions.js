@@ -34,12 +34,15 @@ class Card {
     this.error.hidden = !message;
   }
 
-  async respond(body) {
+  /** Send the decision; once accepted, `sent` ({ title, lines }) is confirmed on the page
+   * (issue 23.8): the card goes away with the next document, the confirmation stays. */
+  async respond(body, sent) {
     this.showError('');
     this.setBusy(true);
     try {
       const call = await post(`${interactionPath(this.ctx.sessionId, this.item.interactionId)}/respond`, body);
       this.el.dataset.answered = call.status;
+      if (sent && this.ctx.confirm) this.ctx.confirm({ interactionId: this.item.interactionId, ...sent });
       this.ctx.refresh();
     } catch (err) {
       this.setBusy(false);
@@ -63,8 +66,12 @@ export class QuestionCard extends Card {
     this.questions = questions.map((q, i) => this.#question(q, i));
     const submit = h('button', { type: 'button', class: 'primary submit', onclick: () => this.#submit() },
       'Submit answers');
-    const decline = h('button', { type: 'button', class: 'decline', onclick: () => this.respond({ decision: 'deny' }) },
-      'Decline to answer');
+    const decline = h('button', {
+      type: 'button', class: 'decline',
+      onclick: () => this.respond({ decision: 'deny' }, {
+        title: 'Declined to answer', lines: questions.map((q) => q.question),
+      }),
+    }, 'Decline to answer');
     this.buttons = [submit, decline];
     this.el = h('section', {
       class: 'card question-card', 'aria-label': 'Question',
@@ -166,7 +173,12 @@ export class QuestionCard extends Card {
     }
     const input = { questions: this.item.payload.questions, answers };
     if (Object.keys(annotations).length) input.annotations = annotations;
-    this.respond({ decision: 'modify', input });
+    const lines = this.questions.map(({ q }) => {
+      const notes = annotations[q.question] && annotations[q.question].notes;
+      const answer = q.question in answers ? answers[q.question] : 'no answer (skipped)';
+      return `${q.question} → ${answer}${notes ? ` · notes: ${notes}` : ''}`;
+    });
+    this.respond({ decision: 'modify', input }, { title: 'Answers sent', lines });
   }
 
   async #engage(action) {
@@ -200,12 +212,16 @@ export class PlanCard extends Card {
       class: 'feedback', rows: 3, 'aria-label': 'Feedback',
       placeholder: 'What should change? Sent to the agent as your message; Plan stays on.',
     });
-    const approve = h('button', { type: 'button', class: 'primary approve', onclick: () => this.respond({ decision: 'approve' }) },
-      'Approve');
+    const approve = h('button', {
+      type: 'button', class: 'primary approve',
+      onclick: () => this.respond({ decision: 'approve' }, { title: 'Plan approved', lines: [] }),
+    }, 'Approve');
     const send = h('button', { type: 'button', class: 'send-feedback', onclick: () => this.#sendFeedback() },
       'Send feedback');
-    const reject = h('button', { type: 'button', class: 'reject', onclick: () => this.respond({ decision: 'deny' }) },
-      'Reject');
+    const reject = h('button', {
+      type: 'button', class: 'reject',
+      onclick: () => this.respond({ decision: 'deny' }, { title: 'Plan rejected', lines: [] }),
+    }, 'Reject');
     send.dataset.blocked = 'empty';
     send.disabled = true;
     this.feedback.addEventListener('input', () => {
@@ -232,7 +248,9 @@ export class PlanCard extends Card {
 
   #sendFeedback() {
     const feedback = this.feedback.value.trim();
-    if (feedback) this.respond({ decision: 'feedback', feedback });
+    if (feedback) {
+      this.respond({ decision: 'feedback', feedback }, { title: 'Feedback sent; Plan stays on', lines: [feedback] });
+    }
   }
 }
 

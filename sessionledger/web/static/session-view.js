@@ -1,11 +1,12 @@
-// One session: its mode badge and switcher, Goal, todos with progress, the waiting questions
-// and plan approvals, the session's findings (CC-10) and the audit timeline. The timeline
-// opens on the session's newest entries (timeline.js); the session's SSE stream is read from
-// there on and feeds it; after each event the session document (the server's read models) is
+// One session: its mode badge and switcher (and /plan with a task), Goal (start and end),
+// delete, todos with progress, the waiting questions and plan approvals, the audit's verdict
+// and findings (CC-10) and the audit timeline. The timeline opens on the session's newest
+// entries (timeline.js); the session's SSE stream is read from there on and feeds it; after
+// each event the session document (the server's read models) is
 // fetched again and drawn. Documents never go backwards: one older than the last drawn
 // (by version) is ignored.
 
-import { get, post, sessionPath } from './api.js';
+import { del, get, post, sessionPath } from './api.js';
 import { clientName, clock, fill, h } from './dom.js';
 import { cardFor } from './interactions.js';
 import { LedgerStream } from './stream.js';
@@ -18,6 +19,25 @@ const FINDINGS_DELAY_MS = 1000;
 // CC-10: the events that can add a finding; after one, the audit is read again (not sooner
 // than FINDINGS_DELAY_MS after the last read: an audit reads the whole log).
 const FINDING_EVENTS = new Set(['ToolCallCompleted', 'TodosWritten', 'InteractionResolved']);
+
+/** What makes an audit document not ok, one line each: the chain, the read models, the
+ * events this build cannot decode; and its notes (not faults). */
+export function auditProblems(audit) {
+  const lines = [];
+  const chain = audit.chain || {};
+  if (chain.ok === false) {
+    lines.push(chain.firstBadSeq == null ? 'the hash chain is broken'
+      : `the hash chain is broken at seq ${chain.firstBadSeq}`);
+  }
+  for (const d of (audit.projections && audit.projections.differences) || []) {
+    lines.push(`read model differs: ${typeof d === 'string' ? d : JSON.stringify(d)}`);
+  }
+  for (const u of audit.undecodable || []) {
+    lines.push(`undecodable at seq ${u.seq}: ${u.type} event (${u.reason})`);
+  }
+  for (const note of audit.notes || []) lines.push(`note: ${note}`);
+  return lines;
+}
 
 /** One finding of the audit document as a line of text (CC-10). */
 export function findingText(finding) {
@@ -46,6 +66,8 @@ export class SessionView {
     this.cards = new Map();
     this.requested = new Map();
     this.lastResolution = null;
+    this.sent = null;  // the answer last sent from this page: { title, lines, pendingThen }
+    this.dismissed = new Set();  // notices closed by the user, by interaction id
     this.lastSeq = 0;
     this.refreshTimer = null;
     this.findingsTimer = null;
@@ -106,9 +128,11 @@ export class SessionView {
 
   #remember(envelope) {
     const data = envelope.data || {};
-    if (envelope.type === 'InteractionRequested') this.requested.set(data.interactionId, data);
+    if (envelope.type === 'InteractionRequested') {
+      this.requested.set(data.interactionId, { ...data, seq: envelope.seq });
+    }
     if (envelope.type === 'InteractionResolved') {
-      this.lastResolution = { ...data, recordedAt: envelope.recordedAt };
+      this.lastResolution = { ...data, recordedAt: envelope.recordedAt, seq: envelope.seq };
     }
   }
 
@@ -133,29 +157,33 @@ export class SessionView {
       onclick: () => this.#changeMode({ mode }),
     }, mode));
     this.banner = h('p', { class: 'banner', id: 'session-banner', hidden: true });
+    this.#buildPlanTask();
+    this.#buildDelete();
     this.workspace = h('span', { class: 'workspace' });
     this.client = h('span', { class: 'client', id: 'session-client', hidden: true });
-    this.goal = h('section', { class: 'panel goal', id: 'goal', 'aria-label': 'Goal' });
+    this.#buildGoal();
     this.notice = h('div', { class: 'notice', id: 'auto-continued', hidden: true, role: 'status' });
     this.withdrawn = h('div', { class: 'notice', id: 'withdrawn', hidden: true, role: 'status' });
+    this.sentNotice = h('div', { class: 'notice sent', id: 'answers-sent', hidden: true, role: 'status' });
     this.cardsEl = h('div', { class: 'cards', id: 'interactions' });
     this.nothingWaiting = h('p', { class: 'panel empty nothing-waiting' },
       'No question or plan is waiting for you.');
     this.todos = h('section', { class: 'panel todos', id: 'todos', 'aria-label': 'Todos' });
-    this.findings = h('section', { class: 'panel findings', id: 'findings', 'aria-label': 'Findings' },
-      h('h3', {}, 'Findings'));
+    this.#buildAudit();
     this.timeline = new Timeline(this.sessionId, { toast: this.toast });
     const head = h('header', { class: 'session-head' },
       h('div', { class: 'title' }, h('h2', { class: 'session-id' }, this.sessionId), this.workspace,
         this.client),
       h('div', { class: 'mode' }, this.badge, this.underneath,
         h('div', { class: 'mode-switcher', role: 'group', 'aria-label': 'Mode', title: 'Shift+Tab cycles the mode' },
-          this.modeButtons)));
+          this.modeButtons),
+        this.planTaskForm),
+      h('div', { class: 'session-actions' }, this.deleteButton, this.deleteConfirm));
     fill(this.root, h('div', { class: 'session', dataset: { sessionId: this.sessionId } },
       head, this.banner,
       h('div', { class: 'columns' },
-        h('div', { class: 'main-col' }, this.goal, this.notice, this.withdrawn, this.cardsEl, this.nothingWaiting,
-          this.todos, this.findings),
+        h('div', { class: 'main-col' }, this.goal, this.sentNotice, this.notice, this.withdrawn, this.cardsEl,
+          this.nothingWaiting, this.todos, this.audit),
         this.timeline.el)));
   }
 
@@ -224,18 +252,21 @@ export class SessionView {
     }, FINDINGS_DELAY_MS);
   }
 
-  /** CC-10: the audit's findings, drawn as text (a deleted session's audit stays readable). */
+  /** The audit's verdict (ok, or what is wrong: the first bad seq, differences, undecodable
+   * events) and its findings (CC-10), drawn as text; a deleted session's audit stays readable. */
   async refreshFindings() {
     let audit;
     try {
       audit = await get(`${sessionPath(this.sessionId)}/audit`);
-    } catch (_err) {
-      return;  // the session document's refresh reports what is wrong
+    } catch (err) {
+      if (!this.stopped && err.status === 0) this.#drawVerdict(null, 'The audit could not be read: the server cannot be reached.');
+      return;  // otherwise the session document's refresh reports what is wrong
     }
     if (this.stopped) return;
+    this.#drawVerdict(audit);
     const findings = Array.isArray(audit && audit.findings) ? audit.findings : [];
     this.findings.dataset.count = String(findings.length);
-    fill(this.findings, h('h3', {}, 'Findings'),
+    fill(this.findings, h('h4', {}, 'Findings'),
       findings.length
         ? h('ul', { class: 'finding-list' }, findings.map((f) => h('li', {
           class: 'finding', dataset: { kind: String(f.kind), seq: String(f.seq) },
@@ -264,6 +295,9 @@ export class SessionView {
     this.banner.textContent = message;
     this.banner.hidden = false;
     for (const button of this.modeButtons) button.disabled = true;
+    for (const control of this.root.querySelectorAll('.session-control')) control.disabled = true;
+    this.deleteConfirm.hidden = true;
+    this.deleteButton.setAttribute('aria-expanded', 'false');
     this.#drawCards([]);
   }
 
@@ -292,9 +326,11 @@ export class SessionView {
   }
 
   #drawGoal(goal) {
-    fill(this.goal, h('h3', {}, 'Goal'),
+    fill(this.goalState,
       goal ? h('p', { class: 'goal-objective' }, goal.objective) : h('p', { class: 'empty' }, 'No goal.'));
     this.goal.dataset.active = goal ? 'true' : 'false';
+    this.goalForm.hidden = Boolean(goal);
+    this.goalEnd.hidden = !goal;
   }
 
   #drawTodos(todos) {
@@ -314,6 +350,7 @@ export class SessionView {
   #drawCards(interactions) {
     const ctx = {
       sessionId: this.sessionId, toast: this.toast, refresh: () => this.scheduleRefresh(),
+      confirm: (sent) => this.#confirmSent(sent),
     };
     const wanted = new Set(interactions.map((i) => i.interactionId));
     for (const [id, card] of this.cards) {
@@ -344,8 +381,14 @@ export class SessionView {
   #drawNotice() {
     const last = this.lastResolution;
     const notices = { autoContinued: this.notice, withdrawn: this.withdrawn };
+    // Issue 23.8: a notice about an earlier question gives way to a newer one waiting.
+    const pending = (this.doc && this.doc.interactions) || [];
+    const newerWaiting = last && pending.some((i) => {
+      const asked = this.requested.get(i.interactionId);
+      return !asked || asked.seq > last.seq;
+    });
     for (const [decision, el] of Object.entries(notices)) {
-      if (!last || last.decision !== decision) {
+      if (!last || last.decision !== decision || newerWaiting || this.dismissed.has(last.interactionId)) {
         el.hidden = true;
         continue;
       }
@@ -358,18 +401,205 @@ export class SessionView {
       fill(el,
         h('strong', {}, title),
         h('span', { class: 'notice-time' }, ` at ${clock(last.recordedAt)}`),
-        questions.length ? h('ul', {}, questions.map((q) => h('li', {}, q))) : null);
+        questions.length ? h('ul', {}, questions.map((q) => h('li', {}, q))) : null,
+        this.#dismissButton(last.interactionId));
       el.dataset.interactionId = last.interactionId;
       el.hidden = false;
     }
+    this.#drawSent(pending);
+  }
+
+  #dismissButton(interactionId) {
+    return h('button', {
+      type: 'button', class: 'dismiss', 'aria-label': 'Dismiss this notice',
+      onclick: () => {
+        this.dismissed.add(interactionId);
+        if (this.sent && this.sent.interactionId === interactionId) this.sent = null;
+        this.#drawNotice();
+      },
+    }, 'Dismiss');
+  }
+
+  /** Issue 23.8: what the page just sent for a card, shown once the card is gone. */
+  #confirmSent(sent) {
+    const pending = (this.doc && this.doc.interactions) || [];
+    this.sent = { ...sent, at: new Date().toISOString(),
+      pendingThen: new Set(pending.map((i) => i.interactionId)) };
+    this.#drawSent(pending);
+  }
+
+  /** The confirmation stays until the user dismisses it or a new question or plan waits. */
+  #drawSent(pending) {
+    const sent = this.sent;
+    if (sent && pending.some((i) => !sent.pendingThen.has(i.interactionId))) this.sent = null;
+    if (!this.sent) {
+      this.sentNotice.hidden = true;
+      return;
+    }
+    fill(this.sentNotice,
+      h('strong', {}, sent.title),
+      h('span', { class: 'notice-time' }, ` at ${clock(sent.at)}`),
+      sent.lines.length ? h('ul', {}, sent.lines.map((line) => h('li', {}, line))) : null,
+      this.#dismissButton(sent.interactionId));
+    this.sentNotice.dataset.interactionId = sent.interactionId;
+    this.sentNotice.hidden = false;
   }
 
   async #changeMode(body) {
-    if (this.banner && !this.banner.hidden) return;
+    if (this.banner && !this.banner.hidden) return false;
     try {
       this.apply(await post(`${sessionPath(this.sessionId)}/mode`, body));
+      return true;
     } catch (err) {
       this.toast(err.describe ? err.describe() : String(err));
+      return false;
     }
+  }
+
+  // -- the controls (issue 23.6): /plan with a task, Goal, delete, the audit ---------------------
+
+  /** `/plan TASK`: Plan on, the task recorded as the user's message (POST …/mode). */
+  #buildPlanTask() {
+    this.planTask = h('input', {
+      type: 'text', id: 'plan-task', class: 'session-control', autocomplete: 'off',
+      placeholder: 'What should be planned?',
+    });
+    this.planTaskForm = h('form', {
+      class: 'plan-task', id: 'plan-task-form', 'aria-label': '/plan with a task',
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const task = this.planTask.value.trim();
+        if (!task) {
+          this.toast('Type the task to plan first.');
+          this.planTask.focus();
+          return;
+        }
+        if (await this.#changeMode({ mode: 'plan', task })) this.planTask.value = '';
+      },
+    },
+    h('label', { for: 'plan-task', class: 'visually-hidden' }, 'Task for /plan'), this.planTask,
+    h('button', { type: 'submit', class: 'session-control' }, 'Plan this task'));
+  }
+
+  #buildGoal() {
+    this.goalState = h('div', { class: 'goal-state' });
+    this.goalInput = h('input', {
+      type: 'text', id: 'goal-objective-input', class: 'session-control', autocomplete: 'off',
+      placeholder: 'What should the agent pursue on its own?',
+    });
+    this.goalError = h('p', { class: 'panel-error', id: 'goal-error', role: 'alert', hidden: true });
+    this.goalForm = h('form', {
+      class: 'goal-start', id: 'goal-start',
+      onsubmit: (event) => {
+        event.preventDefault();
+        const objective = this.goalInput.value.trim();
+        if (!objective) this.#goalMessage('Type the goal\'s objective first.');
+        else this.#goalCommand('POST', { objective });
+      },
+    },
+    h('label', { for: 'goal-objective-input' }, 'Objective'), this.goalInput,
+    h('button', { type: 'submit', class: 'session-control' }, 'Start goal'));
+    this.goalEnd = h('button', {
+      type: 'button', class: 'session-control goal-end', id: 'goal-end', hidden: true,
+      onclick: () => this.#goalCommand('DELETE'),
+    }, 'End goal');
+    this.goal = h('section', { class: 'panel goal', id: 'goal', 'aria-labelledby': 'goal-title' },
+      h('h3', { id: 'goal-title' }, 'Goal'), this.goalState, this.goalForm, this.goalEnd, this.goalError);
+  }
+
+  #goalMessage(message) {
+    this.goalError.textContent = message || '';
+    this.goalError.hidden = !message;
+  }
+
+  /** Start (POST) or end (DELETE) the goal; a refusal (ES-5, 409) is shown and changes nothing. */
+  async #goalCommand(method, body) {
+    this.#goalMessage('');
+    const path = `${sessionPath(this.sessionId)}/goal`;
+    try {
+      this.apply(method === 'POST' ? await post(path, body) : await del(path));
+      if (method === 'POST') this.goalInput.value = '';
+    } catch (err) {
+      this.#goalMessage(err.describe ? err.describe() : String(err));
+    }
+  }
+
+  /** Delete the session (DELETE /v1/sessions/{id}) after a confirmation step. */
+  #buildDelete() {
+    this.deleteButton = h('button', {
+      type: 'button', class: 'session-control danger', id: 'delete-session',
+      'aria-expanded': 'false', 'aria-controls': 'delete-confirm',
+      onclick: () => this.#askDelete(true),
+    }, 'Delete session…');
+    const yes = h('button', {
+      type: 'button', class: 'session-control danger', id: 'confirm-delete', onclick: () => this.#delete(),
+    }, 'Delete');
+    this.cancelDelete = h('button', {
+      type: 'button', id: 'cancel-delete', onclick: () => this.#askDelete(false),
+    }, 'Cancel');
+    this.deleteError = h('p', { class: 'panel-error', role: 'alert', hidden: true });
+    this.deleteConfirm = h('div', {
+      class: 'delete-confirm', id: 'delete-confirm', role: 'group', hidden: true,
+      'aria-labelledby': 'delete-confirm-text',
+      onkeydown: (event) => {
+        if (event.key === 'Escape') this.#askDelete(false);
+      },
+    },
+    h('p', { id: 'delete-confirm-text' },
+      'Delete this session? It takes no more commands; its events and audit stay readable until it is purged.'),
+    h('div', { class: 'actions' }, yes, this.cancelDelete), this.deleteError);
+  }
+
+  #askDelete(open) {
+    this.deleteConfirm.hidden = !open;
+    this.deleteButton.setAttribute('aria-expanded', String(open));
+    this.deleteError.hidden = true;
+    (open ? this.cancelDelete : this.deleteButton).focus();
+  }
+
+  async #delete() {
+    try {
+      await del(sessionPath(this.sessionId));
+    } catch (err) {
+      if (err.status !== 410) {
+        this.deleteError.textContent = err.describe ? err.describe() : String(err);
+        this.deleteError.hidden = false;
+        return;
+      }
+    }
+    if (this.stream) this.stream.close();
+    this.#gone('This session was deleted. Its events stay readable until it is purged.');
+    this.#readRest();
+  }
+
+  #buildAudit() {
+    this.verdict = h('div', { class: 'audit-verdict', id: 'audit-verdict', role: 'status' }, 'Checking…');
+    this.findings = h('div', { class: 'findings', id: 'findings' }, h('h4', {}, 'Findings'));
+    this.audit = h('section', { class: 'panel audit', id: 'audit', 'aria-labelledby': 'audit-title' },
+      h('div', { class: 'panel-head' }, h('h3', { id: 'audit-title' }, 'Audit'),
+        h('button', { type: 'button', id: 'audit-again', onclick: () => this.refreshFindings() },
+          'Check again')),
+      this.verdict, this.findings);
+  }
+
+  /** The verdict of `GET …/audit`: ok, or each thing that is wrong. */
+  #drawVerdict(audit, failure) {
+    if (!audit) {
+      this.verdict.dataset.ok = 'unknown';
+      fill(this.verdict, failure);
+      return;
+    }
+    const problems = auditProblems(audit);
+    this.verdict.dataset.ok = String(Boolean(audit.ok));
+    const chain = audit.chain || {};
+    this.verdict.dataset.firstBadSeq = chain.firstBadSeq == null ? '' : String(chain.firstBadSeq);
+    const events = `${audit.events} ${audit.events === 1 ? 'event' : 'events'}`;
+    fill(this.verdict,
+      h('p', { class: 'verdict-line' },
+        h('strong', {}, audit.ok ? 'Audit ok' : 'Audit failed'),
+        audit.ok ? ` — ${events}: the hash chain holds and the read models match the log`
+          : ' — what is wrong:',
+        h('span', { class: 'notice-time' }, ` · checked at ${clock(new Date().toISOString())}`)),
+      problems.length ? h('ul', { class: 'audit-problems' }, problems.map((line) => h('li', {}, line))) : null);
   }
 }
