@@ -20,17 +20,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
+from rich.text import Text
 
 from eventlog import (
     CATALOG,
     BackupRefused,
     EventLogError,
     HostKind,
+    InteractionRequested,
     JsonShapeError,
+    PlanSubmitted,
     RecordedEvent,
     backend_of,
     backup_store,
@@ -68,6 +71,7 @@ from .service.documents import (
 )
 from .service.sessions import MAX_CURSOR, AuditReport, SessionService
 from .tools.plan_files import restore_plan_files
+from .tui.shown import plan_text, shown
 
 if TYPE_CHECKING:
     from .claude_code.recorder import Recorder
@@ -137,7 +141,7 @@ def _service(db: str | None, workspace: Path | None = None) -> Iterator[SessionS
 @contextmanager
 def _progress(
     label: str, *, console: Console, show: bool, total: int | None = None
-) -> Iterator[tuple[Tick | None, Callable[[str], None]]]:
+) -> Iterator[tuple[Tick | None, Callable[[RenderableType], None]]]:
     """A transient bar on ``console`` when ``show`` and it is a terminal.
 
     Yields ``(tick, say)``: ``tick(done, total)`` advances the bar (``None`` without one) and
@@ -311,10 +315,12 @@ def todos(db: str | None, session_id: str, as_json: bool) -> None:
     _out.print(table)
 
 
-def _event_line(event: RecordedEvent) -> str:
+def _event_line(event: RecordedEvent) -> Text:
     data = json.dumps(event.to_wire()["data"], ensure_ascii=False, separators=(",", ":"))
-    return (f"{event.seq:>6}  {event.recorded_at}  {event.actor:<6}  "
-            f"[bold]{escape(event.type)}[/bold]  {escape(data)}")
+    line = Text(f"{event.seq:>6}  {event.recorded_at}  {event.actor:<6}  ")
+    line.append(event.type, style="bold")
+    line.append("  ")
+    return line.append_text(shown(data))  # EG-7: what would show as nothing is marked
 
 
 @main.command()
@@ -339,23 +345,67 @@ _TYPE_WIDTH = max(len(name) for name in CATALOG)
 _WHEN_WIDTH = len("2025-01-01T00:00:00.000Z")
 
 
-def _timeline_line(event: RecordedEvent) -> str:
+def _timeline_line(event: RecordedEvent) -> Text:
     """When (the host's ``occurredAt`` if it gave one, CC-9), who, what, in aligned columns;
-    an event with its own time names when the ledger recorded it at the end of the line."""
+    an event with its own time names when the ledger recorded it at the end of the line.
+    The note is shown by the terminal's one rule (:func:`shown`, EG-7): markup and HTML as
+    typed, a character that would show as nothing or steer the terminal marked."""
     occurred = occurred_at(event)
-    recorded = f"  [dim](recorded {event.recorded_at})[/dim]" if occurred is not None else ""
     when = (occurred or event.recorded_at).ljust(_WHEN_WIDTH)
-    kind = event.type.ljust(_TYPE_WIDTH)
-    return (f"{event.seq:>6}  {escape(when)}  {event.actor:<6}  "
-            f"[bold]{escape(kind)}[/bold]  {escape(describe_event(event))}{recorded}")
+    line = Text(f"{event.seq:>6}  {when}  {event.actor:<6}  ")
+    line.append(event.type.ljust(_TYPE_WIDTH), style="bold")
+    line.append("  ")
+    line.append_text(shown(describe_event(event)))
+    if occurred is not None:
+        line.append(f"  (recorded {event.recorded_at})", style="dim")
+    return line
+
+
+def _question_lines(payload: dict[str, Any]) -> list[str]:
+    """An askUserQuestion payload as a person reads it: each question with its header and
+    every option's label, description and preview, in full."""
+    lines: list[str] = []
+    questions = payload.get("questions")
+    for question in questions if isinstance(questions, list) else []:
+        if not isinstance(question, dict):
+            continue
+        multi = " (several answers)" if question.get("multiSelect") else ""
+        lines.append(f"[{question.get('header', '')}] {question.get('question', '')}{multi}")
+        options = question.get("options")
+        for number, option in enumerate(options if isinstance(options, list) else [], 1):
+            if not isinstance(option, dict):
+                continue
+            lines.append(f"  {number}. {option.get('label', '')} — {option.get('description', '')}")
+            preview = option.get("preview")
+            if isinstance(preview, str):
+                lines += ["     | " + row for row in preview.splitlines()]
+    return lines
+
+
+def _in_full(event: RecordedEvent) -> Text | None:
+    """EG-7: what a person was asked to approve or answer, in full under its timeline line —
+    a submitted plan line for line, a question with all its options and previews."""
+    data = event.data
+    if isinstance(data, PlanSubmitted):
+        body = plan_text(data.plan)
+    elif isinstance(data, InteractionRequested) and data.kind == "askUserQuestion":
+        body = shown("\n".join(_question_lines(data.payload)))
+    else:
+        return None
+    indent = " " * 8
+    return Text("\n").join(Text(indent).append_text(line) for line in body.split("\n"))
 
 
 def _printed(
-    events: Iterable[RecordedEvent], say: Callable[[str], None], tick: Tick | None, total: int
+    events: Iterable[RecordedEvent], say: Callable[[RenderableType], None], tick: Tick | None,
+    total: int,
 ) -> Iterator[RecordedEvent]:
     """Pass ``events`` through, printing each one's timeline line on the way."""
     for event in events:
         say(_timeline_line(event))
+        full = _in_full(event)
+        if full is not None:
+            say(full)
         if tick is not None:
             tick(event.seq, total)
         yield event
@@ -371,7 +421,9 @@ def replay(db: str | None, session_id: str, until: int | None) -> None:
 
     An event its host timed itself (an imported transcript's) shows that time, with when the
     ledger recorded it at the end of its line; a session another program created (Claude
-    Code) is named with that program's session id first.
+    Code) is named with that program's session id first. A plan submitted for approval and a
+    question asked are printed in full under their line, as typed: HTML and markup as text,
+    a character that would show as nothing as its `<U+XXXX>` mark (EG-7).
     """
     with _service(db) as service:
         service.require_session(session_id)
