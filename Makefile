@@ -39,12 +39,11 @@ lint: $(VENV)/.dev
 # The long hypothesis profile (the whole-service machine runs for VERIFY_STATEFUL_BUDGET_S
 # seconds of it, D92), the many-kill crash tests and the 16-writer PostgreSQL run (D114),
 # under a wall-clock budget, on both cores (the whole-service machine's budget on one worker
-# while the other runs the rest; D179); then
-# the benchmark scripts end to end with the bench extra (tiny sizes, no timing asserted).
+# while the other runs the rest; D179), the benchmark scripts end to end among them (tiny
+# sizes, no timing asserted; tests/test_bench_smoke.py, with the bench extra).
 verify: $(VENV)/.bench
 	HYPOTHESIS_PROFILE=long VERIFY_STATEFUL_BUDGET_S=$(VERIFY_STATEFUL_BUDGET_S) \
 		timeout $(VERIFY_BUDGET_S) $(PY) -m pytest -q -m slow -n 2 -p no:cacheprovider
-	timeout 600 $(PY) -m pytest -q -p no:cacheprovider tests/test_bench_smoke.py
 
 bench: $(VENV)/.bench
 	$(PY) bench/eventlog.py
@@ -55,6 +54,7 @@ bench: $(VENV)/.bench
 	$(PY) bench/load.py
 	$(PY) bench/permission.py
 	$(PY) bench/claude_code.py
+	$(PY) bench/web.py
 
 docs: $(VENV)/.dev
 	$(PY) -m sessionledger.docgen

@@ -1,4 +1,6 @@
-"""The benchmark scripts run end to end (tiny sizes). Speed is never asserted here."""
+"""The benchmark scripts run end to end (tiny sizes). Speed is never asserted here.
+
+Slow-marked: ``make verify`` runs them, with the ``bench`` extra installed (D179)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
