@@ -10,6 +10,18 @@ service.
 
 from __future__ import annotations
 
-from .app import SessionApp, run_tui
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .app import SessionApp, run_tui
 
 __all__ = ["SessionApp", "run_tui"]
+
+
+def __getattr__(name: str) -> Any:
+    """The app on first use: ``replay`` draws text by :mod:`.shown` without importing Textual."""
+    if name in __all__:
+        from . import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
