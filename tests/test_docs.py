@@ -150,3 +150,23 @@ def test_every_test_the_mcp_page_names_exists() -> None:  # issue 21 acceptance 
     assert len(cited) >= 30, cited
     missing = [name for name in cited if name not in defined and name not in files]
     assert missing == [], f"docs/mcp.md names tests that do not exist: {missing}"
+
+
+_SHOT_ROW = re.compile(
+    r"^\| [^|]+ \| `(?P<test>test_\w+)/\d\d-(?P<step>[\w-]+)\.png` \| `(?P<file>test_\w+\.py)` \|$"
+)
+
+
+def test_the_screenshots_listed_are_the_ones_the_tests_take() -> None:  # issue 23 acceptance 4
+    # Each row of docs/web-client.md's Screenshots table names a browser test that exists and
+    # takes that step's screenshot, so the list cannot drift from what the tests write.
+    text = (ROOT / "docs" / "web-client.md").read_text(encoding="utf-8")
+    rows = [m for line in text.splitlines() if (m := _SHOT_ROW.match(line))]
+    assert len(rows) == 8, "the Screenshots table of docs/web-client.md is missing"
+    for row in rows:
+        source = (ROOT / "tests" / "browser" / row["file"]).read_text(encoding="utf-8")
+        tree = ast.parse(source)
+        tests = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+        assert row["test"] in tests, f"{row['file']} has no {row['test']}"
+        body = ast.get_source_segment(source, tests[row["test"]]) or ""
+        assert f'shots.take(page, "{row["step"]}")' in body, (row["test"], row["step"])
