@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
+import pytest
 from server_support import ServerProcess, sessionledger_command
 
 from eventlog import EventStore, open_store
@@ -33,6 +34,7 @@ from sessionledger.claude_code.observations import ledger_session_id
 
 __all__ = [
     "WAYS",
+    "WAY_PARAMS",
     "Answer",
     "Hooks",
     "Way",
@@ -51,6 +53,10 @@ HOOK_TIMEOUT_S = 30.0
 
 Way = Literal["http", "command"]
 WAYS: tuple[Way, ...] = ("http", "command")
+WAY_PARAMS = (pytest.param("http"), pytest.param("command", marks=pytest.mark.slow))
+"""``WAYS`` for ``parametrize``: each command hook is a process start (~0.5 s), so the command
+face of the parametrised tests runs in ``make verify``; the tests that drive both faces in one
+session run in ``make test`` (D182)."""
 
 
 @dataclass(frozen=True)

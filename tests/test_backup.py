@@ -323,6 +323,7 @@ def documents_audit(path: Path, root: Path) -> list[bool]:
         service.close()
 
 
+@pytest.mark.slow  # a server killed or restarted under load: make verify (D182)
 def test_backup_of_a_serving_store_under_http_load_restores_and_audits(tmp_path: Path) -> None:
     acknowledged: list[str] = []
     stop = threading.Event()

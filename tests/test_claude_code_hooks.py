@@ -33,7 +33,7 @@ import pytest
 from claude_data import claude_data, transcripts_dir
 from claude_hooks_support import (
     REPO,
-    WAYS,
+    WAY_PARAMS,
     Answer,
     Hooks,
     Way,
@@ -141,7 +141,7 @@ def todo(content: str, status: str) -> dict[str, str]:
 
 # -- CC-1: one event in, its JSON output out; never a failure ---------------------------------
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_a_documented_event_is_answered_with_json(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-1
     session = new_session()
@@ -151,7 +151,7 @@ def test_a_documented_event_is_answered_with_json(
     assert decision(output)[0] == "allow"
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_an_unknown_event_is_no_opinion_and_its_mode_still_mirrored(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-1
     session = new_session()
@@ -193,7 +193,7 @@ BY_THE_COMMAND = ("not JSON", "a JSON array", "a megabyte of garbage", "a lone s
 its bytes arrive differs from HTTP; what is read from them is the one answer_hook."""
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_a_malformed_event_is_no_opinion_and_appends_nothing(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-1
     session = new_session()
@@ -212,7 +212,7 @@ def test_a_malformed_event_is_no_opinion_and_appends_nothing(
 
 # -- CC-2: one ledger session per Claude Code session ---------------------------------------
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_the_first_event_creates_the_session_the_next_ones_land_in(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-2
     session = new_session()
@@ -245,7 +245,7 @@ def test_http_and_the_command_share_one_session(hooks: Hooks, project: Path) -> 
     assert hooks.document(session)["version"] == len(events)
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_a_cwd_outside_the_root_records_nothing(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-2
     session = new_session()
@@ -260,7 +260,7 @@ def test_a_cwd_outside_the_root_records_nothing(
     assert hooks.http.get(f"/v1/sessions/{ledger_session_id(session)}").status_code == 404
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_a_subagents_events_go_to_a_child_session(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-2
     session = new_session()
@@ -280,7 +280,7 @@ def test_a_subagents_events_go_to_a_child_session(
 
 # -- CC-3: permission_mode mirrored on every event ----------------------------------------------
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_permission_mode_is_mirrored(hooks: Hooks, project: Path, way: Way) -> None:  # CC-3
     session = new_session()
     seen = []
@@ -305,7 +305,7 @@ def test_permission_mode_is_mirrored(hooks: Hooks, project: Path, way: Way) -> N
 
 # -- CC-4: PreToolUse answered by this service's permission authority ----------------------------
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_plan_denies_writes_under_bypass_permissions(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-4
     session = new_session()
@@ -331,7 +331,7 @@ def test_plan_denies_writes_under_bypass_permissions(
         "mode": "yolo", "planEnabled": True, "goal": None}
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_default_asks_before_what_is_not_read_only(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-4
     session = new_session()
@@ -344,7 +344,7 @@ def test_default_asks_before_what_is_not_read_only(
                                                        "PermissionDecided")] == answers
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_claude_code_asks_its_user_itself(hooks: Hooks, project: Path, way: Way) -> None:  # CC-4
     session = new_session()
     question = {"questions": [{"question": "Which parser?", "header": "Parser", "options": [
@@ -361,7 +361,7 @@ def test_claude_code_asks_its_user_itself(hooks: Hooks, project: Path, way: Way)
     assert of_type(events, "PermissionDecided") == []
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_a_project_rule_decides(hooks: Hooks, project: Path, way: Way) -> None:  # CC-4
     (project / ".sessionledger").mkdir()
     (project / ".sessionledger" / "config.toml").write_text(
@@ -380,7 +380,7 @@ def test_a_project_rule_decides(hooks: Hooks, project: Path, way: Way) -> None: 
 
 # -- CC-5: PostToolUse records the call and what it carries --------------------------------------
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_todo_write_records_the_list_and_what_it_dropped(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-5
     session = new_session()
@@ -405,7 +405,7 @@ def test_todo_write_records_the_list_and_what_it_dropped(
     assert [t["content"] for t in hooks.document(session)["todos"]] == ["Read the parser"]
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_ask_user_question_records_the_answers(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-5
     session = new_session()
@@ -425,7 +425,7 @@ def test_ask_user_question_records_the_answers(
     assert hooks.document(session)["interactions"] == []  # nothing waits here
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_an_approved_plan_leaves_plan_and_writes_no_file(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-5
     session = new_session()
@@ -443,7 +443,7 @@ def test_an_approved_plan_leaves_plan_and_writes_no_file(
     assert list(project.rglob("*")) == []  # no plan file in the workspace
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_a_rejected_plan_and_feedback_keep_plan(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-5
     session = new_session()
@@ -463,7 +463,7 @@ def test_a_rejected_plan_and_feedback_keep_plan(
 
 # -- CC-6: UserPromptSubmit ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_a_prompt_is_warned_once_of_a_dropped_todo(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-6
     session = new_session()
@@ -486,7 +486,7 @@ def test_a_prompt_is_warned_once_of_a_dropped_todo(
 
 # -- CC-7: the compaction round trip (issue 22, acceptance 2) -------------------------------------
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_the_plan_and_todos_come_back_after_a_compaction(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-7
     session = new_session()
@@ -511,7 +511,7 @@ def test_the_plan_and_todos_come_back_after_a_compaction(
 
 # -- CC-8: at most once ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_an_event_sent_twice_appends_once(hooks: Hooks, project: Path, way: Way) -> None:  # CC-8
     session = new_session()
     items = [todo("Read the parser", "pending")]

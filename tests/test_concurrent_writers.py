@@ -112,6 +112,7 @@ def say(http: httpx.Client, sid: str, message_id: str, content: str = "hello") -
                      json={"role": "assistant", "content": content, "messageId": message_id})
 
 
+@pytest.mark.slow  # a server killed or restarted under load: make verify (D182)
 def test_a_message_resent_with_its_message_id_appends_nothing_even_after_restart(  # EG-6
     tmp_path: Path,
 ) -> None:

@@ -56,7 +56,9 @@ from sessionledger.mcp.server import (
 )
 from sessionledger.permission.descriptors import SERVICE_TOOLS
 
-ERAS = ("2025-11-25", "2026-07-28")
+ERAS = (pytest.param("2025-11-25", marks=pytest.mark.slow), "2026-07-28")
+"""The protocol eras of the parametrised tests; 2025-11-25 runs in ``make verify`` (D182) —
+the tests that name it directly run in ``make test``."""
 """The handshake era (``Client(mode="legacy")``) and the modern one (``Client`` defaults)."""
 _RPC_HEADERS = {"Accept": "application/json, text/event-stream",
                 "Content-Type": "application/json"}

@@ -280,7 +280,7 @@ def crash_rounds(run: CrashRun) -> None:
 
 
 PROFILES = [
-    pytest.param(3, 1.0, 3.0, id="3-kills"),
+    pytest.param(3, 1.0, 3.0, id="3-kills", marks=pytest.mark.slow),
     pytest.param(25, 3.0, 15.0, id="25-kills", marks=pytest.mark.slow),
 ]
 """Kills, question grace and deadline (s). A server start takes 1.5 s on a quiet two-vCPU

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from httpx_sse import connect_sse
 from server_support import ServerProcess, running_server
 
@@ -95,6 +96,7 @@ def _start_question(server: ServerProcess) -> tuple[str, dict[str, Any], tuple[s
     return sid, pending, times
 
 
+@pytest.mark.slow  # a server killed or restarted under load: make verify (D182)
 def test_acceptance3_ho4_ho7_timer_survives_reconnect_and_sigkill_then_auto_continues(
     tmp_path: Path,
 ) -> None:

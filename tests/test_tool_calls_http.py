@@ -273,6 +273,7 @@ def test_tr3_permission_check_over_http(http: httpx.Client) -> None:
 # -- acceptance 5: a pending question survives a SIGKILL of serve --------------------------
 
 
+@pytest.mark.slow  # a server killed or restarted under load: make verify (D182)
 def test_acceptance5_pending_call_survives_sigkill_and_completes(tmp_path: Path) -> None:
     with running_server(tmp_path) as first, first.client() as http:
         sid = create(http)

@@ -168,6 +168,7 @@ def test_unknown_session_404_deleted_410(http: httpx.Client, route: str, body: A
     assert version(http, sid) == 2
 
 
+@pytest.mark.slow  # a server killed or restarted under load: make verify (D182)
 def test_counters_survive_a_server_restart(tmp_path: Path) -> None:
     with running_server(tmp_path) as first, first.client() as http:
         sid = create(http, mode="plan")
