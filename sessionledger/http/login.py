@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -73,7 +74,8 @@ class LoginSessions:
     """The live logins of one server process: SHA-256 of the cookie value → expiry.
 
     Looking a cookie up by its digest compares nothing secret in a way that could leak it by
-    timing; the raw values are never kept.
+    timing; the raw values are never kept. The token check reads it on the event loop while
+    the login routes run in worker threads: one lock keeps the table whole.
     """
 
     def __init__(
@@ -83,32 +85,37 @@ class LoginSessions:
         self.max_age_s = max_age_s
         self.clock = clock
         self._expiry: dict[bytes, float] = {}
+        self._lock = threading.Lock()
 
     def open(self) -> tuple[str, float]:
         """A new login: its cookie value and its expiry (seconds since the epoch)."""
-        now = self.clock()
-        for key in [key for key, expires in self._expiry.items() if expires <= now]:
-            del self._expiry[key]
-        while len(self._expiry) >= MAX_LOGINS:
-            del self._expiry[next(iter(self._expiry))]
         value = secrets.token_urlsafe(32)
-        expires = now + self.max_age_s
-        self._expiry[_digest(value)] = expires
+        with self._lock:
+            now = self.clock()
+            for key in [key for key, expires in self._expiry.items() if expires <= now]:
+                del self._expiry[key]
+            while len(self._expiry) >= MAX_LOGINS:
+                del self._expiry[next(iter(self._expiry))]
+            expires = now + self.max_age_s
+            self._expiry[_digest(value)] = expires
         return value, expires
 
     def expiry(self, value: str) -> float | None:
         """When the login of this cookie value ends; ``None`` when it is not a live one."""
         key = _digest(value)
-        expires = self._expiry.get(key)
-        if expires is None:
-            return None
-        if expires <= self.clock():
-            del self._expiry[key]
-            return None
-        return expires
+        with self._lock:
+            expires = self._expiry.get(key)
+            if expires is None:
+                return None
+            if expires <= self.clock():
+                del self._expiry[key]
+                return None
+            return expires
 
     def close(self, value: str) -> None:
-        self._expiry.pop(_digest(value), None)
+        key = _digest(value)
+        with self._lock:
+            self._expiry.pop(key, None)
 
     def cookie(self, scope: Scope) -> str | None:
         """This request's login cookie value, if it sent one."""
