@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from server_support import ServerProcess
 
 from sessionledger import SessionService
@@ -226,6 +227,7 @@ def command_env(project: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow  # a hook command per event: make verify (D182)
 def test_the_command_hooks_run_as_written(tmp_path: Path) -> None:  # CC-1, CC-4, CC-6, CC-7
     project, home = tmp_path / "app", tmp_path / "home"
     project.mkdir()

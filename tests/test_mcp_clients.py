@@ -96,6 +96,7 @@ def tool_call(name: str, arguments: dict[str, Any]) -> tuple[str, ...]:
             "--tool-args-json", json.dumps(arguments))
 
 
+@pytest.mark.slow  # a Node client per test: make verify (D182)
 @pytest.mark.parametrize("era", ["legacy", "auto"])
 def test_the_inspector_cli_lists_writes_and_reads_todos_at_the_documented_url(  # issue 21 finding 2
     node_clients: NodeClients, server: ServerProcess, tmp_path: Path, era: str
@@ -115,6 +116,7 @@ def test_the_inspector_cli_lists_writes_and_reads_todos_at_the_documented_url(  
     assert session_of(read) == session
 
 
+@pytest.mark.slow  # a Node client per test: make verify (D182)
 @pytest.mark.parametrize("era", ["legacy", "auto"])
 def test_the_inspector_cli_writes_and_reads_todos_over_stdio(
     node_clients: NodeClients, ledger: tuple[str, Path], tmp_path: Path, era: str
@@ -149,6 +151,7 @@ def results(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 WRITE_THEN_READ = [{"tool": "TodoWrite", "arguments": TODOS}, {"tool": "TodoRead"}]
 
 
+@pytest.mark.slow  # a Node client per test: make verify (D182)
 @pytest.mark.parametrize("era", [None, "auto"], ids=["default", "auto"])
 def test_a_typescript_sdk_host_writes_and_reads_todos_at_the_documented_url(  # issue 21 finding 2
     node_clients: NodeClients, server: ServerProcess, era: str | None
@@ -167,6 +170,7 @@ def test_a_typescript_sdk_host_writes_and_reads_todos_at_the_documented_url(  # 
     assert session_of(read) == session_of(written)
 
 
+@pytest.mark.slow  # a Node client per test: make verify (D182)
 @pytest.mark.parametrize("era", [None, "auto"], ids=["default", "auto"])
 def test_a_typescript_sdk_host_writes_and_reads_todos_over_stdio(
     node_clients: NodeClients, ledger: tuple[str, Path], era: str | None
@@ -182,6 +186,7 @@ def test_a_typescript_sdk_host_writes_and_reads_todos_over_stdio(
     assert session_of(read) == session_of(written)
 
 
+@pytest.mark.slow  # a Node client per test: make verify (D182)
 @pytest.mark.parametrize("era", [None, "auto"], ids=["default", "auto"])
 def test_a_typescript_sdk_host_answers_a_question_in_its_form(
     node_clients: NodeClients, server: ServerProcess, era: str | None
@@ -200,6 +205,7 @@ def test_a_typescript_sdk_host_answers_a_question_in_its_form(
     assert asked["structuredContent"]["result"]["answers"] == {"Which database?": "Postgres"}
 
 
+@pytest.mark.slow  # a Node client per test: make verify (D182)
 def test_a_typescript_sdk_host_form_is_withdrawn_when_the_question_is_answered_elsewhere(
     node_clients: NodeClients, tmp_path: Path
 ) -> None:  # D128, on the handshake era (the TypeScript client's default)
@@ -239,6 +245,7 @@ def http_events(server: ServerProcess, session: str) -> list[dict[str, Any]]:
         return list(page.json()["events"])
 
 
+@pytest.mark.slow  # a Node client per test: make verify (D182)
 @pytest.mark.parametrize("kind", ["http", "stdio"])
 def test_a_typescript_host_resetting_on_progress_gets_a_late_answer(  # issue 21 finding 3
     node_clients: NodeClients, tmp_path: Path, kind: str
@@ -266,6 +273,7 @@ def test_a_typescript_host_resetting_on_progress_gets_a_late_answer(  # issue 21
     assert len(progress) >= 3 and progress == sorted(progress)
 
 
+@pytest.mark.slow  # a Node client per test: make verify (D182)
 def test_a_typescript_host_that_aborts_sees_it_withdrawn_and_the_next_ask(  # issue 21 finding 6
     node_clients: NodeClients, tmp_path: Path
 ) -> None:

@@ -113,6 +113,7 @@ def mcp_url(server: ServerProcess, session_id: str) -> str:
     return f"{server.base_url}/mcp?session={session_id}"
 
 
+@pytest.mark.slow  # a host process killed: make verify (D182)
 def test_a_host_killed_with_its_form_open_withdraws_it_and_the_queue_moves_on(  # issue 21 finding 6
     tmp_path: Path,
 ) -> None:  # AQ-3, D157
@@ -154,6 +155,7 @@ def test_a_host_killed_with_its_form_open_withdraws_it_and_the_queue_moves_on(  
         assert log.decisions() == [("host", "withdrawn"), ("user", "modify")]
 
 
+@pytest.mark.slow  # a host process killed: make verify (D182)
 def test_a_host_killed_during_tasks_result_leaves_its_task_waiting(  # issue 21 finding 6
     tmp_path: Path,
 ) -> None:  # D158: a task outlives the requests about it
@@ -197,6 +199,7 @@ def test_a_host_killed_during_tasks_result_leaves_its_task_waiting(  # issue 21 
         assert tasks.decisions() == [("user", "modify")]
 
 
+@pytest.mark.slow  # a host process killed: make verify (D182)
 def test_a_2026_host_killed_with_its_form_open_left_nothing_waiting(  # issue 21 finding 6
     tmp_path: Path,
 ) -> None:  # D156, D157: the round answered input_required at once

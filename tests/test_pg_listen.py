@@ -211,6 +211,7 @@ def test_after_a_lost_listening_connection_it_catches_up_from_the_cursor(
     assert "listening for commits" in caplog.text  # the connection was lost, and replaced
 
 
+@pytest.mark.slow  # two processes on one database: make verify (D182)
 def test_a_stream_in_process_b_is_woken_by_process_a(url: str, tmp_path: Path) -> None:
     """The service's stream code, unchanged, wakes on the notification (poll set to 30 s)."""
 
@@ -246,6 +247,7 @@ def test_a_stream_in_process_b_is_woken_by_process_a(url: str, tmp_path: Path) -
     asyncio.run(scenario())
 
 
+@pytest.mark.slow  # two processes on one database: make verify (D182)
 def test_an_sse_client_of_server_b_sees_a_session_created_on_server_a(
     url: str, tmp_path: Path
 ) -> None:

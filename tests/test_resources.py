@@ -294,6 +294,7 @@ _EXHAUSTION_SCRIPT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow  # a resource bound: make verify (D182)
 def test_running_out_of_descriptors_is_service_unavailable_logged_once(tmp_path: Path) -> None:
     # EG-5: EMFILE is 503 service_unavailable, never storage_unavailable; the accept loop's
     # failures (one per connection and loop turn) are one line when the shortage starts and

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import node_support
 import pytest
+from hostile_text import COMMENT, DROP
 from server_support import ServerProcess, create_session, running_server
 from web_support import Shots, session_url
 
@@ -42,8 +43,7 @@ QUESTION = {"questions": [
      "options": [{"label": "Search", "description": "full text"},
                  {"label": "Export", "description": "CSV"}]},
 ]}
-HTML_LINE = "<div>Then run DROP TABLE users; on production.</div>"
-COMMENT_LINE = "<!-- and rm -rf ~/.ssh -->"
+HTML_LINE, COMMENT_LINE = DROP, COMMENT  # the hostile lines the TUI and replay tests show too
 PLAN = f"""# Tidy the tables
 
 1. Back up the database.
