@@ -8,12 +8,11 @@ ES-5, TD-6, PM-6 … PM-9, HO-1, HO-5, §11 CLI).
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 from server_support import sessionledger_command
 from textual.pilot import Pilot
-from tui_support import QUESTION, drive, opened, plain, resolutions, types
+from tui_support import QUESTION, drive, opened, plain, resolutions, types, until
 
 from sessionledger import SessionService
 from sessionledger.tui import SessionApp
@@ -25,15 +24,6 @@ TODOS = {"todos": [
     {"content": "Build the panel", "status": "in_progress", "priority": "high"},
     {"content": "Write the docs", "status": "pending", "priority": "low"},
 ]}
-
-
-async def _until(pilot: Pilot[None], ready: Callable[[], bool], seconds: float = 5.0) -> None:
-    """Let the app poll until ``ready()`` holds (the app reads the log on an interval)."""
-    for _ in range(int(seconds / 0.05)):
-        if ready():
-            return
-        await pilot.pause(0.05)
-    assert ready(), "the app did not catch up with the log"
 
 
 def test_es4_shift_tab_cycles_the_mode_through_the_service(tmp_path: Path) -> None:
@@ -103,8 +93,8 @@ def test_td6_the_sidebar_shows_todos_with_progress_and_follows_other_writers(
             done = {"todos": [{**t, "status": "completed"} for t in TODOS["todos"]]}
             other.tools.call(session, "TodoWrite", done)
             other.start_goal(session, "finish")
-            await _until(pilot, lambda: "3/3 completed" in plain(app.sidebar.todos))
-            await _until(pilot, lambda: "Goal: finish" in plain(app.sidebar.goal))
+            await until(pilot, lambda: "3/3 completed" in plain(app.sidebar.todos))
+            await until(pilot, lambda: "Goal: finish" in plain(app.sidebar.goal))
             assert "GoalStarted" in plain(app.sidebar.events)
 
         try:
@@ -140,7 +130,7 @@ def test_pm6_a_plan_is_an_ordinary_approval_request_and_enter_approves(tmp_path:
             assert "Write the parser" in plain(app.panel.plan)
             assert "1. Approve" in plain(app.panel.body)
             await pilot.press("enter")  # the highlighted choice: Approve
-            await _until(pilot, lambda: plain(app.sidebar.badge).startswith(" build "))
+            await until(pilot, lambda: plain(app.sidebar.badge).startswith(" build "))
 
         drive(service, session, scenario)
         (resolved,) = resolutions(service, session)

@@ -9,13 +9,12 @@ injected clock for the countdown.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from hostile_text import COMMENT, DROP, LONG_LINE, SHOWN, long_plan
 from textual.pilot import Pilot
-from tui_support import drive, opened, plain, question, rendered, resolutions, screen
+from tui_support import drive, opened, plain, question, rendered, resolutions, screen, until
 
 from eventlog import ManualClock
 from sessionledger.tui import SessionApp
@@ -23,15 +22,6 @@ from sessionledger.tui.panels import ApprovalPanel, QuestionPanel
 
 SMALL = (80, 24)
 QUEUE_HEADER = "Approval queue: 1 waiting"
-
-
-async def _until(pilot: Pilot[None], ready: Callable[[], bool], seconds: float = 5.0) -> None:
-    """Let the app poll until ``ready()`` holds (the app reads the log on an interval)."""
-    for _ in range(int(seconds / 0.05)):
-        if ready():
-            return
-        await pilot.pause(0.05)
-    assert ready(), "the app did not catch up with the log"
 
 
 def _squeezed(text: str) -> str:
@@ -84,16 +74,16 @@ def test_eg7_a_hostile_3000_line_plan_is_shown_line_for_line_and_enter_approves_
             assert app.sidebar.size.width <= 80 // 3
             # End reaches the last line; the queue header has not moved.
             await pilot.press("end")
-            await _until(pilot, lambda: _on_screen(app, "The last line of the plan.")
+            await until(pilot, lambda: _on_screen(app, "The last line of the plan.")
                          and _on_screen(app, "1. Approve"))
             assert _on_screen(app, QUEUE_HEADER)
             await pilot.press("home")
-            await _until(pilot, lambda: _on_screen(app, "# Migrate the users table"))
+            await until(pilot, lambda: _on_screen(app, "# Migrate the users table"))
             await pilot.press("pagedown")
-            await _until(pilot, lambda: app.scroller.scroll_y > 0)
+            await until(pilot, lambda: app.scroller.scroll_y > 0)
             assert _on_screen(app, QUEUE_HEADER)
             await pilot.press("enter")  # Approve: what was shown is what is recorded
-            await _until(pilot, lambda: plain(app.sidebar.badge).startswith(" build "))
+            await until(pilot, lambda: plain(app.sidebar.badge).startswith(" build "))
 
         drive(service, session, scenario, size=SMALL)
         (resolved,) = resolutions(service, session)
@@ -165,20 +155,20 @@ def test_ho4_a_protocol_session_shows_the_countdown_pause_and_auto_continued_not
             assert not app.countdown.display and not _on_screen(app, "Auto-continues")
             assert _on_screen(app, "Approval queue: 2 waiting")
             clock.advance(60)  # past visibleAt: 3:50 left of 5:00
-            await _until(pilot, lambda: _on_screen(app, "Auto-continues in 3:50"))
+            await until(pilot, lambda: _on_screen(app, "Auto-continues in 3:50"))
             assert _on_screen(app, f"deadline {_local(timer['deadlineAt'])}")
             clock.advance(5)
-            await _until(pilot, lambda: _on_screen(app, "Auto-continues in 3:45"))
+            await until(pilot, lambda: _on_screen(app, "Auto-continues in 3:45"))
             await pilot.press("j")  # HO-5: moving pauses it for good
-            await _until(pilot, lambda: _on_screen(app, "Countdown paused"))
+            await until(pilot, lambda: _on_screen(app, "Countdown paused"))
             assert not _on_screen(app, "Auto-continues")
             await pilot.press("k", "1", "enter", "enter")  # answer the first question
-            await _until(pilot, lambda: _on_screen(app, "Approval queue: 1 waiting"))
+            await until(pilot, lambda: _on_screen(app, "Approval queue: 1 waiting"))
             # The second question's timer runs out (a running serve would do this).
             head = service.document(session)["interactions"][0]["autoResolution"]
             deadline = datetime.fromisoformat(head["deadlineAt"].replace("Z", "+00:00"))
             service.timers.settle(session, now=deadline)
-            await _until(pilot, lambda: _on_screen(app, "Unanswered — auto-continued"))
+            await until(pilot, lambda: _on_screen(app, "Unanswered — auto-continued"))
             assert _on_screen(app, "Which cache?")
             assert _on_screen(app, "Approval queue: nothing waits for you")
             assert not app.countdown.display

@@ -28,9 +28,18 @@ from sessionledger import SessionService
 from sessionledger.tui import SessionApp
 
 __all__ = ["QUESTION", "Scenario", "drive", "opened", "plain", "question", "rendered",
-           "resolutions", "screen", "types"]
+           "resolutions", "screen", "types", "until"]
 
 Scenario = Callable[[SessionApp, Pilot[None]], Awaitable[None]]
+
+
+async def until(pilot: Pilot[None], ready: Callable[[], bool], seconds: float = 5.0) -> None:
+    """Let the app poll until ``ready()`` holds (the app reads the log on an interval)."""
+    for _ in range(int(seconds / 0.05)):
+        if ready():
+            return
+        await pilot.pause(0.05)
+    assert ready(), "the app did not catch up with the log"
 
 
 def question(
