@@ -183,3 +183,28 @@ def test_a_deleted_session_shows_a_banner_and_keeps_its_timeline_after_reload(
         assert [e["seq"] for e in http.get(f"/v1/sessions/{sid}/events").json()["events"]] == [
             1, 2]
         shots.take(page, "deleted-after-reload")
+
+
+def test_a_session_deleted_before_its_stream_opens_still_shows_the_banner(
+    page: Page, web_server: ServerProcess,
+) -> None:
+    """The race CI met: the timeline window is read, then the session is deleted, then the
+    stream is asked for and answers 410; the page must not stay "reconnecting" forever."""
+    expect = _expect()
+    with web_server.client() as http:
+        sid = create_session(http, mode="edit")
+        deleted: list[int] = []
+
+        def delete_first(route: Any) -> None:
+            if not deleted:
+                deleted.append(http.delete(f"/v1/sessions/{sid}").status_code)
+            route.continue_()
+
+        page.route(f"**/v1/sessions/{sid}/events/stream*", delete_first)
+        page.goto(session_url(web_server.base_url, sid))
+        expect(page.locator("#session-banner")).to_contain_text("deleted")
+        assert deleted == [200]
+        expect(page.locator("#timeline > li")).to_have_count(2)
+        expect(page.locator("#timeline > li").last).to_have_attribute(
+            "data-type", "SessionDeleted")
+        expect(page.locator(".mode-button").first).to_be_disabled()

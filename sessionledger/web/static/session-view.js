@@ -100,7 +100,12 @@ export class SessionView {
     if (this.stopped || this.isGone) return;
     this.stream = new LedgerStream(`${sessionPath(this.sessionId)}/events/stream`, this.eventTypes, {
       onEvent: (envelope) => this.#onEvent(envelope),
-      onStatus: this.onStatus,
+      onStatus: (state) => {
+        this.onStatus(state);
+        // a stream that fails may have met a session deleted since the window was read (410):
+        // the document's refresh tells which, and a deleted session then shows its banner
+        if (state === 'reconnecting') this.scheduleRefresh();
+      },
       onOpen: () => {
         this.scheduleRefresh();
         this.timeline.reach(this.lastSeq);
