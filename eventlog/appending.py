@@ -9,6 +9,7 @@ committed events are told to :class:`Subscribers` only once they are durable.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -271,6 +272,19 @@ class GroupAppends:
 
     def append_many(self, batches: Sequence[AppendBatch]) -> list[AppendResult | EventLogError]:
         return typed_outcomes(self._committer.submit_many([prepare(b) for b in batches]))
+
+    async def append_async(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        """:meth:`append` awaited on an event loop: the loop's thread never blocks on the
+        commit (issue 24)."""
+        batch = AppendBatch(session_id, tuple(events), expected_version, idempotency_key)
+        return await asyncio.to_thread(self._committer.submit, prepare(batch))
 
 
 # Group commit by flat combining: one writer at a time, many batches per transaction.

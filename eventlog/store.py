@@ -60,6 +60,15 @@ class EventStore(Protocol):
         self, batches: Sequence[AppendBatch]
     ) -> list[AppendResult | EventLogError]: ...
 
+    async def append_async(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult: ...
+
     def read_session(
         self, session_id: str, *, after: int = 0, limit: int | None = None
     ) -> Iterator[RecordedEvent]: ...
