@@ -43,12 +43,16 @@ one MCP connection).
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
+
+import greenlet
 
 from eventlog import (
     AppendBatch,
@@ -94,9 +98,13 @@ __all__ = [
     "AfterAppend",
     "Ledger",
     "SessionWriters",
+    "await_only",
+    "awaiting",
     "checked_input",
     "eventlog_errors",
     "from_eventlog",
+    "on_loop",
+    "pause",
     "retry_overtaken",
     "shape_refused",
 ]
@@ -113,6 +121,66 @@ UNCONDITIONAL_PATIENCE_S = 30.0
 """How long an unconditional command keeps trying before 503 (read at each call)."""
 
 
+# -- the async face (issue 24) -----------------------------------------------------------------
+#
+# The services are written once, as plain functions: read, decide, append. The CLI, the MCP
+# server's tools, the timers and the tests call them on a thread, where an append blocks until
+# its group is durable. An async route calls the same function through :func:`on_loop`: it
+# runs in a greenlet on the event loop's thread, and each point where it would block — the
+# append (:meth:`Ledger.append`), the retry policy's pause, waiting for another writer's turn
+# of the session — hands the loop an awaitable instead (:func:`await_only`) and resumes when
+# it is done. So a request costs no hop to a worker thread, and while its group commits the
+# loop serves other requests, whose appends join the same group (SQLAlchemy's asyncio
+# extension bridges its sync core the same way). Reads stay synchronous on the loop: they are
+# local SQLite or pooled PostgreSQL reads of a few rows.
+
+
+class _OnLoop(greenlet.greenlet):
+    """A service call run by :func:`on_loop` (the mark :func:`awaiting` looks for)."""
+
+
+def awaiting() -> bool:
+    """Whether the caller runs inside :func:`on_loop` (it must not block the loop's thread)."""
+    return isinstance(greenlet.getcurrent(), _OnLoop)
+
+
+def await_only(awaitable: Awaitable[T]) -> T:
+    """From a function run by :func:`on_loop`: the result of ``awaitable``, awaited by the
+    loop while this function is suspended (what it raises is raised here)."""
+    current = greenlet.getcurrent()
+    if not isinstance(current, _OnLoop):
+        if asyncio.iscoroutine(awaitable):
+            awaitable.close()  # never to be awaited
+        raise RuntimeError("await_only outside on_loop")
+    parent = current.parent
+    assert parent is not None
+    return parent.switch(awaitable)  # type: ignore[no-any-return]
+
+
+async def on_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` run on the event loop's thread, each :func:`await_only` in it
+    awaited here; its context variables are a copy of the caller's."""
+    call = _OnLoop(fn, greenlet.getcurrent())
+    call.gr_context = contextvars.copy_context()
+    step: Any = call.switch(*args, **kwargs)
+    while not call.dead:
+        try:
+            value = await step
+        except BaseException as exc:  # raised inside the call, where it awaited
+            step = call.throw(exc)
+        else:
+            step = call.switch(value)
+    return step  # type: ignore[no-any-return]
+
+
+def pause(seconds: float) -> None:
+    """Sleep ``seconds``: on the loop (awaited) inside :func:`on_loop`, else on this thread."""
+    if awaiting():
+        await_only(asyncio.sleep(seconds))
+    else:
+        time.sleep(seconds)
+
+
 def retry_overtaken(
     session_id: str, attempt: Callable[[], T], *, unconditional: bool = False
 ) -> T:
@@ -124,15 +192,15 @@ def retry_overtaken(
     """
     patience = UNCONDITIONAL_PATIENCE_S if unconditional else PATIENCE_S
     deadline = time.monotonic() + patience
-    pause = FIRST_PAUSE_S
+    longest = FIRST_PAUSE_S
     while True:
         try:
             return attempt()
         except ConcurrencyConflict:
             if time.monotonic() >= deadline:
                 break
-        time.sleep(random.uniform(0, pause))
-        pause = min(pause * 2, LONGEST_PAUSE_S)
+        pause(random.uniform(0, longest))
+        longest = min(longest * 2, LONGEST_PAUSE_S)
     if unconditional:
         raise ServiceUnavailable(
             f"session {session_id!r} is too busy: other writers overtook this write for "
@@ -214,35 +282,78 @@ def eventlog_errors(*, payloads: bool = False) -> Iterator[None]:
         raise CorruptLog(f"a stored event cannot be read: {exc.__class__.__name__}") from exc
 
 
-class SessionWriters:
-    """One re-entrant lock per session with a writer in this process, dropped when its last
-    holder (or waiter) is done, so the map holds only the sessions being written now."""
+class _Turn:
+    """One session's writer turn: who holds it (a thread's or an :func:`on_loop` call's
+    greenlet), how deep, and how many hold or wait for it."""
+
+    __slots__ = ("depth", "owner", "users")
 
     def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, tuple[threading.RLock, int]] = {}
+        self.owner: greenlet.greenlet | None = None
+        self.depth = 0
+        self.users = 0
+
+
+TURN_POLL_S = (0.0002, 0.005)
+"""How an :func:`on_loop` call waiting for another writer's turn of its session looks
+again: after a pause doubling from the first to the second (it cannot block the loop on the
+lock; such waits are rare: one process's writers of one session, at once)."""
+
+
+class SessionWriters:
+    """One re-entrant turn per session with a writer in this process, dropped when its last
+    holder (or waiter) is done, so the map holds only the sessions being written now.
+
+    A turn belongs to a greenlet — a thread's own, or an :func:`on_loop` call's — so the
+    calls sharing the event loop's thread take turns like threads do."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Condition(threading.Lock())
+        self._turns: dict[str, _Turn] = {}
 
     def __len__(self) -> int:
         """How many sessions have a writer holding or waiting for their lock."""
-        return len(self._locks)
+        return len(self._turns)
 
     @contextmanager
     def held(self, session_id: str) -> Iterator[None]:
-        """Hold ``session_id``'s writer lock (waiting for another thread's turn)."""
+        """Hold ``session_id``'s writer turn (waiting for another writer's)."""
+        me = greenlet.getcurrent()
         with self._guard:
-            lock, users = self._locks.get(session_id, (None, 0))
-            lock = lock or threading.RLock()
-            self._locks[session_id] = (lock, users + 1)
+            turn = self._turns.get(session_id)
+            if turn is None:
+                turn = self._turns[session_id] = _Turn()
+            turn.users += 1
         try:
-            with lock:
+            self._take(turn, me)
+            try:
                 yield
+            finally:
+                with self._guard:
+                    turn.depth -= 1
+                    if not turn.depth:
+                        turn.owner = None
+                        self._guard.notify_all()
         finally:
             with self._guard:
-                users = self._locks[session_id][1] - 1
-                if users:
-                    self._locks[session_id] = (lock, users)
-                else:
-                    del self._locks[session_id]
+                turn.users -= 1
+                if not turn.users:
+                    del self._turns[session_id]
+
+    def _take(self, turn: _Turn, me: greenlet.greenlet) -> None:
+        wait = TURN_POLL_S[0]
+        on_loop_call = isinstance(me, _OnLoop)
+        while True:
+            with self._guard:
+                if turn.owner is None or turn.owner is me:
+                    turn.owner = me
+                    turn.depth += 1
+                    return
+                if not on_loop_call:
+                    self._guard.wait()
+                    continue
+            pause(wait)
+            wait = min(wait * 2, TURN_POLL_S[1])
 
 
 AfterAppend = Callable[[str, Sequence[RecordedEvent]], None]
@@ -256,7 +367,8 @@ class Ledger:
         self.store = store
         self.projections = projections
         self._after: Subscribers[tuple[str, Sequence[RecordedEvent]]] = Subscribers()
-        self._quiet = threading.local()
+        self._quiet: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+            "quiet_session", default=None)
         self.writers = SessionWriters()
         """This process's writers of each session, taking turns (:meth:`retry`)."""
 
@@ -342,10 +454,15 @@ class Ledger:
         raises passes through as it is (a ``ConcurrencyConflict`` is what :meth:`retry`
         decides again on; the service's entry point translates the rest with
         :func:`eventlog_errors`)."""
-        appended = self.store.append(
-            session_id, events, expected_version=expected_version, idempotency_key=idempotency_key
-        )
-        if getattr(self._quiet, "session", None) != session_id:
+        if awaiting():  # the loop awaits the commit; other requests join its group meanwhile
+            appended = await_only(self.store.append_async(
+                session_id, events, expected_version=expected_version,
+                idempotency_key=idempotency_key))
+        else:
+            appended = self.store.append(
+                session_id, events, expected_version=expected_version,
+                idempotency_key=idempotency_key)
+        if self._quiet.get() != session_id:
             self._after.publish((session_id, appended.events))
         return appended
 
@@ -373,13 +490,14 @@ class Ledger:
 
     @contextmanager
     def telling_itself(self, session_id: str) -> Iterator[None]:
-        """Appends of ``session_id`` in this thread skip the after-append observers: their
-        appender publishes its own result (the execution runtime's commands)."""
-        self._quiet.session = session_id
+        """Appends of ``session_id`` in this thread (or :func:`on_loop` call) skip the
+        after-append observers: their appender publishes its own result (the execution
+        runtime's commands)."""
+        token = self._quiet.set(session_id)
         try:
             yield
         finally:
-            self._quiet.session = None
+            self._quiet.reset(token)
 
     # -- observers -------------------------------------------------------------------------
 
