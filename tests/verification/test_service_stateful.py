@@ -21,12 +21,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
-from verification_machine import ServiceLedger
+from verification_machine import OnTheLoop, ServiceLedger
 
 BUDGET_ENV = "VERIFY_STATEFUL_BUDGET_S"
 DEFAULT_BUDGET_S = 600.0
 MAX_BUDGET_S = 1800.0
 FAST = {"max_examples": 25, "stateful_step_count": 50}
+FAST_ON_THE_LOOP = {"max_examples": 8, "stateful_step_count": 50}
 ROUND = {"max_examples": 10, "stateful_step_count": 100}
 ARTIFACT = Path(__file__).resolve().parents[2] / "test-artifacts" / "verification"
 
@@ -45,6 +46,11 @@ def _settings(**overrides: Any) -> settings:
 def test_the_service_agrees_with_its_model_fast() -> None:
     """``make test``: a few short sequences of every command, restart and reconnect."""
     run_state_machine_as_test(ServiceLedger, settings=_settings(**FAST))
+
+
+def test_the_service_on_the_loop_agrees_with_its_model_fast() -> None:  # issue 24.6
+    """The same machine, every command run as an async route runs it (``on_loop``)."""
+    run_state_machine_as_test(OnTheLoop, settings=_settings(**FAST_ON_THE_LOOP))
 
 
 @pytest.mark.postgres
@@ -98,7 +104,9 @@ def test_the_service_agrees_with_its_model_for_a_wall_clock_budget(
     passed = False
     try:
         while rounds == 0 or time.monotonic() - started < budget:
-            run_state_machine_as_test(ServiceLedger, settings=_settings(**ROUND))
+            # every other round runs the commands as the async routes do (issue 24.6)
+            machine = OnTheLoop if rounds % 2 else ServiceLedger
+            run_state_machine_as_test(machine, settings=_settings(**ROUND))
             rounds += 1
         passed = True
     finally:

@@ -24,6 +24,7 @@ holds exactly a prefix of the log (all of it while connected).
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -65,9 +66,10 @@ from eventlog import ManualClock, RecordedEvent
 from projections import open_projected_store
 from sessionledger import SessionService
 from sessionledger.errors import CommandRefused, Conflict, InvalidInput, SessionDeleted
+from sessionledger.ledger import on_loop
 from statemachine.interaction import TimerConfig
 
-__all__ = ["ServiceLedger"]
+__all__ = ["OnTheLoop", "ServiceLedger"]
 
 T0 = datetime(2026, 11, 29, 19, 10, 56, 123000, tzinfo=UTC)
 MAX_SESSIONS = 3
@@ -103,7 +105,7 @@ class ServiceLedger(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        type(self).runs += 1
+        ServiceLedger.runs += 1  # subclasses count here too
         self._tmp = tempfile.TemporaryDirectory(prefix="sessionledger-verify-")
         self.root = Path(self._tmp.name).resolve()
         self.url = self.store_url()
@@ -632,6 +634,45 @@ class ServiceLedger(RuleBasedStateMachine):
 
     @invariant()
     def the_log_is_whole(self) -> None:
-        type(self).steps += 1
+        ServiceLedger.steps += 1
         check_log(self._service(), sessions=list(self.model), received=self.received,
                   connected=self.connected, held=self.cursors)
+
+
+class _LoopFace:
+    """A service object whose every method runs through :func:`on_loop` on ``loop`` — the
+    path an async route takes (issue 24): appends awaited on the group committer, pauses
+    and writer turns awaited. Sub-services (``tools``, ``timers``, ``store`` …) are wrapped
+    the same way; what a call returns is the real thing."""
+
+    def __init__(self, target: object, loop: asyncio.AbstractEventLoop) -> None:
+        self._target = target
+        self._loop = loop
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if callable(value):
+            def on_the_loop(*args: Any, **kwargs: Any) -> Any:
+                return self._loop.run_until_complete(on_loop(value, *args, **kwargs))
+
+            return on_the_loop
+        if type(value).__module__.split(".")[0] in ("sessionledger", "eventlog", "projections"):
+            return _LoopFace(value, self._loop)
+        return value
+
+
+class OnTheLoop(ServiceLedger):
+    """The same machine with every command run as an async route runs it (issue 24.6)."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        super().__init__()
+
+    def _service(self) -> SessionService:
+        return _LoopFace(super()._service(), self._loop)  # type: ignore[return-value]
+
+    def teardown(self) -> None:
+        try:
+            super().teardown()
+        finally:
+            self._loop.close()
