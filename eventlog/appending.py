@@ -521,9 +521,10 @@ class GroupCommitter(Generic[I, R]):
                             # As in submit_many: let the coroutines just answered (and any
                             # thread callers) queue their next batches first.
                             time.sleep(0)
-                        while self._queue:
-                            self._run_group()
+                        self._run_group()
                     finally:
+                        # Released after every group, so exclusive() (close, purge,
+                        # rebuild) gets its turn under a steady stream of appends.
                         self._writer.release()
                     self._hand_over()  # a thread caller that queued meanwhile
                     continue
