@@ -483,14 +483,13 @@ class GroupCommitter(Generic[I, R]):
             self._queue.append(entry)
             start = not self._running
             if start:
+                # Started under the lock, so stop() never finds a thread not yet started.
                 self._running = True
-        if start:
-            thread = threading.Thread(
-                target=self._write_loop, name="eventlog-writer", daemon=True
-            )
-            self._thread = thread
-            thread.start()
-        elif first:
+                self._thread = threading.Thread(
+                    target=self._write_loop, name="eventlog-writer", daemon=True
+                )
+                self._thread.start()
+        if not start and first:
             # A queue that was not empty already has a leader coming: the one in flight
             # hands over when it is done (a woken writer thread only clears and looks).
             self._thread_wake.set()
