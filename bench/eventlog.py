@@ -12,7 +12,10 @@ Workloads (events per second, higher is better; every measurement on fresh files
              raw sqlite3 a plain ``SELECT`` of the same rows without decoding;
 4. group     durable single-event appends from 1 thread vs N concurrent threads, each
              thread to its own session (sessionledger's group commit; raw sqlite3 with one
-             connection per thread as the comparison).
+             connection per thread as the comparison);
+5. async     the same appends awaited by 1 vs N coroutines on one event loop
+             (``append_async``: the store's writer thread commits each group and settles it
+             with one wake-up of the loop); every chain verified after the run, untimed.
 
 Runs are interleaved: ``for run in 1..R: for workload: for system (rotated order)``, so drift
 of the machine (page cache, thermal, neighbours) hits every system alike; the table shows the
@@ -36,6 +39,7 @@ if str(_HERE.parent) not in sys.path:
     sys.path.append(str(_HERE.parent))
 
 import argparse  # noqa: E402
+import asyncio  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import random  # noqa: E402
@@ -572,6 +576,38 @@ def group_commit(system: str, workdir: Path, writers: int, per_writer: int, seed
     return writers * per_writer / (max(ends) - min(starts))
 
 
+def async_group_commit(
+    system: str, workdir: Path, writers: int, per_writer: int, seed: int
+) -> float:
+    """``writers`` coroutines on one loop, each awaiting ``per_writer`` single-event
+    ``append_async`` calls to its own session (the payloads of :func:`group_commit`)."""
+    fields = make_fields(writers * per_writer, seed)
+    per = [fields[w * per_writer:(w + 1) * per_writer] for w in range(writers)]
+    ids = session_ids("A", writers)
+    store = open_store(sl_url(system, workdir / "async.db"))
+
+    async def work(w: int) -> None:
+        for version, f in enumerate(per[w]):
+            await store.append_async(ids[w], [sl_event(f)], expected_version=version)
+
+    async def timed() -> float:
+        start = _tic()
+        await asyncio.gather(*(work(w) for w in range(writers)))
+        return _toc(start)
+
+    try:
+        elapsed = asyncio.run(timed())
+        # After the run, untimed: every append landed and every chain verifies.
+        if store.head_position() != writers * per_writer:
+            raise RuntimeError(f"{system}: {store.head_position()} events after the run")
+        bad = [r for r in store.verify() if not r.ok]
+        if bad or any(store.version(sid) != per_writer for sid in ids):
+            raise RuntimeError(f"{system}: chains broken after the run: {bad}")
+    finally:
+        store.close()
+    return writers * per_writer / elapsed
+
+
 # --------------------------------------------------------------------------------------------
 # Orchestration and printout.
 
@@ -588,6 +624,7 @@ def workloads(args: argparse.Namespace) -> list[Workload]:
     w = args.writers
     every = SYSTEMS + PG_SYSTEMS if args.db else SYSTEMS
     grouped = (SL, RAW, SL_PG) if args.db else (SL, RAW)
+    awaited = (SL, SL_PG) if args.db else (SL,)
     return [
         Workload("single", "1. single append (1 event/commit)", every,
                  lambda s, d, seed: single_append(s, d, args.single, seed)),
@@ -600,6 +637,10 @@ def workloads(args: argparse.Namespace) -> list[Workload]:
                  lambda s, d, seed: group_commit(s, d, 1, args.group_single, seed)),
         Workload("groupN", f"4b. group commit, {w} writers", grouped,
                  lambda s, d, seed: group_commit(s, d, w, args.group_per_writer, seed)),
+        Workload("async1", "5a. async group commit, 1 coroutine", awaited,
+                 lambda s, d, seed: async_group_commit(s, d, 1, args.group_single, seed)),
+        Workload("asyncN", f"5b. async group commit, {w} coroutines", awaited,
+                 lambda s, d, seed: async_group_commit(s, d, w, args.group_per_writer, seed)),
     ]
 
 
@@ -676,6 +717,10 @@ def render(
          ("group1", SL), 3.0),
         (f"(for comparison) {w} writers / 1 writer (raw sqlite3)", ("groupN", RAW),
          ("group1", RAW), None),
+        (f"async group commit: {w} coroutines / 1 (sessionledger)", ("asyncN", SL),
+         ("async1", SL), 5.0),
+        (f"(for comparison) {w} coroutines / {w} threads", ("asyncN", SL), ("groupN", SL),
+         None),
     ]
     if args.db:
         ratios += [
@@ -687,6 +732,8 @@ def render(
              ("replay", ES_PG), None),
             (f"group commit: {w} writers / 1 writer (sessionledger pg)", ("groupN", SL_PG),
              ("group1", SL_PG), None),
+            (f"async group commit: {w} coroutines / 1 (sessionledger pg)", ("asyncN", SL_PG),
+             ("async1", SL_PG), None),
         ]
     lines += ["", f"{'ratio (of the medians above)':<54}{'measured':>9}{'per-run range':>16}"
                   f"{'target':>9}{'result':>8}", "-" * 96]
@@ -737,11 +784,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="sessions (aggregates) in the replay workload")
     p.add_argument("--replay-per-session", type=int, default=100,
                    help="events per session (aggregate) in the replay workload")
-    p.add_argument("--writers", type=int, default=32, help="concurrent writers (workload 4b)")
+    p.add_argument("--writers", type=int, default=32,
+                   help="concurrent writers (workloads 4b, 5b)")
     p.add_argument("--group-single", type=int, default=3000,
-                   help="events the lone writer appends (workload 4a)")
+                   help="events the lone writer appends (workloads 4a, 5a)")
     p.add_argument("--group-per-writer", type=int, default=150,
-                   help="events each concurrent writer appends (workload 4b)")
+                   help="events each concurrent writer appends (workloads 4b, 5b)")
     p.add_argument("--seed", type=int, default=1, help="payload generator seed")
     p.add_argument("--tmp", type=Path, default=None,
                    help="directory for the database files (default: system temp dir)")

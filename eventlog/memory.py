@@ -230,3 +230,4 @@ class MemoryEventStore(GroupAppends):
     def close(self) -> None:
         with self._committer.exclusive(), self._lock:
             self._closed = True
+        self._committer.stop()  # the async writer thread, once it answered what is queued

@@ -472,6 +472,7 @@ class PostgresEventStore(GroupAppends):
                 return
             self._closed = True
             self._writer.close()
+        self._committer.stop()  # the async writer thread, once it answered what is queued
         self._readers.close()
 
 

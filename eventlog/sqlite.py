@@ -462,6 +462,7 @@ class SQLiteEventStore(GroupAppends):
                 return
             self._closed = True
             self._writer.close()
+        self._committer.stop()  # the async writer thread, once it answered what is queued
         self._readers.close()
 
 

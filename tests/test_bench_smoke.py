@@ -35,9 +35,10 @@ def test_eventlog_bench_quick_prints_the_table_and_ratios(tmp_path: Path) -> Non
                    "measured", "target", "result"):
         assert header in out
     for row in ("single append", "batches", "replay", "group commit, 1 writer",
-                "group commit, 32 writers"):
+                "group commit, 32 writers", "async group commit, 1 coroutine",
+                "async group commit, 32 coroutines"):
         assert row in out
-    assert out.count("PASS") + out.count("MISS") == 7
+    assert out.count("PASS") + out.count("MISS") == 8
     assert not list(tmp_path.iterdir()), "scratch files left behind"
 
 

@@ -101,3 +101,64 @@ def test_el2_a_lone_caller_commits_on_its_own_thread() -> None:
     committer: GroupCommitter[int, int] = GroupCommitter(commit)
     assert committer.submit_many([1, 2, 3]) == [1, 2, 3]
     assert seen == [threading.current_thread().name]
+
+
+def test_coroutines_of_two_loops_and_threads_one_wake_up_per_loop_per_group() -> None:  # issue 24.1
+    """Coroutines of two event loops and thread callers share the committer: every item
+    answered once with its own outcome, and each group wakes each loop exactly once."""
+    import asyncio
+
+    recorder = Recorder(delay=0.0005)
+    committer: GroupCommitter[int, int] = GroupCommitter(recorder)
+    answers: dict[int, int | BaseException] = {}
+    wakes: dict[int, int] = {0: 0, 1: 0}
+    lock = threading.Lock()
+    per_loop, coroutines, per_coroutine = 10_000, 16, 40
+
+    async def caller(base: int) -> None:
+        for n in range(per_coroutine):
+            item = base + n
+            try:
+                outcome: int | BaseException = await committer.submit_async(item)
+            except ValueError as exc:
+                outcome = exc
+            with lock:
+                assert item not in answers
+                answers[item] = outcome
+
+    async def main(which: int) -> None:
+        loop = asyncio.get_running_loop()
+        inner = loop.call_soon_threadsafe
+
+        def counted(*args: object) -> object:
+            wakes[which] += 1
+            return inner(*args)  # type: ignore[arg-type]
+
+        loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+        await asyncio.gather(*(caller((which + 1) * per_loop + c * 100 + 1)
+                               for c in range(coroutines)))
+
+    def thread_caller(t: int) -> None:
+        for n in range(per_coroutine):
+            item = 50_000 + t * 100 + n + 1
+            (outcome,) = committer.submit_many([item])
+            with lock:
+                answers[item] = outcome
+
+    threads = [threading.Thread(target=asyncio.run, args=(main(w),)) for w in (0, 1)]
+    threads += [threading.Thread(target=thread_caller, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "a caller was never answered"
+    committer.stop()
+    assert len(answers) == (2 * coroutines + 4) * per_coroutine
+    for item, outcome in answers.items():
+        assert outcome == item * 2 if item % 7 else isinstance(outcome, ValueError)
+    committed = [i for group in recorder.groups for i in group]
+    assert sorted(committed) == sorted(answers) and not recorder.overlapped
+    for which in (0, 1):
+        mine = range((which + 1) * per_loop, (which + 2) * per_loop)
+        assert wakes[which] == sum(1 for g in recorder.groups if any(i in mine for i in g))
+    assert max(len(g) for g in recorder.groups) > 1
