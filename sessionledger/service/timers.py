@@ -294,6 +294,8 @@ class TimerScheduler:
         now = timers.clock.now()
         for key in self._index.pop_due(now):
             timers.settle_quietly(key, now)
+            with self._lock:  # what it appended is read just below; later commits mark it again
+                self._dirty.discard(key)
             at = timers.due_at([key], self._settings)[key]
             if at is not None and at <= now:  # it failed, lost races or hit its bound
                 self._retry.add(key)  # tried again at the next check, not at once
