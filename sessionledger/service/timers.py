@@ -14,12 +14,12 @@ document reads completed as soon as it is appended.
 :meth:`TimerService.settle` appends everything due in one session up to now, in order (after
 a restart that is every transition missed while the service was down);
 :meth:`TimerService.run_due` does it for every session with a timer that may move and
-answers the next due instant, which is all the scheduler (:mod:`sessionledger.service.timers`)
-needs. User activity (HO-5) is a command here too: recorded, and pausing a running timer for
-good.
+answers the next due instant (a request turning the setting off, the tests' clock ticks).
+User activity (HO-5) is a command here too: recorded, and pausing a running timer for good.
 
-The scheduler of ``serve`` is here too (:class:`TimerScheduler`): one thread that asks
-:meth:`TimerService.run_due` for what is due, woken by the commits that can move a timer.
+The scheduler of ``serve`` is here too (:class:`TimerScheduler`): one thread with an index of
+each waiting session's next due instant (:class:`DueIndex`), kept current from the commits it
+hears, settling each session when its instant comes (issue 24: no scan per question or poll).
 """
 
 from __future__ import annotations
@@ -361,9 +361,9 @@ class TimerScheduler:
 # :meth:`TimerService.settle` appends everything due in one session up to now, in order (after
 # a restart that is every transition missed while the service was down);
 # :meth:`TimerService.run_due` does it for every session with a timer that may move and
-# answers the next due instant, which is all the scheduler (:class:`TimerScheduler`, above)
-# needs. User activity (HO-5) is a command here too: recorded, and pausing a running timer for
-# good.
+# answers the next due instant; the scheduler (:class:`TimerScheduler`, above) reads the rows
+# itself (:meth:`TimerService.due_at`) and settles the sessions whose instant has come. User
+# activity (HO-5) is a command here too: recorded, and pausing a running timer for good.
 
 MAX_STEPS = 64
 """Transitions one ``settle`` appends at most (a pass later goes on); a bound, not a limit
