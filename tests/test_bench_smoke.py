@@ -167,3 +167,15 @@ def test_web_bench_smoke_prints_the_table_and_the_target(tmp_path: Path) -> None
         assert text in out, text
     assert out.count("PASS") + out.count("MISS") == 1
     assert not list(tmp_path.iterdir()), "scratch files left behind"
+
+
+def test_scale_bench_pending_quick_prints_the_table_and_ratios(tmp_path: Path) -> None:
+    # issue 24.3: a real serve at two sizes of pending sessions; only the table is checked
+    done = _run("scale.py", "--quick", "--case", "pending", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    for header in ("pending sessions", "CPU/question ms", "idle % of a core", "ratio",
+                   "target", "result"):
+        assert header in out
+    assert out.count("PASS") + out.count("MISS") == 2
+    assert not list(tmp_path.iterdir()), "scratch files left behind"

@@ -14,18 +14,20 @@ document reads completed as soon as it is appended.
 :meth:`TimerService.settle` appends everything due in one session up to now, in order (after
 a restart that is every transition missed while the service was down);
 :meth:`TimerService.run_due` does it for every session with a timer that may move and
-answers the next due instant, which is all the scheduler (:mod:`sessionledger.service.timers`)
-needs. User activity (HO-5) is a command here too: recorded, and pausing a running timer for
-good.
+answers the next due instant (a request turning the setting off, the tests' clock ticks).
+User activity (HO-5) is a command here too: recorded, and pausing a running timer for good.
 
-The scheduler of ``serve`` is here too (:class:`TimerScheduler`): one thread that asks
-:meth:`TimerService.run_due` for what is due, woken by the commits that can move a timer.
+The scheduler of ``serve`` is here too (:class:`TimerScheduler`): one thread with an index of
+each waiting session's next due instant (:class:`DueIndex`), kept current from the commits it
+hears, settling each session when its instant comes (issue 24: no scan per question or poll).
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -68,6 +70,8 @@ from ..tools.executor import ToolExecutor
 
 __all__ = [
     "DEFAULT_POLL_S",
+    "DEFAULT_RESCAN_S",
+    "DueIndex",
     "MAX_STEPS",
     "TimerScheduler",
     "TimerService",
@@ -80,46 +84,123 @@ __all__ = [
 # The timer scheduler of ``serve``: one thread that appends timer transitions when they fall due.
 #
 # DESIGN.md "Time": timers are not sleeping coroutines holding state. The state is in the log
-# and its projection; this thread only asks :meth:`TimerService.run_due
-# <sessionledger.service.timers.TimerService.run_due>` to append whatever is due now and to name the
-# next due instant, then sleeps until that instant. It wakes early when this process commits
-# an event that can move a timer (a question registered or resolved, a timer change, a setting
-# change), and at least every ``poll_s`` seconds, which is how appends by another process on
-# the same database reach it (on PostgreSQL the store also tells it of those at once, D116).
-# Started with the app and stopped before the store closes, so a restart re-arms every timer
-# from the log on its first pass, and deadlines missed while the service was down fire at once,
-# in order (HO-7).
+# and its projection; this thread keeps only an index of it — each watched session's next due
+# instant, in a heap (:class:`DueIndex`) — loaded from the projection on its first pass (so a
+# restart re-arms every timer from the log, and deadlines missed while the service was down
+# fire at once, in order: HO-7) and kept current from the commits it hears: a committed batch
+# that can move a timer (a question registered or resolved, a timer change, a deleted session)
+# marks its sessions, and the next pass re-reads only their rows, by key. A setting change
+# can move every timer, so it reloads the index, as does a pass that failed. A pass then asks
+# :meth:`TimerService.settle_quietly` for the sessions whose instant has come, and the thread
+# sleeps until the next instant or the next commit. What a new question costs is one row read
+# and a heap push, whatever the number of sessions waiting (issue 24).
+#
+# Appends by another process on the same database: on PostgreSQL the store publishes them like
+# this process's own (D116). Everywhere, every ``poll_s`` the thread compares the store's head
+# position with the positions it heard committed; only when some are missing does it read the
+# events after its cursor (what it did not hear: another process's) and mark their sessions.
+# Idle, that is one cheap query per ``poll_s``. Every ``rescan_s`` (5 minutes) the index is
+# reloaded from the projection anyway: a bound on how late a transition could be if a commit
+# was ever missed, at the cost of one read of the watched rows.
 #
 # Nothing here decides anything: a thread that dies or lags only delays transitions; the times
-# they carry are the log's.
+# they carry are the log's. An index entry that is early costs only a re-read; entries are
+# never late, since a due instant changes only with a commit of its session or of the setting.
 
 DEFAULT_POLL_S = 0.5
+DEFAULT_RESCAN_S = 300.0
 WAKE_TYPES = frozenset({
     "InteractionRequested", "InteractionResolved", "InteractionAutoResolutionChanged",
-    "SettingChanged",
+    "SettingChanged", "SessionDeleted",
 })
-"""Committed event types after which the next due instant may have changed."""
+"""Committed event types after which the next due instant of their stream may have changed."""
 _LATE_S = 0.001
 """Sleep this much past a due instant, so the clock (milliseconds) has surely reached it."""
 
 _scheduler_log = logger.getChild("scheduler")
 
 
+class DueIndex:
+    """Each session's next due instant, in a heap with lazy invalidation: setting a key pushes
+    an entry, and entries that no longer match their key's instant are dropped when they reach
+    the top (or all at once when they outnumber the live ones)."""
+
+    def __init__(self) -> None:
+        self._at: dict[str, datetime] = {}
+        self._heap: list[tuple[datetime, str]] = []
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._at
+
+    def clear(self) -> None:
+        self._at.clear()
+        self._heap.clear()
+
+    def set(self, key: str, at: datetime | None) -> None:
+        """``key`` is next due at ``at`` (``None``: nothing waits for time)."""
+        if at is None:
+            if self._at.pop(key, None) is None:
+                return
+        elif self._at.get(key) == at:
+            return
+        else:
+            self._at[key] = at
+            heapq.heappush(self._heap, (at, key))
+        if len(self._heap) > 2 * len(self._at) + 64:
+            self._heap = [(at, key) for key, at in self._at.items()]
+            heapq.heapify(self._heap)
+
+    def next(self) -> datetime | None:
+        """The earliest instant, or ``None`` when the index is empty."""
+        heap = self._heap
+        while heap and self._at.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def pop_due(self, now: datetime) -> list[str]:
+        """Remove and answer the keys due at ``now``, earliest first."""
+        keys: list[str] = []
+        while (at := self.next()) is not None and at <= now:
+            _, key = heapq.heappop(self._heap)
+            del self._at[key]
+            keys.append(key)
+        return keys
+
+
 class TimerScheduler:
-    """A daemon thread running :meth:`TimerService.run_due` at the right instants."""
+    """A daemon thread appending timer transitions at the right instants, from a due-time
+    index kept current by the commits it hears."""
 
     def __init__(
-        self, timers: TimerService, store: EventStore, *, poll_s: float = DEFAULT_POLL_S
+        self, timers: TimerService, store: EventStore, *, poll_s: float = DEFAULT_POLL_S,
+        rescan_s: float = DEFAULT_RESCAN_S,
     ) -> None:
-        if not poll_s > 0:
-            raise ValueError("poll_s must be positive")
+        if not (poll_s > 0 and rescan_s > 0):
+            raise ValueError("poll_s and rescan_s must be positive")
         self._timers = timers
         self._store = store
         self._poll_s = poll_s
+        self._rescan_s = rescan_s
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
+        # what the committing threads hand over (under the lock)
+        self._lock = threading.Lock()
+        self._dirty: set[str] = set()
+        self._heard: list[int] = []
+        self._reload = True
+        # the thread's own
+        self._index = DueIndex()
+        self._settings = SettingHistory()
+        self._retry: set[str] = set()
+        self._cursor: int | None = None
+        self._ahead: set[int] = set()
+        self._check_at = 0.0
+        self._rescan_at = 0.0
         self.passes = 0
         """How many passes ran (tests wait on it)."""
 
@@ -127,15 +208,26 @@ class TimerScheduler:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
+    @property
+    def index(self) -> DueIndex:
+        """The sessions waiting for time and when (read it only between passes)."""
+        return self._index
+
     def start(self) -> None:
         """Listen to the store's commits and start the thread (once)."""
         if self._thread is not None:
             return
-        self._unsubscribe = self._store.subscribe(self._on_commit)
+        self.listen()
         self._thread = threading.Thread(
             target=self._run, name="sessionledger-timers", daemon=True
         )
         self._thread.start()
+
+    def listen(self) -> None:
+        """Listen to the store's commits (done by :meth:`start`; alone, a test then runs the
+        passes itself with :meth:`run_pass`)."""
+        if self._unsubscribe is None:
+            self._unsubscribe = self._store.subscribe(self._on_commit)
 
     def stop(self, *, timeout: float = 10.0) -> None:
         """Stop listening, end the thread and wait for the pass in flight."""
@@ -149,37 +241,103 @@ class TimerScheduler:
             self._thread = None
 
     def wake(self) -> None:
-        """Run a pass now (something may have changed)."""
+        """Run a pass now (time may have passed: what is due is appended)."""
         self._wake.set()
 
     def _on_commit(self, events: Sequence[RecordedEvent]) -> None:
-        # Called on the committing thread while it holds the writer: only a type check.
-        for event in events:
-            if event.type in WAKE_TYPES:
-                self._wake.set()
-                return
+        # Called on the committing thread while it holds the writer: note what it committed.
+        touched = [e.session_id for e in events if e.type in WAKE_TYPES]
+        with self._lock:
+            self._heard.extend(e.global_position for e in events)
+            self._dirty.update(touched)
+        if touched:
+            self._wake.set()
 
-    def _delay(self) -> float:
+    def run_pass(self) -> float:
+        """One pass: bring the index up to date, append what is due; the seconds until the
+        next pass is needed (the next due instant, the next check for other processes'
+        appends, or the next rescan, whichever comes first)."""
         try:
-            upcoming = self._timers.run_due()
+            return self._pass()
         except StoreClosed:
             self._stopping.set()
             return 0.0
-        except Exception as exc:  # keep the thread alive; the next pass tries again
+        except Exception as exc:  # keep the thread alive; the next pass reloads and tries again
             log_event(_scheduler_log, "timer pass failed", level=logging.ERROR,
                       error=exc.__class__.__name__, message=str(exc))
+            with self._lock:
+                self._reload = True
             return self._poll_s
         finally:
             self.passes += 1
-        if upcoming is None:
-            return self._poll_s
-        until = (upcoming - self._timers.clock.now()).total_seconds() + _LATE_S
-        return min(self._poll_s, max(0.0, until))
+
+    def _pass(self) -> float:
+        timers = self._timers
+        tick = time.monotonic()
+        with self._lock:
+            reload, self._reload = self._reload or tick >= self._rescan_at, False
+            dirty, self._dirty = self._dirty, set()
+        if tick >= self._check_at:
+            self._check_at = tick + self._poll_s
+            dirty |= self._catch_up()
+            dirty |= self._retry
+            self._retry = set()
+        if reload or SETTINGS_STREAM in dirty:  # a setting can move every timer
+            self._rescan_at = tick + self._rescan_s
+            self._settings = timers.settings()
+            self._index.clear()
+            for key, at in timers.due_at(None, self._settings).items():
+                self._index.set(key, at)
+        elif dirty:
+            for key, at in timers.due_at(sorted(dirty), self._settings).items():
+                self._index.set(key, at)
+        now = timers.clock.now()
+        for key in self._index.pop_due(now):
+            timers.settle_quietly(key, now)
+            with self._lock:  # what it appended is read just below; later commits mark it again
+                self._dirty.discard(key)
+            at = timers.due_at([key], self._settings)[key]
+            if at is not None and at <= now:  # it failed, lost races or hit its bound
+                self._retry.add(key)  # tried again at the next check, not at once
+            else:
+                self._index.set(key, at)
+        wait = min(self._check_at, self._rescan_at) - time.monotonic()
+        upcoming = self._index.next()
+        if upcoming is not None:
+            until = (upcoming - timers.clock.now()).total_seconds() + _LATE_S
+            wait = min(wait, until)
+        return max(0.0, wait)
+
+    def _catch_up(self) -> set[str]:
+        """The sessions of commits this thread did not hear (another process's), found by
+        comparing the store's head position with the positions heard since the cursor."""
+        head = self._store.head_position()
+        with self._lock:
+            heard, self._heard = self._heard, []
+        cursor = self._cursor
+        if cursor is None:  # the first pass: the reload after this reads everything
+            self._cursor = head
+            self._ahead = {p for p in heard if p > head}
+            return set()
+        ours = self._ahead.union(p for p in heard if p > cursor)
+        if head <= cursor or sum(1 for p in ours if p <= head) == head - cursor:
+            self._cursor = max(cursor, head)  # every position up to the head was heard
+            self._ahead = {p for p in ours if p > self._cursor}
+            return set()
+        touched: set[str] = set()
+        last = head
+        for event in self._store.read_all(after=cursor):
+            last = max(last, event.global_position)
+            if event.global_position not in ours and event.type in WAKE_TYPES:
+                touched.add(event.session_id)
+        self._cursor = last
+        self._ahead = {p for p in ours if p > last}
+        return touched
 
     def _run(self) -> None:
         while not self._stopping.is_set():
             self._wake.clear()  # a wake during the pass below is kept for the wait after it
-            delay = self._delay()
+            delay = self.run_pass()
             if self._stopping.is_set():
                 break
             self._wake.wait(delay)
@@ -203,9 +361,9 @@ class TimerScheduler:
 # :meth:`TimerService.settle` appends everything due in one session up to now, in order (after
 # a restart that is every transition missed while the service was down);
 # :meth:`TimerService.run_due` does it for every session with a timer that may move and
-# answers the next due instant, which is all the scheduler (:class:`TimerScheduler`, above)
-# needs. User activity (HO-5) is a command here too: recorded, and pausing a running timer for
-# good.
+# answers the next due instant; the scheduler (:class:`TimerScheduler`, above) reads the rows
+# itself (:meth:`TimerService.due_at`) and settles the sessions whose instant has come. User
+# activity (HO-5) is a command here too: recorded, and pausing a running timer for good.
 
 MAX_STEPS = 64
 """Transitions one ``settle`` appends at most (a pass later goes on); a bound, not a limit
@@ -250,6 +408,25 @@ class TimerService:
         """The session's next timer transition (due or not)."""
         row = self._ledger.timer_row(session_id)
         return session_due(row, self.settings(), self.config)
+
+    def due_at(
+        self, keys: Sequence[str] | None, settings: SettingHistory
+    ) -> dict[str, datetime | None]:
+        """When each of ``keys`` has its next transition (``None``: nothing waits for time),
+        from one read of their rows by key; with ``keys`` ``None``, of every session with a
+        timer that may move (the scheduler's index)."""
+        if keys is None:
+            rows = {row.key: row for row in self._ledger.watched_timers()}
+            keys = list(rows)
+        else:
+            rows = self._ledger.timer_rows(list(keys))
+        found: dict[str, datetime | None] = {}
+        for key in keys:
+            row = rows.get(key)
+            due = None if row is None or row.status != "watch" else (
+                session_due(row, settings, self.config))
+            found[key] = None if due is None else due.at
+        return found
 
     # -- appending what is due -----------------------------------------------------------
 
