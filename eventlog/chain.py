@@ -18,8 +18,11 @@ from typing import Any
 
 from .catalog import CATALOG
 from .encoding import GENESIS_HASH, canonical_json, envelope_hash
+from .envelope import RawRow, RecordedEvent, decode_rows
+from .errors import EventLogError
+from .upcasting import UpcasterRegistry
 
-__all__ = ["ChainReport", "verify_chain"]
+__all__ = ["ChainReport", "verified_events", "verify_chain"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +125,30 @@ def verify_chain(
     if head_hash != prev_hash:
         return ChainReport(session_id, count, count, "head hash does not match the last event")
     return ChainReport(session_id, count)
+
+
+def verified_events(
+    session_id: str,
+    rows: list[tuple[Any, ...]],
+    *,
+    head: tuple[int, str] | None,
+    upcasters: UpcasterRegistry,
+) -> tuple[ChainReport, list[RecordedEvent] | None]:
+    """One pass over a session's raw rows (as ``raw_session`` gives them): the chain check
+    and, when the chain holds, the typed events decoded from the same rows.
+
+    A sound chain means the rows are exactly the session's events ``1..version`` in ``seq``
+    order with every column of the right type, so decoding them gives what ``read_session``
+    gives. ``None`` instead of events when the chain is broken or a row cannot be decoded
+    the way ``read_session`` would decode it without an error (an unknown schema version):
+    the caller then reads the session as before, so a damaged log is reported exactly as
+    ever (issue 24: ``audit`` reads each sound session once).
+    """
+    report = verify_chain(session_id, rows, head=head)
+    if not report.ok:
+        return report, None
+    sound: list[RawRow] = rows  # type: ignore[assignment]  # checked column by column above
+    try:
+        return report, list(decode_rows(sound, upcasters=upcasters))
+    except (EventLogError, ValueError, TypeError, LookupError, RecursionError):
+        return report, None

@@ -31,7 +31,7 @@ from .appending import (
     Subscribers,
     write_group,
 )
-from .chain import ChainReport, verify_chain
+from .chain import ChainReport, verified_events, verify_chain
 from .encoding import GENESIS_HASH
 from .envelope import (
     AppendResult,
@@ -388,8 +388,7 @@ class SQLiteEventStore(GroupAppends):
     def raw_session(self, session_id: str) -> Iterator[tuple[Any, ...]]:
         # Tolerates rows whose seq was tampered into a non-integer or below 1 (they sort last)
         # and text that is not valid UTF-8 (it comes back as bytes, a wrong-type break).
-        sql = (f"SELECT {COLUMNS} FROM events WHERE session_id = ? "
-               "ORDER BY typeof(seq) != 'integer' OR seq < 1, seq, global_position")
+        sql = _RAW_SESSION
         if self._closed:
             raise StoreClosed("the store is closed")
         with self._readers.connection() as conn:  # held while the caller iterates
@@ -444,6 +443,16 @@ class SQLiteEventStore(GroupAppends):
         for sid in ids:
             reports.append(verify_chain(sid, self.raw_session(sid), head=self._head_row(sid)))
         return reports
+
+    def verify_and_read(
+        self, session_id: str
+    ) -> tuple[ChainReport, list[RecordedEvent] | None]:
+        """:func:`~eventlog.chain.verified_events` over one read of the session's rows: the
+        rows of :meth:`raw_session`, fetched whole as ``str`` (as bytes only where the text
+        is not UTF-8, like every read: no per-value text callback on a sound page)."""
+        head = self._head_row(session_id)
+        rows = self._read(lambda conn: fetch_rows(conn, _RAW_SESSION, (session_id,)))
+        return verified_events(session_id, rows, head=head, upcasters=self._upcasters)
 
     def _head_row(self, session_id: str) -> Any:
         return self._read(lambda conn: conn.execute(
@@ -786,6 +795,12 @@ def _load_heads(
         for session_id in part:
             heads.setdefault(session_id, (0, GENESIS_HASH))
 
+
+_RAW_SESSION = (
+    f"SELECT {COLUMNS} FROM events WHERE session_id = ? "
+    "ORDER BY typeof(seq) != 'integer' OR seq < 1, seq, global_position"
+)
+"""A session's rows for the chain check, damaged ones included (see ``raw_session``)."""
 
 _REPLAY = (
     f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND idempotency_key = ? "
