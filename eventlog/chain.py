@@ -147,7 +147,7 @@ def verified_events(
     report = verify_chain(session_id, rows, head=head)
     if not report.ok:
         return report, None
-    sound: list[RawRow] = rows  # type: ignore[assignment]  # checked column by column above
+    sound: list[RawRow] = rows  # checked column by column above
     try:
         return report, list(decode_rows(sound, upcasters=upcasters))
     except (EventLogError, ValueError, TypeError, LookupError, RecursionError):
