@@ -169,6 +169,8 @@ def _fresh_copy(source: Path, target: Path) -> None:
         if Path(f"{target}{suffix}").exists():
             Path(f"{target}{suffix}").unlink()
     shutil.copyfile(source, target)
+    with open(target, "rb+") as copy:  # on disk before the window: its first checkpoint's
+        os.fsync(copy.fileno())        # fsync must not write out the whole copy
 
 
 def case_bulk(args: argparse.Namespace) -> int:
