@@ -11,15 +11,19 @@ canonical JSON, as written.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from .catalog import CATALOG
 from .encoding import GENESIS_HASH, canonical_json, envelope_hash
+from .envelope import RawRow, RecordedEvent, decode_rows
+from .errors import EventLogError
+from .upcasting import UpcasterRegistry
 
-__all__ = ["ChainReport", "verify_chain"]
+__all__ = ["ChainReport", "verified_events", "verify_chain"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +91,64 @@ def _hash_of(
         return None
 
 
+_text = json.encoder.encode_basestring
+"""A JSON string literal as ``canonical_json`` writes it."""
+
+
+def _sound_row(session_id: str) -> Callable[[tuple[Any, ...], int, str, int], bool]:
+    """``sound(row, expected_seq, prev_hash, last_position)``: whether the row is intact by
+    the fast test alone (every column of its type, the next seq, the previous hash, a known
+    type, a higher position, and the hash of the stored text as stored). ``False`` sends the
+    row to :func:`_row_fault`, which finds the reason, or passes a row whose stored text is
+    not canonical. The hash is :func:`envelope_hash` with the session id escaped once and the
+    type, actor and instant texts remembered; ``prev_hash`` needs no escaping: it is the
+    genesis hash or a hex digest the row before matched."""
+    template = (
+        '%s{"actor":%s,"causation_id":%s,"correlation_id":%s,"data":%s,"prev_hash":"%s",'
+        '"recorded_at":%s,"schema_version":%d,"seq":%d,"session_id":'
+        + _text(session_id).replace("%", "%%") + ',"type":%s}'
+    )
+    catalog = CATALOG
+    texts: dict[str, str] = {}
+    sha256 = hashlib.sha256
+
+    def sound(row: tuple[Any, ...], expected_seq: int, prev_hash: str, last: int) -> bool:
+        (position, sid, seq, etype, version, data, recorded_at, actor, cause, corr, _key,
+         prev, digest) = row
+        if not (type(seq) is int and seq == expected_seq and type(position) is int
+                and position > last and prev == prev_hash and type(digest) is str
+                and type(etype) is str and etype in catalog and type(version) is int
+                and type(data) is str and type(recorded_at) is str and type(actor) is str
+                and sid == session_id and type(sid) is str):
+            return False
+        if cause is not None and type(cause) is not str:
+            return False
+        if corr is not None and type(corr) is not str:
+            return False
+        type_text = texts.get(etype)
+        if type_text is None:
+            type_text = texts[etype] = _text(etype)
+        actor_text = texts.get(actor)
+        if actor_text is None:
+            actor_text = texts[actor] = _text(actor)
+        instant = texts.get(recorded_at)
+        if instant is None:
+            if len(texts) > 4096:
+                texts.clear()
+            instant = texts[recorded_at] = _text(recorded_at)
+        body = template % (
+            prev, actor_text, "null" if cause is None else _text(cause),
+            "null" if corr is None else _text(corr), data, prev, instant, version, seq,
+            type_text,
+        )
+        try:
+            return sha256(body.encode("utf-8")).hexdigest() == digest
+        except UnicodeEncodeError:
+            return False
+
+    return sound
+
+
 def verify_chain(
     session_id: str,
     rows: Iterable[tuple[Any, ...]],
@@ -100,13 +162,15 @@ def verify_chain(
     prev_hash = GENESIS_HASH
     last_position = 0
     count = 0
+    sound = _sound_row(session_id)
     for row in rows:
         expected_seq = count + 1
-        fault = _row_fault(row, expected_seq, prev_hash)
-        if fault is None and row[0] <= last_position:
-            fault = "global_position does not increase with seq"
-        if fault is not None:
-            return ChainReport(session_id, count, expected_seq, fault)
+        if not sound(row, expected_seq, prev_hash, last_position):
+            fault = _row_fault(row, expected_seq, prev_hash)
+            if fault is None and row[0] <= last_position:
+                fault = "global_position does not increase with seq"
+            if fault is not None:
+                return ChainReport(session_id, count, expected_seq, fault)
         prev_hash, last_position, count = row[12], row[0], expected_seq
     if head is None:
         if count:
@@ -122,3 +186,30 @@ def verify_chain(
     if head_hash != prev_hash:
         return ChainReport(session_id, count, count, "head hash does not match the last event")
     return ChainReport(session_id, count)
+
+
+def verified_events(
+    session_id: str,
+    rows: list[tuple[Any, ...]],
+    *,
+    head: tuple[int, str] | None,
+    upcasters: UpcasterRegistry,
+) -> tuple[ChainReport, list[RecordedEvent] | None]:
+    """One pass over a session's raw rows (as ``raw_session`` gives them): the chain check
+    and, when the chain holds, the typed events decoded from the same rows.
+
+    A sound chain means the rows are exactly the session's events ``1..version`` in ``seq``
+    order with every column of the right type, so decoding them gives what ``read_session``
+    gives. ``None`` instead of events when the chain is broken or a row cannot be decoded
+    the way ``read_session`` would decode it without an error (an unknown schema version):
+    the caller then reads the session as before, so a damaged log is reported exactly as
+    ever (issue 24: ``audit`` reads each sound session once).
+    """
+    report = verify_chain(session_id, rows, head=head)
+    if not report.ok:
+        return report, None
+    sound: list[RawRow] = rows  # checked column by column above
+    try:
+        return report, list(decode_rows(sound, upcasters=upcasters))
+    except (EventLogError, ValueError, TypeError, LookupError, RecursionError):
+        return report, None

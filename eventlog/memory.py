@@ -20,7 +20,7 @@ from .appending import (
     Subscribers,
     write_group,
 )
-from .chain import ChainReport, verify_chain
+from .chain import ChainReport, verified_events, verify_chain
 from .encoding import GENESIS_HASH
 from .envelope import (
     AppendResult,
@@ -186,6 +186,16 @@ class MemoryEventStore(GroupAppends):
             )
             for sid in ids
         ]
+
+    def verify_and_read(
+        self, session_id: str
+    ) -> tuple[ChainReport, list[RecordedEvent] | None]:
+        """:func:`~eventlog.chain.verified_events` over one read of the session's rows."""
+        head = self.session_head(session_id)
+        return verified_events(
+            session_id, list(self.raw_session(session_id)),
+            head=(head.version, head.head_hash) if head else None, upcasters=self._upcasters,
+        )
 
     def rebuild_projections(self, *, progress: Progress | None = None) -> int:
         """Drop every projection and fold the whole log again; the events folded."""

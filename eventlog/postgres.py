@@ -26,7 +26,7 @@ from .appending import (
     Subscribers,
     write_group,
 )
-from .chain import ChainReport, verify_chain
+from .chain import ChainReport, verified_events, verify_chain
 from .encoding import GENESIS_HASH
 from .envelope import (
     AppendResult,
@@ -412,6 +412,15 @@ class PostgresEventStore(GroupAppends):
             recorded = (int(head[0]), head[1]) if head else None
             reports.append(verify_chain(sid, self.raw_session(sid), head=recorded))
         return reports
+
+    def verify_and_read(
+        self, session_id: str
+    ) -> tuple[ChainReport, list[RecordedEvent] | None]:
+        """:func:`~eventlog.chain.verified_events` over one read of the session's rows."""
+        head = self._head_row(session_id)
+        recorded = (int(head[0]), head[1]) if head else None
+        return verified_events(session_id, list(self.raw_session(session_id)), head=recorded,
+                               upcasters=self._upcasters)
 
     def _head_row(self, session_id: str) -> Any:
         return self._read(lambda conn: conn.execute(

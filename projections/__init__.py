@@ -7,6 +7,7 @@ is the projection half of an audit: the stored read model against a fresh fold o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -181,10 +182,13 @@ def _on_postgres() -> Projections:
 
 
 def compare_session(
-    store: EventStore, projections: Projections, session_id: str
+    store: EventStore, projections: Projections, session_id: str,
+    events: Sequence[RecordedEvent] | None = None,
 ) -> list[str]:
-    """Differences between the stored read models and a fresh fold of the session's log."""
-    events = list(store.read_session(session_id))
+    """Differences between the stored read models and a fresh fold of the session's log
+    (``events``: the session's events already read, in seq order; read here when ``None``)."""
+    if events is None:
+        events = list(store.read_session(session_id))
     differences = _summary_differences(
         fold(events), projections.summary(store, session_id), session_id
     )
@@ -199,7 +203,7 @@ def compare_session(
 
 
 def _doc_differences(
-    store: EventStore, view: DocProjection, events: list[RecordedEvent], session_id: str
+    store: EventStore, view: DocProjection, events: Sequence[RecordedEvent], session_id: str
 ) -> list[str]:
     fresh: dict[str, Doc | None] = {}
     for event in events:

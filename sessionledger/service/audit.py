@@ -15,7 +15,7 @@ session, live, hooked or imported, read from the same pass over its log
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -265,14 +265,16 @@ class AuditReport:
 
 
 def projection_differences(
-    store: EventStore, projections: Projections, session_id: str
+    store: EventStore, projections: Projections, session_id: str,
+    events: Sequence[RecordedEvent] | None = None,
 ) -> tuple[str, ...]:
-    """What the stored read models get wrong about ``session_id`` (empty when they agree).
+    """What the stored read models get wrong about ``session_id`` (empty when they agree);
+    ``events`` are the session's events when already read.
 
     A log or table that cannot be read is itself a difference, named, never a crash.
     """
     try:
-        return tuple(compare_session(store, projections, session_id))
+        return tuple(compare_session(store, projections, session_id, events))
     except (StoreBusy, StoreClosed):
         raise
     except (EventLogError, ValueError, TypeError) as exc:
@@ -280,21 +282,24 @@ def projection_differences(
 
 
 def log_findings(
-    store: EventStore, session_id: str
+    store: EventStore, session_id: str, events: Iterable[RecordedEvent] | None = None
 ) -> tuple[tuple[str, ...], tuple[UndecodableAt, ...], tuple[Finding, ...]]:
-    """What one more read of the log shows: each recorded ``PlanFileWriteFailed`` as a note,
-    each event the reader could not decode, and the session's findings (CC-10; as far as the
-    log could be read)."""
+    """What the log shows beside the chain and the read models: each recorded
+    ``PlanFileWriteFailed`` as a note, each event the reader could not decode, and the
+    session's findings (CC-10; as far as the log could be read). ``events`` are the session's
+    events when already read; read here when ``None``."""
     notes: list[str] = []
     undecodable: list[UndecodableAt] = []
     reader = FindingsReader()
+    see = reader.see
     try:
-        for e in store.read_session(session_id):
-            reader.see(e)
-            if isinstance(e.data, PlanFileWriteFailed):
-                notes.append(f"seq {e.seq}: plan file {e.data.path} not written ({e.data.error})")
-            elif isinstance(e.data, Undecodable):
-                undecodable.append(UndecodableAt(e.seq, e.data.stored_type, e.data.reason))
+        for e in store.read_session(session_id) if events is None else events:
+            see(e)
+            data = e.data
+            if isinstance(data, PlanFileWriteFailed):
+                notes.append(f"seq {e.seq}: plan file {data.path} not written ({data.error})")
+            elif isinstance(data, Undecodable):
+                undecodable.append(UndecodableAt(e.seq, data.stored_type, data.reason))
     except (StoreBusy, StoreClosed):
         raise
     except (EventLogError, ValueError, TypeError):
@@ -304,17 +309,23 @@ def log_findings(
 
 def audit_session(store: EventStore, projections: Projections, session_id: str) -> AuditReport:
     """Both halves of one session's audit (the caller checks the session exists), with the
-    events it cannot decode and the plan files it could not write."""
-    (chain,) = store.verify(session_id)
-    return _with_findings(
-        store, AuditReport.from_chain(
-            chain, projection_differences(store, projections, session_id)
-        ),
+    events it cannot decode and the plan files it could not write.
+
+    A session whose chain holds is read once (issue 24): the rows the chain check hashed are
+    decoded for the read-model comparison and the findings (:meth:`verify_and_read`). A broken
+    chain, or rows that do not decode without an error, take the reads they always took (the
+    chain from the raw rows, then the typed reads), so a damaged log reports as before."""
+    chain, events = store.verify_and_read(session_id)
+    report = AuditReport.from_chain(
+        chain, projection_differences(store, projections, session_id, events)
     )
+    return _with_findings(store, report, events)
 
 
-def _with_findings(store: EventStore, report: AuditReport) -> AuditReport:
-    notes, undecodable, findings = log_findings(store, report.session_id)
+def _with_findings(
+    store: EventStore, report: AuditReport, events: Sequence[RecordedEvent] | None = None
+) -> AuditReport:
+    notes, undecodable, findings = log_findings(store, report.session_id, events)
     return replace(report, notes=notes, undecodable=undecodable, findings=findings)
 
 
