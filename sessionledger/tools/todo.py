@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from eventlog import InteractionKind, TodoItemData, TodosWritten
 
 from ..permission.descriptors import SERVICE_TOOLS, ToolDescriptor
-from .ask import visible
+from .ask import blank
 from .handlers import HandlerOutcome, Resolution, TodoFields, ToolContext
 
 __all__ = [
@@ -101,7 +101,7 @@ class TodoItem(_Strict):
     @field_validator("content")
     @classmethod
     def _not_blank(cls, content: str) -> str:
-        if not visible(content):  # only zero-width characters is blank too (EG-7)
+        if blank(content):  # only zero-width characters is blank too (EG-7)
             raise ValueError("content must not be blank (nothing in it is visible)")
         return content
 
