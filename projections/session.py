@@ -389,17 +389,33 @@ class SummaryMemory:
         held = self._held
         if not held:
             return
+        appliers = APPLIERS
         with self._lock:
+            # As ExecutionStateProjection.apply: appliers per event, stamped once per session.
+            folded: dict[str, tuple[SessionSummary | None, RecordedEvent]] = {}
             for event in events:
                 session_id = event.session_id
-                summary = held.get(session_id)
-                if summary is None:
-                    continue
-                after = apply_event(summary, event) if event.seq == summary.version + 1 else None
-                if after is None or after.deleted:
-                    del held[session_id]
+                seen = folded.get(session_id)
+                if seen is None:
+                    summary = held.get(session_id)
+                    if summary is None:
+                        continue
+                    follows = event.seq == summary.version + 1
                 else:
-                    held[session_id] = after
+                    summary, previous = seen
+                    if summary is None:
+                        continue
+                    follows = event.seq == previous.seq + 1
+                if follows:
+                    applier = appliers.get(event.type)
+                    if applier is not None:
+                        summary = applier(summary, event)
+                folded[session_id] = (summary if follows else None, event)
+            for session_id, (after, last) in folded.items():
+                if after is None or after.deleted:
+                    held.pop(session_id, None)
+                else:
+                    held[session_id] = _stamped(after, last)
 
 
 # -- turn counters (SPEC TD-5, PM-5) -------------------------------------------------------
