@@ -32,7 +32,6 @@ from typing import Any, Literal, Protocol, cast
 from pydantic import ValidationError
 
 from eventlog import (
-    ConcurrencyConflict,
     Event,
     EventLogError,
     EventStore,
@@ -435,23 +434,25 @@ class ToolExecutor:
 
         def attempt() -> CallAnswer:
             held = summaries.get(session_id) if call_id is None else None
-            session = held or self._fresh(session_id)
-            try:
-                return decide(session)
-            except ConcurrencyConflict:
-                summaries.forget(session_id)  # overtaken: the next attempt reads afresh
-                raise
-            except SessionLedgerError:
-                if held is None:
+            if held is not None:
+                try:
+                    return decide(held)
+                except SessionLedgerError:
+                    summaries.forget(session_id)
+                    session = self._fresh(session_id)
+                    if session.version == held.version:
+                        raise  # refused on what the session still is: the refusal stands
+                    # the session had moved on: decided below on what it is now
+                except BaseException:
+                    # Overtaken (the version guard refused a stale summary: the retry reads
+                    # afresh) or failed: what memory holds is not trusted again.
+                    summaries.forget(session_id)
                     raise
-                summaries.forget(session_id)
+            else:
                 session = self._fresh(session_id)
-                if session.version == held.version:
-                    raise  # refused on what the session still is: the refusal stands
-            # The session had moved on when memory refused the call: decide on what it is.
             try:
                 return decide(session)
-            except ConcurrencyConflict:
+            except BaseException:
                 summaries.forget(session_id)
                 raise
 
