@@ -44,6 +44,7 @@ and :meth:`ChainCache.clear`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, Generic, TypeVar
@@ -70,6 +71,7 @@ __all__ = [
     "TURN_EVENTS",
     "ChainCache",
     "ExecutionStateProjection",
+    "SummaryMemory",
     "TurnCounters",
     "TurnCountersProjection",
     "apply_event",
@@ -348,6 +350,86 @@ class ExecutionStateProjection(TableBacked[SummaryTable]):
 
     def newest_first(self, tx: Any) -> list[SessionSummary]:
         return self.table.newest_first(tx)
+
+
+class SummaryMemory:
+    """Session summaries as of the last commit this process heard (issue 24): a decision
+    guarded by the session's expected version may start from one instead of reading it.
+
+    A summary enters from a fresh read (:meth:`put`) and moves with every batch the store
+    commits (:meth:`observe`, subscribed to the store's publication, which tells batches in
+    commit order before their appends return): the batch's events are folded onto it when
+    they follow it (``seq`` = its ``version`` + 1), else it is dropped. What it cannot hear
+    is another process's (or another store instance's) commit: then it is behind the log,
+    and an append guarded by the version it names is refused (``ConcurrencyConflict``) and
+    nothing is written; the caller forgets it (:meth:`forget`) and decides again on a fresh read.
+    A version names one state only while the session's log only grows: a session whose id
+    another writer may create again after a purge (an id given by the client that created
+    it, ``client`` set: Claude Code's) is never held, nor is a deleted one.
+    """
+
+    __slots__ = ("_held", "_lock")
+
+    def __init__(self) -> None:
+        self._held: dict[str, SessionSummary] = {}
+        self._lock = threading.Lock()
+
+    def get(self, session_id: str) -> SessionSummary | None:
+        """The summary as of the last commit heard, or ``None``."""
+        return self._held.get(session_id)
+
+    def put(self, summary: SessionSummary) -> None:
+        """Hold ``summary`` (just read), unless a later one is held already."""
+        if summary.deleted or summary.client is not None:
+            return
+        with self._lock:
+            held = self._held.get(summary.session_id)
+            if held is not None and held.version >= summary.version:
+                return
+            if held is None and len(self._held) >= _CACHE_LIMIT:
+                self._held.clear()
+            self._held[summary.session_id] = summary
+
+    def forget(self, session_id: str) -> None:
+        with self._lock:
+            self._held.pop(session_id, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._held.clear()
+
+    def observe(self, events: Sequence[RecordedEvent]) -> None:
+        """Fold a committed group's events onto the summaries held (the store's listener)."""
+        held = self._held
+        if not held:
+            return
+        appliers = APPLIERS
+        with self._lock:
+            # As ExecutionStateProjection.apply: appliers per event, stamped once per session.
+            folded: dict[str, tuple[SessionSummary | None, RecordedEvent]] = {}
+            for event in events:
+                session_id = event.session_id
+                seen = folded.get(session_id)
+                if seen is None:
+                    summary = held.get(session_id)
+                    if summary is None:
+                        continue
+                    follows = event.seq == summary.version + 1
+                else:
+                    summary, previous = seen
+                    if summary is None:
+                        continue
+                    follows = event.seq == previous.seq + 1
+                if follows:
+                    applier = appliers.get(event.type)
+                    if applier is not None:
+                        summary = applier(summary, event)
+                folded[session_id] = (summary if follows else None, event)
+            for session_id, (after, last) in folded.items():
+                if after is None or after.deleted:
+                    held.pop(session_id, None)
+                else:
+                    held[session_id] = _stamped(after, last)
 
 
 # -- turn counters (SPEC TD-5, PM-5) -------------------------------------------------------

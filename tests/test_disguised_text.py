@@ -25,7 +25,7 @@ from server_support import ServerProcess, TestClient, in_process_client
 from server_support import create_session as create
 from server_support import session_version as version
 
-from sessionledger.tools.ask import parse_model_input, text_key, visible
+from sessionledger.tools.ask import blank, parse_model_input, text_key, visible
 from sessionledger.tools.todo import parse_write_input
 
 CAFE_NFC = unicodedata.normalize("NFC", "Café or tea?")
@@ -158,3 +158,30 @@ def test_property_disguise_never_turns_a_refusal_into_acceptance(  # EG-7
     for text in (label, other, asked):
         again = data.draw(disguise(text))
         assert visible(again) == visible(text) and text_key(again) == text_key(text)
+
+
+def _visible_by_definition(text: str) -> str:
+    """:func:`visible` as D145 defines it, one character at a time (the reference the
+    ASCII fast path and :func:`blank` must agree with)."""
+    from sessionledger.tools.ask import _INVISIBLE_RANGES
+
+    def hidden(char: str) -> bool:
+        if unicodedata.category(char) in ("Cf", "Cc") and not char.isspace():
+            return True
+        return any(low <= ord(char) <= high for low, high in _INVISIBLE_RANGES)
+
+    while True:
+        shown = unicodedata.normalize("NFKC", "".join(c for c in text if not hidden(c)))
+        if shown == text:
+            return " ".join(shown.split())
+        text = shown
+
+
+def test_fast_paths_see_what_the_definition_sees() -> None:  # EG-7, issue 24.5
+    samples = [a + b for a in map(chr, range(128)) for b in ("", "x", " ", "\x00", "\u200b")]
+    samples += [f" {t}\u0301 " for t in samples[:200]] + list(INVISIBLES)
+    samples += [CAFE_NFD, "\u3164\u115f", "=\u0338", "\uff2f\u200b", "\x1c\x1f\t"]
+    for text in samples:
+        expected = _visible_by_definition(text)
+        assert visible(text) == expected, repr(text)
+        assert blank(text) == (expected == ""), repr(text)

@@ -10,12 +10,15 @@ the whole call (issue 5; docs/decisions.md D70, D71, D74).
 * D74 — what a process remembers about a session (its todo list by the write's seq, the
   projections' state by chain head) is used only while it is still current: a write by
   another store on the same file is seen by the next call.
+* issue 24.5 — a new call starts from the session's summary as of the last commit this
+  process heard; one behind another store's commits decides nothing that is appended.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +34,10 @@ from eventlog import (
     ToolCallRequested,
 )
 from projections import compare_session
-from projections.session import ChainCache, session_spans
+from projections.session import ChainCache, SummaryMemory, session_spans
+from projections.tables import SessionSummary
 from sessionledger import SessionService
+from sessionledger.errors import InvalidInput, SessionDeleted
 
 pytest_plugins = ["todo_fixtures"]
 
@@ -252,3 +257,71 @@ def test_d74_session_spans_are_first_prev_hash_and_last_hash(
     write(service, session, [item("a")])
     batch = events(service, session)[1:]  # the TodoWrite's four events
     assert session_spans(batch) == {session: (batch[0].prev_hash, batch[-1].hash)}
+
+
+# -- issue 24.5: the summary a new call starts from is the last commit heard -----------------
+
+
+def _memory(service: SessionService) -> SummaryMemory:
+    memory = service.tools.executor._summaries  # the executor's (white box)
+    assert isinstance(memory, SummaryMemory)
+    return memory
+
+
+def test_memory_moves_with_every_commit_heard(  # issue 24.5
+    service: SessionService, session: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(service, session, [item("a", "in_progress")])
+    service.set_mode(session, "plan", task="look around")  # not the executor's: heard too
+    service.turns.record_message(session, "assistant", "on it")
+    assert _memory(service).get(session) == service.summary(session)
+    reads: list[str] = []
+    real_live = service.ledger.live
+    monkeypatch.setattr(service.ledger, "live", lambda sid, **k: reads.append(sid) or
+                        real_live(sid, **k))
+    done = service.tools.call(session, "TodoWrite", {"todos": [item("a", "completed")]})
+    assert done.document["success"] is True and reads == []  # no summary read
+    assert done.document["result"]["oldTodos"] == [item("a", "in_progress")]
+    assert _memory(service).get(session) == service.summary(session)
+    assert compare_session(service.store, service.projections, session) == []
+
+
+def test_memory_behind_another_store_decides_nothing(  # issue 24.5
+    service: SessionService, db_path: Path, root: Path
+) -> None:
+    """Two store instances on one file: what the first remembers is behind the second's
+    commits, and nothing it decides on that is appended — the call is decided on the log."""
+    sid, refused, late = (service.create_session()["sessionId"] for _ in range(3))
+    for each in (sid, refused, late):
+        write(service, each, [item("mine", "in_progress")])
+    other = reopen(db_path, root)
+    try:
+        write(other, sid, [item("theirs", "in_progress")])
+        other.set_mode(sid, "plan")
+        other.delete_session(refused)
+        other.delete_session(late)
+        with pytest.raises(SessionDeleted):  # a refusal from memory stands only if current
+            service.tools.call(refused, "TodoWrite", {"todos": [item("")]})
+        with pytest.raises(SessionDeleted):  # the guarded append is refused, then 410
+            service.tools.call(late, "TodoWrite", {"todos": [item("late")]})
+        assert len(events(service, late)) == 6  # created, one write, deleted
+        after = write(service, sid, [item("mine again")])
+        assert after["result"]["oldTodos"] == [item("theirs", "in_progress")]
+        assert service.summary(sid).plan_enabled  # the other store's mode change stands
+        with pytest.raises(InvalidInput):  # memory current again: refused without a write
+            service.tools.call(sid, "TodoWrite", {"todos": [item("")]})
+        assert _memory(service).get(sid) == other.summary(sid)
+    finally:
+        other.close()
+    assert compare_session(service.store, service.projections, sid) == []
+
+
+def test_memory_holds_no_session_whose_id_can_come_back() -> None:  # issue 24.5
+    memory = SummaryMemory()
+    base = SessionSummary("s", 3, 9, "/w", "protocol", None, "build", False, None, "t", "t")
+    memory.put(base)
+    memory.put(replace(base, version=2))  # an older read never replaces a newer one
+    assert memory.get("s") == base
+    memory.put(replace(base, session_id="c", client="claude-code"))  # its id is derived
+    memory.put(replace(base, session_id="d", deleted=True))
+    assert memory.get("c") is None and memory.get("d") is None

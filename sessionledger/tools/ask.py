@@ -51,6 +51,7 @@ __all__ = [
     "AskResult",
     "AskUserQuestionHandler",
     "QuestionLike",
+    "blank",
     "declined_text",
     "error_text",
     "forbidden_preview_tag",
@@ -152,11 +153,24 @@ of their own script duplicates (D145)."""
 _FOLD = {ord(c): latin for latin, alikes in _LOOK_ALIKES.items() for c in alikes}
 
 
+_IN_RANGES = frozenset(
+    chr(point) for low, high in _INVISIBLE_RANGES for point in range(low, high + 1)
+)
+
+
 def _invisible(char: str) -> bool:
-    if unicodedata.category(char) in ("Cf", "Cc") and not char.isspace():
+    if char in _IN_RANGES:
         return True
-    point = ord(char)
-    return any(low <= point <= high for low, high in _INVISIBLE_RANGES)
+    return unicodedata.category(char) in ("Cf", "Cc") and not char.isspace()
+
+
+_ASCII_HIDDEN = re.compile(
+    "[" + "".join(re.escape(chr(p)) for p in range(128) if _invisible(chr(p))) + "]"
+)
+"""The ASCII characters :func:`visible` removes (the controls that are not whitespace): NFKC
+leaves ASCII as it is, so an ASCII text needs nothing else."""
+_ASCII_SHOWN = re.compile("[!-~]")
+"""An ASCII character that shows: a text holding one is never blank."""
 
 
 def visible(text: str) -> str:
@@ -164,11 +178,24 @@ def visible(text: str) -> str:
     (format and control characters, fillers, variation selectors) removed, NFKC-normalised
     (fullwidth, ligatures, compatibility forms and NFC/NFD spellings become one), every run
     of whitespace one space, trimmed. ``""`` for a text that shows nothing."""
+    if text.isascii():  # the same answer in one pass (a TodoWrite checks 20 texts, #24)
+        if _ASCII_HIDDEN.search(text) is not None:
+            text = _ASCII_HIDDEN.sub("", text)
+        return " ".join(text.split())
     while True:  # removal can leave a string NFKC changes, and NFKC can make a filler
-        shown = unicodedata.normalize("NFKC", "".join(c for c in text if not _invisible(c)))
+        hidden = {ord(c): None for c in set(text) if _invisible(c)}
+        shown = unicodedata.normalize("NFKC", text.translate(hidden) if hidden else text)
         if shown == text:
             return " ".join(shown.split())
         text = shown
+
+
+def blank(text: str) -> bool:
+    """Whether ``text`` shows nothing (``visible(text) == ""``), answered at once for an
+    ASCII text with a printable character in it."""
+    if text.isascii() and _ASCII_SHOWN.search(text) is not None:
+        return False
+    return not visible(text)
 
 
 def text_key(text: str) -> str:

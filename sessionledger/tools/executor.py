@@ -50,6 +50,7 @@ from eventlog import (
 )
 from eventlog.envelope import Actor
 from projections import SessionSummary
+from projections.session import SummaryMemory
 from projections.tables import Doc
 from projections.tools import call_document, call_key, call_wire
 from statemachine.execution import ExecutionState
@@ -385,6 +386,9 @@ class ToolExecutor:
         self._lists: dict[str, tuple[int, tuple[TodoFields, ...]]] = {}
         """Per session, the last todo list a batch through the ledger wrote, by its seq."""
         ledger.after_append(self._hold_lists, types=frozenset({"TodosWritten"}))
+        self._summaries = SummaryMemory()
+        """Per session, the summary as of the last commit this process heard (issue 24)."""
+        ledger.on_commit(self._summaries.observe)
         self._decided = DecidedAnswers(ledger=ledger, registry=registry, context=self._context)
 
     @property
@@ -418,9 +422,41 @@ class ToolExecutor:
         host: HostKind | None = None,
         actor: Actor = "model",
     ) -> CallAnswer:
-        """Run one call; ``host`` overrides the session's host (``sessionledger call``)."""
+        """Run one call; ``host`` overrides the session's host (``sessionledger call``).
+
+        A new call (no ``call_id``) starts from the session's summary as of the last commit
+        this process heard (:class:`~projections.session.SummaryMemory`) instead of reading
+        it: every outcome it decides is appended guarded by that summary's version, so a
+        summary another process's commit made stale is refused by the store and the call is
+        decided again on a fresh read; an outcome that appends nothing (a refusal) stands
+        only when a fresh read finds that version still current."""
+        summaries = self._summaries
+
         def attempt() -> CallAnswer:
-            session = self._ledger.live(session_id)
+            held = summaries.get(session_id) if call_id is None else None
+            if held is not None:
+                try:
+                    return decide(held)
+                except SessionLedgerError:
+                    summaries.forget(session_id)
+                    session = self._fresh(session_id)
+                    if session.version == held.version:
+                        raise  # refused on what the session still is: the refusal stands
+                    # the session had moved on: decided below on what it is now
+                except BaseException:
+                    # Overtaken (the version guard refused a stale summary: the retry reads
+                    # afresh) or failed: what memory holds is not trusted again.
+                    summaries.forget(session_id)
+                    raise
+            else:
+                session = self._fresh(session_id)
+            try:
+                return decide(session)
+            except BaseException:
+                summaries.forget(session_id)
+                raise
+
+        def decide(session: SessionSummary) -> CallAnswer:
             if call_id is not None:
                 existing = self._ledger.call(session_id, call_id)
                 if existing is not None:
@@ -453,6 +489,12 @@ class ToolExecutor:
             return _answer(wire)
 
         return self._ledger.retry(session_id, attempt, unconditional=True)
+
+    def _fresh(self, session_id: str) -> SessionSummary:
+        """The session's summary read now (404/410 when unusable), held for the next call."""
+        session = self._ledger.live(session_id)
+        self._summaries.put(session)
+        return session
 
     def _handler(
         self, tool: str, session: SessionSummary, host: HostKind | None
