@@ -8,7 +8,9 @@ SQLite file (``synchronous=FULL``, the default) and measures, interleaved
 * **sequential** — one keep-alive connection sending one request after another: p50 and p99
   of each request's round trip, beside the same service call made in this process on a
   :class:`~sessionledger.service.sessions.SessionService` of its own (the synchronous face:
-  no HTTP, no event loop), over its own fresh SQLite file;
+  no HTTP, no event loop) over its own SQLite file, the two alternating call by call, so a
+  neighbour's load or a slow fsync hits both alike (``HTTP-proc`` is the difference of the
+  two p50s: what the HTTP stack adds);
 * **throughput** — 8 and 32 keep-alive connections, each sending its next request as soon as
   the last one was answered, for ``--seconds``: requests answered per second, and the p99.
 
@@ -258,14 +260,24 @@ def _close(clients: Sequence[Client]) -> None:
             client.conn.transport.close()
 
 
-async def http_sequential(port: int, op: str, count: int, tag: int) -> list[float]:
+async def sequential(
+    port: int, local: InProcess, op: str, count: int, tag: int
+) -> tuple[list[float], list[float]]:
+    """One connection's round trips and the same call in this process, alternating call by
+    call (so the machine's drift hits both alike): both latency lists."""
     (client,) = await _clients(port, 1, tag * 1000)
+    sid = local.service.create_session()["sessionId"]
+    calls = [0]
     try:
-        for _ in range(min(20, count)):  # warm-up: the session's first reads
+        warm = min(20, count)
+        for _ in range(warm):  # the session's first reads, both sides
             await client.one(op, timed=False)
+            local.one(op, sid, tag, calls)
+        local_latencies = []
         for _ in range(count):
             await client.one(op)
-        return client.latencies
+            local_latencies.append(local.one(op, sid, tag, calls))
+        return client.latencies, local_latencies
     finally:
         _close([client])
 
@@ -299,44 +311,39 @@ async def http_throughput(
 # In process: the same calls on a SessionService of this process (the synchronous face).
 
 
-def in_process(directory: Path, op: str, count: int, tag: int) -> list[float]:
-    from sessionledger.service.sessions import SessionService
+class InProcess:
+    """A :class:`~sessionledger.service.sessions.SessionService` of this process over its own
+    SQLite file, for the whole bench (as the server's is), called on this thread."""
 
-    directory.mkdir()
-    service = SessionService.open(f"sqlite:///{directory / 'ledger.db'}",
-                                  workspace_root=directory)
-    try:
-        sid = service.create_session()["sessionId"]
-        calls = 0
+    def __init__(self, directory: Path) -> None:
+        from sessionledger.service.sessions import SessionService
 
-        def call() -> str | None:
-            nonlocal calls
-            if op == "noop":
-                service.store.head_position()
-            elif op == "todo":
-                calls += 1
-                service.tools.call(sid, "TodoWrite", todos(tag, calls))
-            elif op == "ask":
-                answer = service.tools.call(sid, "AskUserQuestion", QUESTION)
-                assert answer.status_code == 202
-                return str(answer.document["interactionId"])
-            else:
-                service.tools.permission_check(sid, "Bash", CHECK["input"])
-            return None
+        directory.mkdir()
+        self.service = SessionService.open(f"sqlite:///{directory / 'ledger.db'}",
+                                           workspace_root=directory)
 
-        latencies = []
-        warm = min(20, count)
-        for i in range(count + warm):
-            start = time.perf_counter()
-            asked = call()
-            elapsed = time.perf_counter() - start
-            if asked is not None:  # denied at once, untimed, as over HTTP
-                service.tools.respond(sid, asked, "deny")
-            if i >= warm:
-                latencies.append(elapsed)
-        return latencies
-    finally:
-        service.close()
+    def one(self, op: str, sid: str, tag: int, calls: list[int]) -> float:
+        """One call's duration; a question is then denied (not timed), as over HTTP."""
+        tools = self.service.tools
+        asked = None
+        start = time.perf_counter()
+        if op == "noop":
+            self.service.store.head_position()
+        elif op == "todo":
+            calls[0] += 1
+            tools.call(sid, "TodoWrite", todos(tag, calls[0]))
+        elif op == "ask":
+            answer = tools.call(sid, "AskUserQuestion", QUESTION)
+            asked = str(answer.document["interactionId"])
+        else:
+            tools.permission_check(sid, "Bash", CHECK["input"])
+        elapsed = time.perf_counter() - start
+        if asked is not None:
+            tools.respond(sid, asked, "deny")
+        return elapsed
+
+    def close(self) -> None:
+        self.service.close()
 
 
 # --------------------------------------------------------------------------------------------
@@ -346,7 +353,7 @@ def in_process(directory: Path, op: str, count: int, tag: int) -> list[float]:
 @dataclass(frozen=True)
 class Workload:
     key: str
-    run: Callable[[int, Path, int], Any]
+    run: Callable[[int, InProcess, int], Any]
 
 
 def _percentile(values: Sequence[float], q: float) -> float:
@@ -355,19 +362,13 @@ def _percentile(values: Sequence[float], q: float) -> float:
 
 
 def workloads(args: argparse.Namespace) -> list[Workload]:
-    def loop(coro: Any) -> Any:
-        return _run(coro)
-
     found: list[Workload] = []
     for op in OPS:
-        found.append(Workload(f"seq:{op}", lambda port, _d, tag, op=op: loop(
-            http_sequential(port, op, args.sequential, tag))))
-        if op != "noop":
-            found.append(Workload(f"proc:{op}", lambda _p, d, tag, op=op: in_process(
-                d / f"proc{tag}", op, args.sequential, tag)))
+        found.append(Workload(f"seq:{op}", lambda port, local, tag, op=op: _run(
+            sequential(port, local, op, args.sequential, tag))))
         for clients in args.clients:
-            found.append(Workload(f"c{clients}:{op}", lambda port, _d, tag, op=op,
-                                  clients=clients: loop(http_throughput(
+            found.append(Workload(f"c{clients}:{op}", lambda port, _l, tag, op=op,
+                                  clients=clients: _run(http_throughput(
                                       port, op, clients, args.seconds, tag))))
     return found
 
@@ -383,17 +384,27 @@ def _run(coro: Any) -> Any:
 def measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[Any]]:
     samples: dict[str, list[Any]] = {}
     tag = 0
-    with serving(tmp) as port:
-        every = workloads(args)
-        for run in range(args.runs):
-            shift = (run * 5) % len(every)
-            for wl in every[shift:] + every[:shift]:
-                tag += 1
-                result = wl.run(port, tmp, tag)
-                samples.setdefault(wl.key, []).append(result)
-                if args.verbose:
-                    print(f"  run {run + 1} {wl.key:10} {_brief(result)}",
-                          file=sys.stderr, flush=True)
+    local = InProcess(tmp / "in-process")
+    try:
+        with serving(tmp) as port:
+            every = workloads(args)
+            for run in range(args.runs):
+                shift = (run * 5) % len(every)
+                for wl in every[shift:] + every[:shift]:
+                    tag += 1
+                    result = wl.run(port, local, tag)
+                    if wl.key.startswith("seq:"):
+                        http, here = result
+                        samples.setdefault(wl.key, []).append(http)
+                        samples.setdefault(f"proc:{wl.key[4:]}", []).append(here)
+                        result = http
+                    else:
+                        samples.setdefault(wl.key, []).append(result)
+                    if args.verbose:
+                        print(f"  run {run + 1} {wl.key:10} {_brief(result)}",
+                              file=sys.stderr, flush=True)
+    finally:
+        local.close()
     return samples
 
 
