@@ -363,7 +363,7 @@ def _percentile(values: Sequence[float], q: float) -> float:
 
 def workloads(args: argparse.Namespace) -> list[Workload]:
     found: list[Workload] = []
-    for op in OPS:
+    for op in args.ops:
         found.append(Workload(f"seq:{op}", lambda port, local, tag, op=op: _run(
             sequential(port, local, op, args.sequential, tag))))
         for clients in args.clients:
@@ -439,7 +439,7 @@ def render(args: argparse.Namespace, samples: dict[str, list[Any]], load: str) -
     for c in args.clients:
         head += f"{f'{c} cl./s':>10}{'p99 ms':>8}"
     lines += [head, "-" * len(head)]
-    for op in OPS:
+    for op in args.ops:
         proc = f"proc:{op}"
         row = f"{LABELS[op]:<20}"
         if proc in samples:
@@ -457,6 +457,8 @@ def render(args: argparse.Namespace, samples: dict[str, list[Any]], load: str) -
               "columns, which count questions)."]
 
     top = max(args.clients)
+    if not {"noop", "todo"} <= set(args.ops):
+        return "\n".join(lines)
     gap_runs = [_percentile(h, 0.5) * 1000 - _percentile(i, 0.5) * 1000
                 for h, i in zip(samples["seq:todo"], samples["proc:todo"], strict=True)]
     share_runs = [a[0] / b[0] for a, b in zip(samples[f"c{top}:todo"],
@@ -489,6 +491,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=3.0,
                    help="duration of each throughput sample")
     p.add_argument("--clients", default="8,32", help="concurrencies, comma-separated")
+    p.add_argument("--ops", default=",".join(OPS),
+                   help=f"operations, comma-separated (of {', '.join(OPS)}; the ratios need "
+                   "noop and todo)")
     p.add_argument("--tmp", type=Path, default=None,
                    help="directory for the database files (default: system temp dir)")
     p.add_argument("--quick", action="store_true",
@@ -496,6 +501,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("-v", "--verbose", action="store_true", help="every sample to stderr")
     args = p.parse_args(argv)
     args.clients = [int(c) for c in args.clients.split(",")]
+    args.ops = [op for op in OPS if op in args.ops.split(",")]
     if args.quick:
         args.runs, args.sequential, args.seconds = 1, 30, 0.3
     return args
