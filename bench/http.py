@@ -98,8 +98,8 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serving(directory: Path) -> Iterator[int]:
-    """``sessionledger serve`` of this checkout on a free loopback port; its port."""
+def serving(directory: Path) -> Iterator[tuple[int, int]]:
+    """``sessionledger serve`` of this checkout on a free loopback port; its port and pid."""
     port = _free_port()
     workspace = directory / "workspace"
     workspace.mkdir()
@@ -126,7 +126,7 @@ def serving(directory: Path) -> Iterator[int]:
             except OSError:
                 pass
             time.sleep(0.05)
-        yield port
+        yield port, process.pid
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -260,11 +260,20 @@ def _close(clients: Sequence[Client]) -> None:
             client.conn.transport.close()
 
 
+def _cpu_s(pid: int) -> float:
+    """The process's CPU time so far (user + system), in seconds."""
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
 async def sequential(
     port: int, local: InProcess, op: str, count: int, tag: int
-) -> tuple[list[float], list[float]]:
+) -> tuple[list[float], list[float], float, float]:
     """One connection's round trips and the same call in this process, alternating call by
-    call (so the machine's drift hits both alike): both latency lists."""
+    call (so the machine's drift hits both alike): both latency lists, and the CPU seconds
+    per call of the server and of this thread's in-process calls."""
     (client,) = await _clients(port, 1, tag * 1000)
     sid = local.service.create_session()["sessionId"]
     calls = [0]
@@ -274,10 +283,15 @@ async def sequential(
             await client.one(op, timed=False)
             local.one(op, sid, tag, calls)
         local_latencies = []
+        local_cpu = 0.0
+        server_cpu = _cpu_s(local.server_pid)
         for _ in range(count):
             await client.one(op)
+            cpu = time.thread_time()
             local_latencies.append(local.one(op, sid, tag, calls))
-        return client.latencies, local_latencies
+            local_cpu += time.thread_time() - cpu
+        server_cpu = _cpu_s(local.server_pid) - server_cpu
+        return client.latencies, local_latencies, server_cpu / count, local_cpu / count
     finally:
         _close([client])
 
@@ -321,6 +335,7 @@ class InProcess:
         directory.mkdir()
         self.service = SessionService.open(f"sqlite:///{directory / 'ledger.db'}",
                                            workspace_root=directory)
+        self.server_pid = 0
 
     def one(self, op: str, sid: str, tag: int, calls: list[int]) -> float:
         """One call's duration; a question is then denied (not timed), as over HTTP."""
@@ -386,7 +401,8 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[Any]]:
     tag = 0
     local = InProcess(tmp / "in-process")
     try:
-        with serving(tmp) as port:
+        with serving(tmp) as (port, pid):
+            local.server_pid = pid
             every = workloads(args)
             for run in range(args.runs):
                 shift = (run * 5) % len(every)
@@ -394,9 +410,11 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, list[Any]]:
                     tag += 1
                     result = wl.run(port, local, tag)
                     if wl.key.startswith("seq:"):
-                        http, here = result
+                        http, here, server_cpu, local_cpu = result
                         samples.setdefault(wl.key, []).append(http)
                         samples.setdefault(f"proc:{wl.key[4:]}", []).append(here)
+                        samples.setdefault(f"cpu:{wl.key[4:]}", []).append(
+                            (server_cpu, local_cpu))
                         result = http
                     else:
                         samples.setdefault(wl.key, []).append(result)
@@ -434,8 +452,11 @@ def render(args: argparse.Namespace, samples: dict[str, list[Any]], load: str) -
         f"  {load}",
         "",
     ]
+    def cpu(key: str, side: int) -> float:  # median over runs, ms of CPU per call
+        return statistics.median(s[side] for s in samples[key]) * 1000
+
     head = (f"{'operation':<20}{'proc p50':>9}{'p99':>8}{'HTTP p50':>10}{'p99':>8}"
-            f"{'HTTP-proc':>10}")
+            f"{'HTTP-proc':>10}{'CPU proc':>9}{'server':>8}")
     for c in args.clients:
         head += f"{f'{c} cl./s':>10}{'p99 ms':>8}"
     lines += [head, "-" * len(head)]
@@ -449,12 +470,16 @@ def render(args: argparse.Namespace, samples: dict[str, list[Any]], load: str) -
         row += f"{p(f'seq:{op}', 0.5):>10.3f}{p(f'seq:{op}', 0.99):>8.2f}"
         row += (f"{p(f'seq:{op}', 0.5) - p(proc, 0.5):>10.3f}" if proc in samples
                 else f"{'-':>10}")
+        row += f"{cpu(f'cpu:{op}', 1):>9.3f}{cpu(f'cpu:{op}', 0):>8.3f}"
         for c in args.clients:
             row += f"{rate(f'c{c}:{op}'):>10,.0f}{tail(f'c{c}:{op}'):>8.1f}"
         lines.append(row)
-    lines += ["", "ms; AskUserQuestion rows: each question is denied right after it is asked "
-              "(untimed in the sequential columns; a request of its own in the throughput "
-              "columns, which count questions)."]
+    lines += ["", "ms. CPU proc / server: CPU ms per sequential call in this process and of "
+              "the whole server process per request (all its threads; noise of the machine "
+              "weighs less on it than on the latencies). AskUserQuestion rows: each question "
+              "is denied right after it is asked (untimed in the sequential latency columns; "
+              "counted on both sides in the CPU columns; a request of its own in the "
+              "throughput columns, which count questions)."]
 
     top = max(args.clients)
     if not {"noop", "todo"} <= set(args.ops):
