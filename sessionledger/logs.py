@@ -5,6 +5,13 @@ one per appended batch (session, seq range, types), SPEC §11. Callers log a sho
 and pass the fields as keyword arguments to :func:`log_event`; :class:`JsonLineFormatter`
 renders them with the time, level and logger name.
 
+The request and batch lines are on the hot path (issue 24): through :mod:`logging` a line
+cost ~60 µs (a ``LogRecord``, the caller's frame looked up, a ``datetime``, the formatter).
+So when the line would reach only the JSON handler :func:`configure_logging` installs (the
+server's case), :func:`log_event` builds the same JSON object itself and writes it with one
+call under the handler's lock; anything else (a test's ``caplog``, a handler added by an
+embedding program) gets the ``LogRecord`` as before. A level that is off costs one check.
+
 Running out of file descriptors is one condition, logged as one line when it starts
 (``descriptors_exhausted``) and one when descriptors are available again
 (``descriptors_available``, with how often it was met): :data:`descriptor_shortage`. The JSON
@@ -24,7 +31,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from eventlog import Listener, RecordedEvent, descriptors_exhausted, format_instant
+from eventlog import Listener, RecordedEvent, SystemClock, descriptors_exhausted, format_instant
 
 __all__ = [
     "DescriptorShortage",
@@ -57,7 +64,47 @@ class JsonLineFormatter(logging.Formatter):
             payload.update(fields)
         if record.exc_info:
             payload["exception"] = self.formatException(record.exc_info)
-        return json.dumps(payload, ensure_ascii=False, default=str)
+        return _ENCODER.encode(payload)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+"""``json.dumps(…, ensure_ascii=False, default=str)``, built once (not per line)."""
+
+
+class _JsonLineHandler(logging.StreamHandler[TextIO]):
+    """The handler :func:`configure_logging` installs: a stream of JSON lines, which
+    :func:`log_event` may write a whole line to directly (:meth:`write_line`)."""
+
+    def write_line(self, line: str) -> None:
+        """What ``emit`` writes for a record rendered as ``line``: the line and a newline,
+        flushed, under the handler's lock (as ``handle`` holds it around ``emit``)."""
+        with self.lock:  # type: ignore[union-attr]  # created by Handler.__init__
+            self.stream.write(line + self.terminator)
+            self.flush()
+
+
+def _json_handler_alone(target: logging.Logger, level: int) -> _JsonLineHandler | None:
+    """The one handler a record of ``target`` at ``level`` would reach when it is the JSON
+    handler, with no filter on the way that could drop or change it; else ``None``."""
+    if target.filters:
+        return None
+    found: _JsonLineHandler | None = None
+    current: logging.Logger | None = target
+    while current is not None:  # as Logger.callHandlers walks
+        for handler in current.handlers:
+            if found is not None or type(handler) is not _JsonLineHandler:
+                return None
+            found = handler
+        if not current.propagate:
+            break
+        current = current.parent
+    if found is None or level < found.level:
+        return None
+    return found
+
+
+_CLOCK = SystemClock()
+_LEVEL_NAMES: dict[int, str] = {}
 
 
 class DescriptorShortage:
@@ -152,7 +199,7 @@ def configure_logging(
     and the event loop's errors are JSON too. A record carrying an error that means "no file
     descriptor left" is reported to :data:`descriptor_shortage` instead of written.
     """
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = _JsonLineHandler(stream or sys.stderr)
     handler.setFormatter(JsonLineFormatter())
     handler.addFilter(_ShortageFilter())
     for name in names:
@@ -168,9 +215,28 @@ def configure_logging(
 def log_event(
     target: logging.Logger, event: str, *, level: int = logging.INFO, **fields: Any
 ) -> None:
-    """Log ``event`` with structured ``fields`` (rendered as top-level JSON keys)."""
-    if target.isEnabledFor(level):
+    """Log ``event`` with structured ``fields`` (rendered as top-level JSON keys).
+
+    The line is the one :class:`JsonLineFormatter` renders, written straight to the JSON
+    handler when it is the only one the record would reach (the module's docstring)."""
+    if not target.isEnabledFor(level):
+        return
+    handler = _json_handler_alone(target, level)
+    if handler is None:
         target.log(level, event, extra={_FIELDS: fields})
+        return
+    name = _LEVEL_NAMES.get(level)
+    if name is None:
+        name = _LEVEL_NAMES[level] = logging.getLevelName(level).lower()
+    payload: dict[str, Any] = {
+        "ts": _CLOCK.now_text(), "level": name, "logger": target.name, "event": event,
+    }
+    payload.update(fields)
+    try:
+        handler.write_line(_ENCODER.encode(payload))
+    except Exception:  # as a handler's emit does: reported, never raised to the caller
+        handler.handleError(target.makeRecord(
+            target.name, level, __file__, 0, event, (), None, extra={_FIELDS: fields}))
 
 
 def _runs(events: Sequence[RecordedEvent]) -> list[list[RecordedEvent]]:

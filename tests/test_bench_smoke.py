@@ -179,3 +179,16 @@ def test_scale_bench_pending_quick_prints_the_table_and_ratios(tmp_path: Path) -
         assert header in out
     assert out.count("PASS") + out.count("MISS") == 2
     assert not list(tmp_path.iterdir()), "scratch files left behind"
+
+
+def test_http_bench_quick_prints_every_operation_and_both_ratios(tmp_path: Path) -> None:
+    # Issue 24, acceptance 2: the HTTP stack beside the same calls in process; shape only.
+    done = _run("http.py", "--quick", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    for text in ("no-op GET /healthz", "TodoWrite(5)", "AskUserQuestion", "permission-check",
+                 "HTTP TodoWrite(5) p50 - in-process p50 (ms)",
+                 "32-client TodoWrite/s / no-op/s"):
+        assert text in out
+    assert out.count("PASS") + out.count("MISS") == 2
+    assert not list(tmp_path.iterdir()), "scratch files left behind"

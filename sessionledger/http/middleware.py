@@ -3,8 +3,11 @@
 The middleware logs a structured line per request, checks Host and Origin and the bearer token,
 caps the body and answers HEAD like GET without the body. All are plain ASGI callables rather
 than ``BaseHTTPMiddleware`` so they never buffer or break the streaming (SSE) responses: they
-only watch and decorate the messages going out. Every router is an :func:`api_router`, whose
-routes decode a JSON body once, by :func:`eventlog.loads_json` (SPEC EG-1).
+only watch and decorate the messages going out. Every request passes all of them, so they read
+the few headers they need straight from the scope's list (:func:`_header`) and the Host check
+keeps its verdict on the last ``Host`` values it saw (issue 24). Every router is an
+:func:`api_router`, whose routes decode a JSON body once, by :func:`eventlog.loads_json`
+(SPEC EG-1).
 """
 
 from __future__ import annotations
@@ -67,14 +70,27 @@ answer without CORS, which the server never grants)."""
 _OTHER_SITES = frozenset({"cross-site", "same-site"})
 """``Sec-Fetch-Site`` values of a request a page of another origin made."""
 _QUOTED_HEADER_CHARS = 200
+_VERDICTS_KEPT = 256
 
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _http_log = logger.getChild("http")
 
 
+def _header(scope: Scope, name: bytes) -> str | None:
+    """The first value of the header ``name`` (lower case, as servers pass header names), as
+    Starlette's ``Headers.get`` answers it, without building the mapping."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+_REQUEST_ID_KEY = REQUEST_ID_HEADER.encode()
+
+
 def _request_id(scope: Scope) -> str:
     """The caller's ``X-Request-ID`` when it is short and plain, else a fresh ``req_`` id."""
-    given = Headers(scope=scope).get(REQUEST_ID_HEADER)
+    given = _header(scope, _REQUEST_ID_KEY)
     if given is not None and _SAFE_REQUEST_ID.fullmatch(given):
         return given
     return new_id("req")
@@ -173,13 +189,15 @@ class HostOriginMiddleware:
         self._any_port = frozenset(name for name, port in allowed if port is None)
         self._allowed = frozenset(allowed)
         self._origins = frozenset(parse_origin(value) for value in settings.allowed_origins)
+        self._verdicts: dict[tuple[str, str, int], tuple[str, int | None] | None] = {}
+        """:meth:`_host`'s answers for one ``Host`` value, scheme and listening port."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        host = self._host(scope, headers.getlist("host"))
+        host = self._host_of(scope)
         if host is None:
             await _send_error(send, MisdirectedRequest(
                 "this server does not answer to that Host; serve it under another name with "
@@ -197,6 +215,25 @@ class HostOriginMiddleware:
                 ))
                 return
         await self.app(scope, receive, send)
+
+    def _host_of(self, scope: Scope) -> tuple[str, int | None] | None:
+        """:meth:`_host` of the request's ``Host`` values, remembered for a single value (a
+        server sees the same one or two again and again; at most :data:`_VERDICTS_KEPT`)."""
+        values = [value for key, value in scope["headers"] if key == b"host"]
+        if len(values) != 1:
+            return None
+        server = scope.get("server")
+        key = (values[0].decode("latin-1"), scope.get("scheme", "http"),
+               server[1] if server and server[1] else 0)
+        try:
+            return self._verdicts[key]
+        except KeyError:
+            pass
+        verdict = self._host(scope, [key[0]])
+        if len(self._verdicts) >= _VERDICTS_KEPT:
+            self._verdicts.clear()
+        self._verdicts[key] = verdict
+        return verdict
 
     def _host(self, scope: Scope, values: list[str]) -> tuple[str, int | None] | None:
         """The ``Host`` as ``(name, port or None)`` when it names this server, else ``None``."""
@@ -286,7 +323,7 @@ class BearerAuthMiddleware:
 
     def _authorized(self, scope: Scope) -> bool:
         # Header values arrive decoded as latin-1: re-encoding gives the bytes sent.
-        scheme, _, credentials = Headers(scope=scope).get("authorization", "").partition(" ")
+        scheme, _, credentials = (_header(scope, b"authorization") or "").partition(" ")
         assert self._expected is not None
         return scheme.lower() == "bearer" and hmac.compare_digest(
             credentials.lstrip(" ").encode("latin-1"), self._expected
@@ -301,7 +338,7 @@ class BodyTooLarge(HTTPException):
 
 
 def _declared_length(scope: Scope) -> int | None:
-    value = Headers(scope=scope).get("content-length", "")
+    value = _header(scope, b"content-length") or ""
     return int(value) if value.isascii() and value.isdigit() else None
 
 

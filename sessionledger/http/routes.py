@@ -2,12 +2,28 @@
 
 Each route validates its input with pydantic or FastAPI's parameter parsing, calls one method
 of :class:`~sessionledger.service.sessions.SessionService` (or its ``tools``, ``turns``,
-``timers``, ``models``, ``settings``) and returns its document. Handlers are plain functions,
-so FastAPI runs them in worker threads and the store's blocking calls never stall the event
-loop. The groups, in order: execution state (mode, goal), interactions (user activity,
-settings), models, tool calls, the turn loop, the web client, and the sessions themselves.
-A deleted session answers 410 ``session_deleted`` on its document, its stream and its
-commands; its events page and its audit stay readable until the session is purged.
+``timers``, ``models``, ``settings``) and returns its document.
+
+Two ways to call the service (issue 24). The commands — a tool call, an answer, a permission
+check, a message, a model request's reminders, a compaction, a mode or goal change, creating
+and deleting a session, user activity — are ``async`` routes calling it through
+:func:`~sessionledger.ledger.on_loop`: it runs on the event loop's thread and awaits its
+appends, retry pauses and writer turns, so the request costs no hop to a worker thread and
+the loop serves other requests while its group commits. Only calls that block on nothing
+else may run there (:data:`LOOP_TOOLS`, :func:`_answers_on_loop`). Everything that may
+block otherwise stays a plain ``def`` route, run by FastAPI in a worker thread: the service
+tools that reach a port (ListModels and the model routes: the model catalog;
+ReadSessionContext: the auxiliary model, waited for on a thread up to its budget; the
+schedule tools: the cron and off-peak ports) or write a file (ExitPlanMode and its answer:
+the approved plan, fsynced), the reads that may be large (the session list, an events page,
+the timeline, an audit, the document), the settings (they pause countdowns across sessions)
+and the Claude Code hook (one transaction of many batches, ``append_many``). An error the
+service raises is answered alike either way (``app.py``'s handlers).
+
+The groups, in order: execution state (mode, goal), interactions (user activity, settings),
+models, tool calls, the turn loop, the web client, and the sessions themselves. A deleted
+session answers 410 ``session_deleted`` on its document, its stream and its commands; its
+events page and its audit stay readable until the session is purged.
 """
 
 from __future__ import annotations
@@ -27,6 +43,7 @@ from eventlog import CATALOG, UNDECODABLE, HostKind, UserActivityAction
 
 from ..claude_code.hooks import HOOK_PATH, answer_hook
 from ..claude_code.recorder import Recorder
+from ..ledger import on_loop
 from ..service.sessions import (
     DEFAULT_EVENTS_LIMIT,
     DEFAULT_TIMELINE_LIMIT,
@@ -71,6 +88,7 @@ __all__ = [
     "ActivityRequest",
     "COMMAND_RESPONSES",
     "CONTENT_SECURITY_POLICY",
+    "LOOP_TOOLS",
     "CompactRequest",
     "CreateSessionRequest",
     "GoalRequest",
@@ -174,26 +192,26 @@ def execution_routes(service: SessionService) -> APIRouter:
     router = api_router(tags=["execution state"], responses=COMMAND_RESPONSES)
 
     @router.post("/v1/sessions/{session_id}/mode", response_model=None, responses=TOO_LARGE)
-    def change_mode(
+    async def change_mode(
         session_id: SessionIdPath, body: Annotated[ModeRequest, Body()]
     ) -> dict[str, Any]:
         """Set the mode (`/mode X`, `/plan [task]`) or cycle it (Shift+Tab); the document."""
         if body.cycle:
-            return service.cycle_mode(session_id)
+            return await on_loop(service.cycle_mode, session_id)
         assert body.mode is not None  # the model allows nothing else
-        return service.set_mode(session_id, body.mode, task=body.task)
+        return await on_loop(service.set_mode, session_id, body.mode, task=body.task)
 
     @router.post("/v1/sessions/{session_id}/goal", response_model=None, responses=TOO_LARGE)
-    def start_goal(
+    async def start_goal(
         session_id: SessionIdPath, body: Annotated[GoalRequest, Body()]
     ) -> dict[str, Any]:
         """Start a goal; 409 in Plan (ES-5) or while another goal is active."""
-        return service.start_goal(session_id, body.objective)
+        return await on_loop(service.start_goal, session_id, body.objective)
 
     @router.delete("/v1/sessions/{session_id}/goal", response_model=None)
-    def end_goal(session_id: SessionIdPath) -> dict[str, Any]:
+    async def end_goal(session_id: SessionIdPath) -> dict[str, Any]:
         """End the active goal; 409 when there is none."""
-        return service.end_goal(session_id)
+        return await on_loop(service.end_goal, session_id)
 
     return router
 
@@ -245,13 +263,13 @@ def interaction_routes(service: SessionService) -> APIRouter:
         "/v1/sessions/{session_id}/interactions/{interaction_id}/activity",
         response_model=None, responses=_ACTIVITY_RESPONSES,
     )
-    def activity(
+    async def activity(
         session_id: SessionIdPath, interaction_id: InteractionIdPath,
         body: Annotated[ActivityRequest | None, Body()] = None,
     ) -> dict[str, Any]:
         """Record user activity on a waiting question; pauses its countdown for good."""
         action = (body or ActivityRequest()).action
-        return service.timers.activity(session_id, interaction_id, action)
+        return await on_loop(service.timers.activity, session_id, interaction_id, action)
 
     @router.get(
         "/v1/settings", response_model=None, responses={200: {"model": SettingsDocument}}
@@ -420,6 +438,26 @@ class PermissionCheckRequest(BaseModel):
     call_id: str | None = Field(default=None, alias="callId", max_length=MAX_ID_CHARS)
 
 
+LOOP_TOOLS = frozenset({"TodoWrite", "TodoRead", "AskUserQuestion", "EnterPlanMode"})
+"""The service tools whose calls and answers run on the event loop (:func:`on_loop`): they
+read the session, decide and append, and nothing else. Every other tool's call and answer
+runs in a worker thread: it may wait for a port or write a file (the module's docstring)."""
+
+
+def _answers_on_loop(service: SessionService, session_id: str, interaction_id: str) -> bool:
+    """Whether answering the interaction runs only a :data:`LOOP_TOOLS` tool. An interaction
+    that is not the session's is refused before anything runs (either way); what a read
+    raises is left to the answer itself, in a worker thread, to raise again."""
+    try:
+        interaction = service.ledger.interaction(interaction_id)
+        if interaction is None or interaction.session_id != session_id:
+            return True
+        call = service.ledger.call(session_id, interaction.body["callId"])
+    except Exception:  # answered by the call itself, in a worker thread
+        return False
+    return call is not None and call.body.get("tool") in LOOP_TOOLS
+
+
 def tool_routes(service: SessionService) -> APIRouter:
     """The tool-call, answer and permission-check routes over ``service``."""
     router = api_router(tags=["tool calls"], responses=_TOOL_RESPONSES)
@@ -430,44 +468,50 @@ def tool_routes(service: SessionService) -> APIRouter:
                    202: {"model": PendingCall, "description": "waiting for the user"},
                    **TOO_LARGE},
     )
-    def call_tool(
+    async def call_tool(
         session_id: SessionIdPath, body: Annotated[ToolCallRequest, Body()]
     ) -> JSONResponse:
         """Run a tool call: 200 completed or denied, 202 pending on the user."""
-        answer = service.tools.call(session_id, body.tool, body.input, call_id=body.call_id)
+        run = on_loop if body.tool in LOOP_TOOLS else run_in_threadpool
+        answer = await run(
+            service.tools.call, session_id, body.tool, body.input, call_id=body.call_id)
         return JSONResponse(answer.document, status_code=answer.status_code)
 
     @router.get(
         "/v1/sessions/{session_id}/tool-calls/{call_id}", response_model=None,
         responses={200: {"model": CallDocument}},
     )
-    def get_call(session_id: SessionIdPath, call_id: CallIdPath) -> JSONResponse:
+    async def get_call(session_id: SessionIdPath, call_id: CallIdPath) -> JSONResponse:
         """The call document as it is now (``pending`` until resolved)."""
-        answer = service.tools.get(session_id, call_id)
+        answer = await on_loop(service.tools.get, session_id, call_id)
         return JSONResponse(answer.document, status_code=200)
 
     @router.post(
         "/v1/sessions/{session_id}/interactions/{interaction_id}/respond", response_model=None,
         responses={200: {"model": CompletedCall}, **TOO_LARGE},
     )
-    def respond(
+    async def respond(
         session_id: SessionIdPath, interaction_id: InteractionIdPath,
         body: Annotated[RespondRequest, Body()],
     ) -> dict[str, Any]:
         """Answer a waiting call; the completed call document."""
-        return service.tools.respond(
-            session_id, interaction_id, body.decision, input=body.input, feedback=body.feedback
+        run = (on_loop if _answers_on_loop(service, session_id, interaction_id)
+               else run_in_threadpool)
+        return await run(
+            service.tools.respond, session_id, interaction_id, body.decision,
+            input=body.input, feedback=body.feedback,
         )
 
     @router.post(
         "/v1/sessions/{session_id}/permission-check", response_model=None,
         responses={200: {"model": PermissionAnswer}, **TOO_LARGE},
     )
-    def permission_check(
+    async def permission_check(
         session_id: SessionIdPath, body: Annotated[PermissionCheckRequest, Body()]
     ) -> dict[str, Any]:
         """Decide allow / ask / deny for a host tool; recorded as an event."""
-        return service.tools.permission_check(
+        return await on_loop(
+            service.tools.permission_check,
             session_id, body.tool, body.input, read_only=body.read_only,
             destructive=body.destructive, call_id=body.call_id,
         )
@@ -593,7 +637,7 @@ def turn_routes(service: SessionService) -> APIRouter:
                          "description": "the messageId was recorded before: the original "
                          "receipt, nothing appended"}},
     )
-    def record_message(
+    async def record_message(
         session_id: SessionIdPath, body: Annotated[MessageRequest, Body()]
     ) -> JSONResponse:
         """Record a real message: 201 with its ``seq``, 200 for a ``messageId`` sent before.
@@ -601,28 +645,30 @@ def turn_routes(service: SessionService) -> APIRouter:
         With a ``messageId`` already recorded in this session (also before a restart) nothing
         is appended and the answer is the original receipt, whatever the new role and content.
         """
-        result = service.turns.message(
-            session_id, body.role, body.content, continuation=body.continuation,
+        result = await on_loop(
+            service.turns.message, session_id, body.role, body.content,
+            continuation=body.continuation,
             message_id=body.message_id,
         )
         return JSONResponse(receipt(result), status_code=200 if result.replayed else 201)
 
     @router.post("/v1/sessions/{session_id}/compact", response_model=RecordedReceipt)
-    def compact(
+    async def compact(
         session_id: SessionIdPath, body: Annotated[CompactRequest | None, Body()] = None
     ) -> dict[str, Any]:
         """Record a context compaction (``ContextCompacted``); 200 with its ``seq``."""
-        return service.turns.compact(session_id)
+        return await on_loop(service.turns.compact, session_id)
 
     @router.post(
         "/v1/sessions/{session_id}/prepare-request", response_model=RemindersResponse
     )
-    def prepare_request(
+    async def prepare_request(
         session_id: SessionIdPath, body: Annotated[PrepareRequest, Body()]
     ) -> dict[str, Any]:
         """Decide and record this model request's reminders, in injection order."""
-        reminders = service.turns.prepare_request(
-            session_id, body.tools, continuation=body.continuation
+        reminders = await on_loop(
+            service.turns.prepare_request, session_id, body.tools,
+            continuation=body.continuation,
         )
         return {"reminders": [r.to_wire() for r in reminders]}
 
@@ -731,11 +777,9 @@ def install_web_client(app: FastAPI) -> None:
 # The JSON endpoints for sessions (SPEC §11): create, list, read, delete, page events, audit.
 #
 # Each route validates its input with pydantic or FastAPI's parameter parsing, calls one
-# :class:`~sessionledger.service.sessions.SessionService` method and returns its document.
-# Handlers are
-# plain functions, so FastAPI runs them in worker threads and the store's blocking calls never
-# stall the event loop. The execution-state commands (mode, goal) are in
-# :mod:`sessionledger.http.routes`.
+# :class:`~sessionledger.service.sessions.SessionService` method and returns its document:
+# creating and deleting on the event loop (:func:`on_loop`), the reads (a list, a page, an
+# audit may be large) in worker threads, as the module's docstring says.
 #
 # A deleted session answers 410 ``session_deleted`` on its document, its stream and its
 # commands; its events page and its audit stay readable until the session is purged.
@@ -769,7 +813,7 @@ def session_routes(service: SessionService) -> APIRouter:
 
     @router.get("/healthz", tags=["health"], response_model=None,
                 responses={200: {"model": Health}})
-    def healthz() -> dict[str, Any]:
+    async def healthz() -> dict[str, Any]:
         """Liveness and readiness: the store answers."""
         return {"status": "ok", "headPosition": service.store.head_position()}
 
@@ -783,12 +827,13 @@ def session_routes(service: SessionService) -> APIRouter:
                  "cannot be used (`invalid_configuration`, naming the key); nothing appended",
         }), **TOO_LARGE},
     )
-    def create_session(
+    async def create_session(
         body: Annotated[CreateSessionRequest | None, Body()] = None,
     ) -> dict[str, Any]:
         """Create a session: exactly one ``SessionCreated`` event; 201 with its document."""
         request = body or CreateSessionRequest()
-        return service.create_session(
+        return await on_loop(
+            service.create_session,
             mode=request.mode,
             workspace=request.workspace,
             parent_session_id=request.parent_session_id,
@@ -815,9 +860,9 @@ def session_routes(service: SessionService) -> APIRouter:
             404: _NOT_FOUND, 409: "the session kept changing under the request (`conflict`)",
             410: "the session was already deleted (`session_deleted`)", 422: _INVALID})},
     )
-    def delete_session(session_id: SessionIdPath) -> dict[str, Any]:
+    async def delete_session(session_id: SessionIdPath) -> dict[str, Any]:
         """Delete a session: one ``SessionDeleted`` event; its routes then answer 410."""
-        return service.delete_session(session_id)
+        return await on_loop(service.delete_session, session_id)
 
     @router.get(
         "/v1/sessions/{session_id}/events", response_model=None,

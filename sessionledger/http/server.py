@@ -111,6 +111,14 @@ def serve(settings: ServerSettings, *, service: SessionService) -> None:
         app,
         host=settings.host,
         port=settings.port,
+        # uvicorn[standard]: httptools parses HTTP/1.1 and uvloop runs the loop when they are
+        # installed (h11 and asyncio otherwise): a cheaper request path (issue 24).
+        loop="auto",
+        http="auto",
+        # No route speaks WebSocket: an upgrade request is answered as plain HTTP, through
+        # the same Host, Origin and token checks (the websockets package comes with
+        # uvicorn[standard], and would otherwise take such requests past the middleware).
+        ws="none",
         access_log=False,  # RequestLogMiddleware writes one structured line per request
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         lifespan="on",
