@@ -54,7 +54,10 @@ class Terminal:
 
     def start(self, command: list[str], cwd: Path) -> None:
         env = [f"-e{name}={os.environ[name]}" for name in ("PYTHONPATH", "PATH")
-               if name in os.environ] + ["-eLANG=C.UTF-8", "-eTERM=tmux-256color"]
+               if name in os.environ] + ["-eLANG=C.UTF-8", "-eTERM=tmux-256color",
+                                           # no smooth scrolling: a capture of a loaded
+                                           # machine never lands between two frames of it
+                                           "-eTEXTUAL_ANIMATIONS=none"]
         self.run("new-session", "-d", "-s", "tui", "-x", "80", "-y", "24", "-c", str(cwd),
                  *env, subprocess.list2cmdline(command))
 
@@ -66,9 +69,11 @@ class Terminal:
         scrolling done); keep it as ``NN-name.txt``."""
         deadline = time.monotonic() + WAIT_S
         previous: list[str] = []
+        same = 0
         while True:
             rows = self.capture()
-            if (ready(rows) and rows == previous) or time.monotonic() > deadline:
+            same = same + 1 if rows == previous else 0
+            if (ready(rows) and same >= 2) or time.monotonic() > deadline:
                 break
             previous = rows
             time.sleep(0.15)
