@@ -55,6 +55,8 @@ bench: $(VENV)/.bench
 	$(PY) bench/permission.py
 	$(PY) bench/claude_code.py
 	$(PY) bench/web.py
+	$(PY) bench/http.py
+	$(PY) bench/scale.py
 
 docs: $(VENV)/.dev
 	$(PY) -m sessionledger.docgen

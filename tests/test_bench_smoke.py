@@ -192,3 +192,15 @@ def test_http_bench_quick_prints_every_operation_and_both_ratios(tmp_path: Path)
         assert text in out
     assert out.count("PASS") + out.count("MISS") == 2
     assert not list(tmp_path.iterdir()), "scratch files left behind"
+
+
+def test_scale_bench_audit_and_bulk_quick_print_their_ratios(tmp_path: Path) -> None:
+    # issue 24.4: audit and rebuild beside typed replay, bulk append at two log sizes; shape only
+    done = _run("scale.py", "--quick", "--case", "audit", "--case", "bulk", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    for text in ("typed replay (read_all)", "audit (every session)", "rebuild every read model",
+                 "audit / replay time", "bulk append at"):
+        assert text in out
+    assert out.count("PASS") + out.count("MISS") == 2
+    assert not list(tmp_path.iterdir()), "scratch files left behind"
