@@ -5,7 +5,7 @@ from outside and :data:`EVENT_MAX_DEPTH` for a stored payload, and :func:`loads_
 edges' strict decoder (SPEC EG-1). :func:`canonical_json` and :func:`envelope_hash` give the
 per-session hash chain (SPEC EL-4); :func:`fast_encoder` and :func:`tree_encoder` write the same
 canonical text straight from pydantic's Rust serializer where that is exact. ``orjson`` writes
-and reads plain JSON where its bytes and values are exactly the standard library's (D183).
+and reads plain JSON where its bytes and values are exactly the standard library's (#24).
 """
 
 from __future__ import annotations
