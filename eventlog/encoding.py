@@ -482,6 +482,12 @@ def loads_json(text: bytes | str, *, max_depth: int = INPUT_MAX_DEPTH) -> Any:
 # dict. The copy is exact only for plain JSON — ``str`` keys; ``str``, ``int``, ``bool`` and
 # ``None`` leaves; lists and dicts — so anything else (a float, whose digits the two writers may
 # spell differently; a tuple; a subclass) sends that one payload down the general path.
+#
+# ``orjson`` (issue 24) goes first on both paths where it is exact: the tree path hands it the
+# fields as they are when every one is an exact ``str``/``int``/``bool``/``None`` and every
+# free-form value is :data:`_PLAIN` (it sorts the keys itself, floats included); the general path
+# and :func:`canonical_json` hand it any value :func:`_sound` finds :data:`_PLAIN`. Whatever it
+# refuses (integers past 64 bits, lone surrogates, 255 levels) takes the path above, as before.
 
 _SCALARS: frozenset[Any] = frozenset({str, bool, int, type(None)})
 _SEQUENCES: frozenset[Any] = frozenset({tuple, list})
@@ -603,14 +609,30 @@ def tree_encoder(
         return None
     plan = sorted(((f.alias or n), n, n in trees, f.exclude_if) for n, f in fields)
 
+    leaves = _LEAVES
+    sound = _sound
+    no_limit = sys.maxsize
+
     def encode(instance: Any) -> str:
+        raw = {}
+        plain = True
+        for wire, name, tree, left_out in plan:
+            value = getattr(instance, name)
+            if left_out is not None and left_out(value):
+                continue  # what pydantic's own writer leaves out (``exclude_if``)
+            raw[wire] = value
+            if plain and type(value) not in leaves and (
+                not tree or sound(value, no_limit) != _PLAIN
+            ):
+                plain = False  # a nested model, or free-form JSON orjson may write otherwise
+        if plain:  # exact str/int/bool/None fields and plain free-form JSON: orjson is exact
+            try:
+                return _orjson_dumps(raw, option=_SORT_KEYS).decode("utf-8")
+            except TypeError:  # an integer past 64 bits, a lone surrogate, 255 levels
+                pass
         try:
-            data = {}
-            for wire, name, tree, left_out in plan:
-                value = getattr(instance, name)
-                if left_out is not None and left_out(value):
-                    continue  # what pydantic's own writer leaves out (``exclude_if``)
-                data[wire] = sorted_tree(value) if tree else value
+            data = {wire: sorted_tree(raw[wire]) if tree else raw[wire]
+                    for wire, _name, tree, _left_out in plan if wire in raw}
         except NotPlainJson:
             return fallback(instance)
         return to_json(data, by_alias=True).decode("utf-8")

@@ -244,6 +244,20 @@ def test_what_orjson_writes_otherwise_is_written_as_before(value: Any) -> None: 
     assert outcome(lambda: canonical_json(value)) == outcome(lambda: REFERENCE(value))
 
 
+@pytest.mark.parametrize("value", [v for v in EDGE_FLOATS if math.isfinite(v)], ids=repr)
+def test_free_form_floats_are_stored_as_before(value: float) -> None:  # EL-4, issue 24
+    """A tool input or result with a float: orjson writes it only where it spells it alike."""
+    for event in (
+        CATALOG["ToolCallRequested"](  # type: ignore[call-arg]
+            call_id="call_1", tool="T", input={"f": value, "g": [1, value]}, host="protocol"),
+        CATALOG["ToolCallCompleted"](  # type: ignore[call-arg]
+            call_id="call_1", tool="T", status="completed", success=True,
+            result={"f": {"x": value}}, model_content="x"),
+    ):
+        dumped = event.model_dump(mode="json", by_alias=True, exclude={"type"})
+        assert encode_event(event) == REFERENCE(dumped)
+
+
 def test_every_float_is_spelled_as_before() -> None:  # EL-4, issue 24
     """orjson spells floats below 1e-4 otherwise (``1e-7``, ``0.00001``): a sweep over every
     exponent and the range limits' neighbours, each alone and inside an object."""
@@ -290,6 +304,9 @@ GOLDEN = [  # written by the encoder before orjson (the encoding of 2ec7e04), wi
      "99754c07ea3816c821ee236155510562a37709a855cdb565c427895e2bac8453"),
     ('{"callId":"call_2","host":"protocol","input":{"m":"\u2028","n":0.5},"tool":"T"}',
      "f22a33b38404d690a507afc6454aefc63c18035ec1e394ae344568ba47fc8242"),
+    ('{"callId":"call_3","host":"protocol","input":{"ok":[0.5,1e+16,9.223372036854776e+18,'
+     '18446744073709551615],"small":[1e-07,1e-05,5e-324,9.999999999999999e-05]},"tool":"T"}',
+     "ddcdf1aabe6dc0c56a00bfc4aef79de818b3803955a327bba51f37da23dc62d3"),
 ]
 
 
@@ -308,6 +325,10 @@ def test_stored_bytes_and_hashes_are_those_written_before() -> None:  # EL-4, is
                                        "z": {"b": None, "a": [True, -(2**64)]}}),
         CATALOG["ToolCallRequested"](  # type: ignore[call-arg]
             call_id="call_2", tool="T", host="protocol", input={"n": 0.5, "m": "\u2028"}),
+        CATALOG["ToolCallRequested"](  # type: ignore[call-arg]
+            call_id="call_3", tool="T", host="protocol",
+            input={"small": [1e-07, 1e-05, 5e-324, 9.999999999999999e-05],
+                   "ok": [0.5, 1e16, 2.0**63, 2**64 - 1]}),
     ]
     prev = GENESIS_HASH
     for seq, (event, (text, digest)) in enumerate(zip(events, GOLDEN, strict=True), 1):
