@@ -4,7 +4,8 @@
 from outside and :data:`EVENT_MAX_DEPTH` for a stored payload, and :func:`loads_json` is the
 edges' strict decoder (SPEC EG-1). :func:`canonical_json` and :func:`envelope_hash` give the
 per-session hash chain (SPEC EL-4); :func:`fast_encoder` and :func:`tree_encoder` write the same
-canonical text straight from pydantic's Rust serializer where that is exact.
+canonical text straight from pydantic's Rust serializer where that is exact. ``orjson`` writes
+and reads plain JSON where its bytes and values are exactly the standard library's (#24).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal, get_args, get_origin
 
+import orjson
 from pydantic import BaseModel
 from pydantic_core import to_json
 
@@ -34,6 +36,7 @@ __all__ = [
     "NotPlainJson",
     "canonical_json",
     "check_json",
+    "checked_canonical_json",
     "envelope_hash",
     "fast_encoder",
     "loads_json",
@@ -66,8 +69,40 @@ def _optional(value: str | None) -> str:
 
 
 def canonical_json(value: Any) -> str:
-    """Sorted keys, no spaces, UTF-8 text: equal values always give equal strings."""
+    """Sorted keys, no spaces, UTF-8 text: equal values always give equal strings.
+
+    Written by ``orjson`` when the value is plain JSON it writes byte for byte as the
+    standard library's encoder does (see :data:`_PLAIN`), by that encoder otherwise (and it
+    raises what it raises: ``ValueError`` for ``NaN``, ``TypeError`` for other types)."""
+    if _sound(value, sys.maxsize) == _PLAIN:
+        return _plain_canonical(value)
     return _dumps(value)
+
+
+def checked_canonical_json(value: Any, *, max_depth: int) -> str:
+    """:func:`check_json` then :func:`canonical_json` of ``value``, with one walk of it when
+    it is sound (the general path of payload encoding)."""
+    kind = _sound(value, max_depth)
+    if kind == _PLAIN:
+        return _plain_canonical(value)
+    if not kind:
+        check_json(value, max_depth=max_depth)  # raises at the fault, or passes a type the
+    return _dumps(value)                        # fast walk does not know (the encoder decides)
+
+
+_orjson_dumps = orjson.dumps
+_orjson_loads = orjson.loads
+_SORT_KEYS = orjson.OPT_SORT_KEYS
+
+
+def _plain_canonical(value: Any) -> str:
+    """Canonical JSON of a value :func:`_sound` found :data:`_PLAIN`: ``orjson`` writes it
+    exactly as ``_dumps`` would, unless it refuses it (an integer past 64 bits, nesting past
+    its 255 levels), and then ``_dumps`` does."""
+    try:
+        return _orjson_dumps(value, option=_SORT_KEYS).decode("utf-8")
+    except TypeError:  # orjson.JSONEncodeError
+        return _dumps(value)
 
 
 _ENVELOPE = (
@@ -295,44 +330,67 @@ def _leaf_fault(value: Any) -> str | None:
     return None
 
 
-def _sound(value: Any, max_depth: int) -> bool:
+_SOUND = 1
+""":func:`_sound`: the value passes, and holds a float ``orjson`` may spell or read otherwise."""
+_PLAIN = 2
+""":func:`_sound`: the value passes and ``orjson`` writes it, and reads its text, exactly as
+the standard library does: only exact ``dict`` (``str`` keys), ``list``, ``tuple``, ``str``,
+``int``, ``bool``, ``None`` and floats that are ``0`` or of magnitude in [1e-4, 2**63)."""
+
+_ORJSON_FLOATS = (1e-4, 2.0**63)
+"""Nonzero floats of magnitude in this range are spelled alike by ``orjson`` and ``repr``
+(smaller ones differ: ``1e-07`` / ``1e-7``, ``1e-05`` / ``0.00001``), and ``orjson`` reads no
+integer token as a float in it (it reads integers past 64 bits as floats of 2**63 or more)."""
+
+
+def _sound(value: Any, max_depth: int) -> int:
     """Whether plain JSON ``value`` passes, checked fast: no paths kept, scalars checked where
-    they sit rather than pushed. ``False`` (a fault, or a type it does not know) sends the
-    value to the walk that finds the path."""
+    they sit rather than pushed. ``0`` (a fault, or a type it does not know) sends the
+    value to the walk that finds the path; a pass is :data:`_PLAIN` or :data:`_SOUND`."""
     stack = [(value, 1)]
     bound = _INT_BOUND
     isfinite = math.isfinite
+    low, high = _ORJSON_FLOATS
+    result = _PLAIN
+    if type(value) is float:
+        if not isfinite(value):
+            return 0
+        return _PLAIN if not value or low <= abs(value) < high else _SOUND
     while stack:
         item, depth = stack.pop()
         kind = type(item)
         if kind is dict:
             for key in item:
                 if type(key) is not str or (not key.isascii() and _unpaired(key)):
-                    return False
+                    return 0
             children: Any = item.values()
         elif kind is list or kind is tuple:
             children = item
         else:
-            return _leaf_fault(item) is None if depth == 1 else False
+            if _leaf_fault(item) is not None:
+                return 0
+            return _PLAIN if kind in _LEAVES else _SOUND  # a scalar of its own (depth 1)
         if depth > max_depth:
-            return False
+            return 0
         inner = depth + 1
         for child in children:
             kind = type(child)
             if kind is str:
                 if not child.isascii() and _unpaired(child):
-                    return False
+                    return 0
             elif kind is int:
                 if not -bound < child < bound:
-                    return False
+                    return 0
             elif kind is dict or kind is list or kind is tuple:
                 stack.append((child, inner))
             elif kind is float:
                 if not isfinite(child):
-                    return False
+                    return 0
+                if child and not low <= abs(child) < high:
+                    result = _SOUND
             elif child is not None and kind is not bool:
-                return False
-    return True
+                return 0
+    return result
 
 
 def check_json(value: Any, *, max_depth: int = INPUT_MAX_DEPTH, path: JsonPath = ()) -> None:
@@ -370,7 +428,21 @@ def check_json(value: Any, *, max_depth: int = INPUT_MAX_DEPTH, path: JsonPath =
 def loads_json(text: bytes | str, *, max_depth: int = INPUT_MAX_DEPTH) -> Any:
     """Decode JSON from outside and :func:`check_json` it: UTF-8 text only (a byte order mark
     is skipped); a refusal is :class:`JsonShapeError`, a syntax error
-    :class:`json.JSONDecodeError`."""
+    :class:`json.JSONDecodeError`.
+
+    ``orjson`` reads the text first; its value is the answer when :func:`_sound` finds it
+    :data:`_PLAIN` within ``max_depth`` (then the standard library's reading is equal to it,
+    key order included). Anything else (text ``orjson`` refuses: a syntax error, ``NaN``, a
+    lone surrogate, a byte order mark, nesting past 1,024; or a value that is not plain:
+    a fault, a float that may have been an integer past 64 bits) is read again below, exactly
+    as before."""
+    try:
+        fast = _orjson_loads(text)
+    except ValueError:  # orjson.JSONDecodeError, or a str it cannot encode as UTF-8
+        pass
+    else:
+        if _sound(fast, max_depth) == _PLAIN:
+            return fast
     if not isinstance(text, str):
         try:
             text = bytes(text).decode("utf-8-sig")
@@ -410,6 +482,12 @@ def loads_json(text: bytes | str, *, max_depth: int = INPUT_MAX_DEPTH) -> Any:
 # dict. The copy is exact only for plain JSON — ``str`` keys; ``str``, ``int``, ``bool`` and
 # ``None`` leaves; lists and dicts — so anything else (a float, whose digits the two writers may
 # spell differently; a tuple; a subclass) sends that one payload down the general path.
+#
+# ``orjson`` (issue 24) goes first on both paths where it is exact: the tree path hands it the
+# fields as they are when every one is an exact ``str``/``int``/``bool``/``None`` and every
+# free-form value is :data:`_PLAIN` (it sorts the keys itself, floats included); the general path
+# and :func:`canonical_json` hand it any value :func:`_sound` finds :data:`_PLAIN`. Whatever it
+# refuses (integers past 64 bits, lone surrogates, 255 levels) takes the path above, as before.
 
 _SCALARS: frozenset[Any] = frozenset({str, bool, int, type(None)})
 _SEQUENCES: frozenset[Any] = frozenset({tuple, list})
@@ -531,14 +609,30 @@ def tree_encoder(
         return None
     plan = sorted(((f.alias or n), n, n in trees, f.exclude_if) for n, f in fields)
 
+    leaves = _LEAVES
+    sound = _sound
+    no_limit = sys.maxsize
+
     def encode(instance: Any) -> str:
+        raw = {}
+        plain = True
+        for wire, name, tree, left_out in plan:
+            value = getattr(instance, name)
+            if left_out is not None and left_out(value):
+                continue  # what pydantic's own writer leaves out (``exclude_if``)
+            raw[wire] = value
+            if plain and type(value) not in leaves and (
+                not tree or sound(value, no_limit) != _PLAIN
+            ):
+                plain = False  # a nested model, or free-form JSON orjson may write otherwise
+        if plain:  # exact str/int/bool/None fields and plain free-form JSON: orjson is exact
+            try:
+                return _orjson_dumps(raw, option=_SORT_KEYS).decode("utf-8")
+            except TypeError:  # an integer past 64 bits, a lone surrogate, 255 levels
+                pass
         try:
-            data = {}
-            for wire, name, tree, left_out in plan:
-                value = getattr(instance, name)
-                if left_out is not None and left_out(value):
-                    continue  # what pydantic's own writer leaves out (``exclude_if``)
-                data[wire] = sorted_tree(value) if tree else value
+            data = {wire: sorted_tree(raw[wire]) if tree else raw[wire]
+                    for wire, _name, tree, _left_out in plan if wire in raw}
         except NotPlainJson:
             return fallback(instance)
         return to_json(data, by_alias=True).decode("utf-8")

@@ -25,8 +25,8 @@ from .catalog import CATALOG, Event
 from .encoding import (
     EVENT_MAX_DEPTH,
     JsonShapeError,
-    canonical_json,
     check_json,
+    checked_canonical_json,
     envelope_hash,
     fast_encoder,
     tree_encoder,
@@ -205,8 +205,7 @@ _encoders: dict[type[Event], tuple[Callable[[Any], str], tuple[tuple[str, str], 
 
 def _general_encode(event: Any) -> str:
     data = event.model_dump(mode="json", by_alias=True, exclude=_NO_TYPE)
-    check_json(data, max_depth=EVENT_MAX_DEPTH)  # any text in it, whatever its field
-    return canonical_json(data)
+    return checked_canonical_json(data, max_depth=EVENT_MAX_DEPTH)  # any text, any field
 
 
 def _holds_any(annotation: Any) -> bool:
