@@ -389,11 +389,16 @@ class ChangeWatcher:
     # -- the loop ---------------------------------------------------------------------------
 
     def _on_commit(self, events: Sequence[RecordedEvent]) -> None:
-        # on the committing thread: only schedule a wake
+        # on the committing thread: only schedule a wake, and none for sessions nobody watches
+        # (``_changes`` tells nothing of a session not in ``_seen``; a watch that starts as this
+        # commit lands reads its version after it, or the next mark or poll finds it)
         loop = self._loop
-        if loop is None:
+        seen = self._seen
+        if loop is None or not seen:
             return
-        sessions = {e.session_id for e in events}
+        sessions = {e.session_id for e in events if e.session_id in seen}
+        if not sessions:
+            return
         try:
             loop.call_soon_threadsafe(self._mark, sessions)
         except RuntimeError:  # the loop closed during shutdown
