@@ -54,8 +54,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-import httpx
-import psutil
+# Run as a script, this file's directory comes first on sys.path and holds ``http.py``, which
+# would shadow the standard library's ``http`` package (httpx imports ``http.client``).
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import httpx  # noqa: E402
+import psutil  # noqa: E402
 
 TARGET_MS = 100.0
 TODO_EVENTS = 4  # ToolCallRequested, PermissionDecided, TodosWritten, ToolCallCompleted
