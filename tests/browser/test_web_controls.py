@@ -88,6 +88,11 @@ def test_shift_tab_on_a_control_moves_the_focus_and_on_the_page_cycles_the_mode(
         sid = create_session(http)
         _open(page, web_server, sid)
         badge = page.locator("#mode-badge")
+        # the list redraws on every new session: a focused link keeps the focus
+        page.locator(f".session-link[data-session-id='{sid}']").focus()
+        other = create_session(http)
+        expect(page.locator(f".session-link[data-session-id='{other}']")).to_have_count(1)
+        assert page.evaluate("document.activeElement.dataset.sessionId") == sid
         for control in (page.locator(".mode-button[data-mode='yolo']"),
                         page.locator(f".session-link[data-session-id='{sid}']"),
                         page.locator("#delete-session"), page.locator("#audit-again")):

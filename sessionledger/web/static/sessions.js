@@ -129,6 +129,9 @@ export class SessionList {
       fill(this.listEl, h('li', { class: 'empty' }, 'No sessions yet.'));
       return;
     }
+    // A redraw replaces the links: a keyboard user's focus stays on the session it was on.
+    const focused = this.listEl.contains(document.activeElement)
+      ? document.activeElement.dataset.sessionId : undefined;
     fill(this.listEl, this.sessions.map((s) => h('li', {},
       h('a', {
         href: `#/sessions/${encodeURIComponent(s.sessionId)}`, class: 'session-link',
@@ -145,6 +148,11 @@ export class SessionList {
         class: 'session-client', dataset: { client: s.client },
         title: s.externalSessionId ? `${s.client} session ${s.externalSessionId}` : s.client,
       }, clientName(s.client)) : null))));
+    if (focused !== undefined) {
+      const again = [...this.listEl.querySelectorAll('.session-link')]
+        .find((link) => link.dataset.sessionId === focused);
+      if (again) again.focus();
+    }
   }
 }
 
