@@ -721,6 +721,8 @@ def render(
          ("async1", SL), 5.0),
         (f"(for comparison) {w} coroutines / {w} threads", ("asyncN", SL), ("groupN", SL),
          None),
+        (f"(for comparison) {w} coroutines / 1 thread writer", ("asyncN", SL), ("group1", SL),
+         None),
     ]
     if args.db:
         ratios += [

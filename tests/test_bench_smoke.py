@@ -200,7 +200,8 @@ def test_scale_bench_audit_and_bulk_quick_print_their_ratios(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr + done.stdout
     out = done.stdout
     for text in ("typed replay (read_all)", "audit (every session)", "rebuild every read model",
-                 "audit / replay time", "bulk append at"):
+                 "audit / replay time", "bulk append at", "(anchor) plain sqlite3 rows",
+                 "time added per event at"):
         assert text in out
     assert out.count("PASS") + out.count("MISS") == 2
     assert not list(tmp_path.iterdir()), "scratch files left behind"
