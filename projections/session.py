@@ -176,12 +176,22 @@ def _mode_changed(summary: SessionSummary | None, event: RecordedEvent) -> Sessi
 def _goal_started(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
     data = event.data
     assert isinstance(data, GoalStarted)
-    return None if summary is None else replace(summary, goal=data.objective)
+    return None if summary is None else _with_goal(summary, data.objective)
 
 
 def _goal_ended(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
     assert isinstance(event.data, GoalEnded)
-    return None if summary is None else replace(summary, goal=None)
+    return None if summary is None else _with_goal(summary, None)
+
+
+def _with_goal(summary: SessionSummary, goal: str | None) -> SessionSummary:
+    return SessionSummary(  # not dataclasses.replace: goals come and go often
+        summary.session_id, summary.version, summary.last_position, summary.workspace,
+        summary.host, summary.parent_session_id, summary.mode, summary.plan_enabled, goal,
+        summary.created_at, summary.updated_at, summary.deleted, summary.todos_seq,
+        summary.todos_updated_at, summary.client, summary.external_session_id,
+        summary.first_message, summary.waiting,
+    )
 
 
 def _deleted(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
@@ -497,13 +507,14 @@ TurnApplier = Callable[[TurnCounters, RecordedEvent], TurnCounters]
 def _turn_mode_changed(counters: TurnCounters, event: RecordedEvent) -> TurnCounters:
     data = event.data
     assert isinstance(data, SessionModeChanged)
+    # Not dataclasses.replace: a mode change is a common event.
     if data.plan_enabled and not counters.plan_enabled:
         # A new Plan period: counted afresh (full reminder first); a pending exit is void.
-        return replace(counters, plan_enabled=True, plan_reminders=0,
-                       users_since_plan_reminder=0, plan_exit_armed=False)
+        return TurnCounters(counters.session_id, counters.assistant_since_todo, True, 0, 0,
+                            False, counters.compacted)
     if counters.plan_enabled and not data.plan_enabled:
-        return replace(counters, plan_enabled=False, plan_reminders=0,
-                       users_since_plan_reminder=0, plan_exit_armed=True)
+        return TurnCounters(counters.session_id, counters.assistant_since_todo, False, 0, 0,
+                            True, counters.compacted)
     return counters
 
 

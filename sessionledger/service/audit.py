@@ -360,10 +360,11 @@ def audit_session(store: EventStore, projections: Projections, session_id: str) 
         return _audit_listed(store, projections, chain, None)
     fresh = SessionFold(projections)
     log = _LogReader()
+    fold, read = fresh.see, log.see
     try:
         for event in stream:
-            fresh.see(event)
-            log.see(event)
+            fold(event)
+            read(event)
     except Exception:  # whatever it is, the old way meets it as it always did
         return _audit_listed(store, projections, *store.verify_and_read(session_id))
     differences = _differences(session_id, lambda: fresh.differences(store, session_id))
