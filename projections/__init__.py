@@ -232,12 +232,17 @@ class SessionFold:
         )
         self._doc_types = frozenset().union(*(view.types for view in views))
         self._timers: dict[str, TimerRow | None] = {}
+        self._messages_summary_only = "MessageRecorded" not in (
+            self._doc_types | TODO_EVENTS | TIMER_EVENTS
+        )
 
     def see(self, event: RecordedEvent) -> None:
         """Fold ``event``, the session's next."""
         self._summary.see(event)
         self._turns.see(event)
         kind = event.type
+        if kind == "MessageRecorded" and self._messages_summary_only:
+            return  # most of a log: only the summary and the counters fold it
         if kind in self._doc_types:
             for view, fresh in self._docs:
                 if kind in view.types:  # what the view folds inline (DocProjection.apply)

@@ -360,11 +360,12 @@ def audit_session(store: EventStore, projections: Projections, session_id: str) 
         return _audit_listed(store, projections, chain, None)
     fresh = SessionFold(projections)
     log = _LogReader()
-    fold, read = fresh.see, log.see
+    fold, read, passive = fresh.see, log.see, _PASSIVE_TYPES
     try:
         for event in stream:
             fold(event)
-            read(event)
+            if event.type not in passive:
+                read(event)
     except Exception:  # whatever it is, the old way meets it as it always did
         return _audit_listed(store, projections, *store.verify_and_read(session_id))
     differences = _differences(session_id, lambda: fresh.differences(store, session_id))
