@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,10 @@ from .envelope import RawRow, RecordedEvent, decode_rows
 from .errors import EventLogError
 from .upcasting import UpcasterRegistry
 
-__all__ = ["ChainReport", "verified_events", "verify_chain"]
+__all__ = [
+    "DECODE_FAILURES", "ChainReport", "listed", "verified_events", "verified_stream",
+    "verify_chain",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +191,44 @@ def verify_chain(
     return ChainReport(session_id, count)
 
 
+def verified_stream(
+    session_id: str,
+    rows: list[tuple[Any, ...]],
+    *,
+    head: tuple[int, str] | None,
+    upcasters: UpcasterRegistry,
+) -> tuple[ChainReport, Iterator[RecordedEvent] | None]:
+    """The chain check of a session's raw rows (as ``raw_session`` gives them) and, when the
+    chain holds, the typed events decoded from the same rows one at a time, as the caller
+    takes them: a row that cannot be decoded the way ``read_session`` would decode it (an
+    unknown schema version) raises there (:data:`DECODE_FAILURES`). ``None`` instead of
+    events when the chain is broken. An audit folds the events as they come, so it holds no
+    list of them (issue 24)."""
+    report = verify_chain(session_id, rows, head=head)
+    if not report.ok:
+        return report, None
+    sound: list[RawRow] = rows  # checked column by column above
+    return report, decode_rows(sound, upcasters=upcasters)
+
+
+DECODE_FAILURES = (EventLogError, ValueError, TypeError, LookupError, RecursionError)
+"""What decoding a soundly chained row may raise (:func:`verified_stream`)."""
+
+
+def listed(
+    checked: tuple[ChainReport, Iterator[RecordedEvent] | None],
+) -> tuple[ChainReport, list[RecordedEvent] | None]:
+    """:func:`verified_stream`'s answer with the events in a list; ``None`` instead when one
+    cannot be decoded without an error (the caller then reads the session as before)."""
+    report, stream = checked
+    if stream is None:
+        return report, None
+    try:
+        return report, list(stream)
+    except DECODE_FAILURES:
+        return report, None
+
+
 def verified_events(
     session_id: str,
     rows: list[tuple[Any, ...]],
@@ -205,11 +246,4 @@ def verified_events(
     the caller then reads the session as before, so a damaged log is reported exactly as
     ever (issue 24: ``audit`` reads each sound session once).
     """
-    report = verify_chain(session_id, rows, head=head)
-    if not report.ok:
-        return report, None
-    sound: list[RawRow] = rows  # checked column by column above
-    try:
-        return report, list(decode_rows(sound, upcasters=upcasters))
-    except (EventLogError, ValueError, TypeError, LookupError, RecursionError):
-        return report, None
+    return listed(verified_stream(session_id, rows, head=head, upcasters=upcasters))

@@ -20,7 +20,7 @@ from .appending import (
     Subscribers,
     write_group,
 )
-from .chain import ChainReport, verified_events, verify_chain
+from .chain import ChainReport, listed, verified_stream, verify_chain
 from .encoding import GENESIS_HASH
 from .envelope import (
     AppendResult,
@@ -191,8 +191,14 @@ class MemoryEventStore(GroupAppends):
         self, session_id: str
     ) -> tuple[ChainReport, list[RecordedEvent] | None]:
         """:func:`~eventlog.chain.verified_events` over one read of the session's rows."""
+        return listed(self.verify_and_stream(session_id))
+
+    def verify_and_stream(
+        self, session_id: str
+    ) -> tuple[ChainReport, Iterator[RecordedEvent] | None]:
+        """:func:`~eventlog.chain.verified_stream` over one read of the session's rows."""
         head = self.session_head(session_id)
-        return verified_events(
+        return verified_stream(
             session_id, list(self.raw_session(session_id)),
             head=(head.version, head.head_hash) if head else None, upcasters=self._upcasters,
         )

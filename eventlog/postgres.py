@@ -26,7 +26,7 @@ from .appending import (
     Subscribers,
     write_group,
 )
-from .chain import ChainReport, verified_events, verify_chain
+from .chain import ChainReport, listed, verified_stream, verify_chain
 from .encoding import GENESIS_HASH
 from .envelope import (
     AppendResult,
@@ -417,9 +417,15 @@ class PostgresEventStore(GroupAppends):
         self, session_id: str
     ) -> tuple[ChainReport, list[RecordedEvent] | None]:
         """:func:`~eventlog.chain.verified_events` over one read of the session's rows."""
+        return listed(self.verify_and_stream(session_id))
+
+    def verify_and_stream(
+        self, session_id: str
+    ) -> tuple[ChainReport, Iterator[RecordedEvent] | None]:
+        """:func:`~eventlog.chain.verified_stream` over one read of the session's rows."""
         head = self._head_row(session_id)
         recorded = (int(head[0]), head[1]) if head else None
-        return verified_events(session_id, list(self.raw_session(session_id)), head=recorded,
+        return verified_stream(session_id, list(self.raw_session(session_id)), head=recorded,
                                upcasters=self._upcasters)
 
     def _head_row(self, session_id: str) -> Any:

@@ -31,7 +31,7 @@ from .appending import (
     Subscribers,
     write_group,
 )
-from .chain import ChainReport, verified_events, verify_chain
+from .chain import ChainReport, listed, verified_stream, verify_chain
 from .encoding import GENESIS_HASH
 from .envelope import (
     AppendResult,
@@ -463,18 +463,24 @@ class SQLiteEventStore(GroupAppends):
     def verify_and_read(
         self, session_id: str
     ) -> tuple[ChainReport, list[RecordedEvent] | None]:
-        """:func:`~eventlog.chain.verified_events` over one read of the session's rows: the
+        """:func:`~eventlog.chain.verified_events` over one read of the session's rows."""
+        return listed(self.verify_and_stream(session_id))
+
+    def verify_and_stream(
+        self, session_id: str
+    ) -> tuple[ChainReport, Iterator[RecordedEvent] | None]:
+        """:func:`~eventlog.chain.verified_stream` over one read of the session's rows: the
         rows of :meth:`raw_session`, fetched whole as ``str`` (as bytes only where the text
         is not UTF-8, like every read: no per-value text callback on a sound page)."""
         head = self._head_row(session_id)
         rows = self._read(lambda conn: fetch_rows(conn, _SESSION_ROWS, (session_id,)))
-        checked = verified_events(session_id, rows, head=head, upcasters=self._upcasters)
+        checked = verified_stream(session_id, rows, head=head, upcasters=self._upcasters)
         if checked[0].ok:
             return checked
         # Read in index order, a damaged row may sit elsewhere than raw_session puts it: the
         # report is the one of raw_session's order (a sound chain is the same in both).
         rows = self._read(lambda conn: fetch_rows(conn, _RAW_SESSION, (session_id,)))
-        return verified_events(session_id, rows, head=head, upcasters=self._upcasters)
+        return verified_stream(session_id, rows, head=head, upcasters=self._upcasters)
 
     def _head_row(self, session_id: str) -> Any:
         return self._read(lambda conn: conn.execute(

@@ -21,7 +21,14 @@ from eventlog import (
 )
 
 from .pg_tables import PgDocTable, PgSummaryTable, PgTimerTable, PgTodoTable
-from .session import ExecutionStateProjection, TurnCounters, TurnCountersProjection, fold
+from .session import (
+    ExecutionStateProjection,
+    SummaryFold,
+    TurnCounters,
+    TurnCountersProjection,
+    TurnFold,
+    fold,
+)
 from .tables import (
     Doc,
     MemoryDocTable,
@@ -39,20 +46,26 @@ from .tables import (
 )
 from .tools import (
     INTERACTION_EVENTS,
+    TIMER_EVENTS,
+    TODO_EVENTS,
     DocProjection,
     InteractionTimersProjection,
+    TodoFold,
     TodoProjection,
     ToolRecordsProjection,
     call_key,
     fold_call,
     fold_interaction,
+    fold_timers,
     todo_differences,
+    todo_differences_of,
 )
 
 __all__ = [
     "ExecutionStateProjection",
     "InteractionTimersProjection",
     "Projections",
+    "SessionFold",
     "SessionSummary",
     "TodoProjection",
     "ToolRecordsProjection",
@@ -193,7 +206,7 @@ def compare_session(
         fold(events), projections.summary(store, session_id), session_id
     )
     for view in (projections.tool_calls, projections.interactions, projections.records):
-        differences += _doc_differences(store, view, events, session_id)
+        differences += _doc_differences(store, view, _doc_fold(view, events), session_id)
     differences += todo_differences(store, projections.todos, events, session_id)
     stored_turns = projections.turn_counters(store, session_id)
     differences += projections.turns.differences(stored_turns, events, session_id)
@@ -202,12 +215,74 @@ def compare_session(
     return differences
 
 
-def _doc_differences(
-    store: EventStore, view: DocProjection, events: Sequence[RecordedEvent], session_id: str
-) -> list[str]:
+class SessionFold:
+    """Every read model of one session folded afresh from its events, one event at a time:
+    :func:`compare_session` for a caller that folds each event as it decodes it and holds no
+    list of them (an audit, issue 24). :meth:`differences` reads the stored models in the
+    order :func:`compare_session` reads them and gives the same list."""
+
+    def __init__(self, projections: Projections) -> None:
+        self._projections = projections
+        self._summary = SummaryFold()
+        self._turns = TurnFold()
+        self._todos = TodoFold()
+        views = (projections.tool_calls, projections.interactions, projections.records)
+        self._docs: tuple[tuple[DocProjection, dict[str, Doc | None]], ...] = tuple(
+            (view, {}) for view in views
+        )
+        self._doc_types = frozenset().union(*(view.types for view in views))
+        self._timers: dict[str, TimerRow | None] = {}
+        self._messages_summary_only = "MessageRecorded" not in (
+            self._doc_types | TODO_EVENTS | TIMER_EVENTS
+        )
+
+    def see(self, event: RecordedEvent) -> None:
+        """Fold ``event``, the session's next."""
+        self._summary.see(event)
+        self._turns.see(event)
+        kind = event.type
+        if kind == "MessageRecorded" and self._messages_summary_only:
+            return  # most of a log: only the summary and the counters fold it
+        if kind in self._doc_types:
+            for view, fresh in self._docs:
+                if kind in view.types:  # what the view folds inline (DocProjection.apply)
+                    view.fold(fresh, event)
+        if kind in TODO_EVENTS:
+            self._todos.see(event)
+        if kind in TIMER_EVENTS:
+            fold_timers(self._timers, event)
+
+    def differences(self, store: EventStore, session_id: str) -> list[str]:
+        """The stored read models of ``session_id`` against the events folded so far."""
+        projections = self._projections
+        differences = _summary_differences(
+            self._summary.result(), projections.summary(store, session_id), session_id
+        )
+        for view, fresh in self._docs:
+            differences += _doc_differences(store, view, fresh, session_id)
+        differences += todo_differences_of(store, projections.todos, self._todos.lists,
+                                           session_id)
+        stored_turns = projections.turn_counters(store, session_id)
+        differences += projections.turns.differences_of(
+            stored_turns, self._turns.result(), session_id
+        )
+        if projections.timers is not None:
+            differences += projections.timers.differences_of(store, self._timers, session_id)
+        return differences
+
+
+def _doc_fold(view: DocProjection, events: Sequence[RecordedEvent]) -> dict[str, Doc | None]:
     fresh: dict[str, Doc | None] = {}
+    fold, types = view.fold, view.types
     for event in events:
-        view.fold(fresh, event)
+        if event.type in types:  # what the view folds inline (DocProjection.apply)
+            fold(fresh, event)
+    return fresh
+
+
+def _doc_differences(
+    store: EventStore, view: DocProjection, fresh: dict[str, Doc | None], session_id: str
+) -> list[str]:
     stored = {d.key: d for d in store.read_view(lambda tx: view.of_session(tx, session_id))}
     return [
         f"{view.name}: {key} differs from the log"

@@ -71,9 +71,11 @@ __all__ = [
     "TURN_EVENTS",
     "ChainCache",
     "ExecutionStateProjection",
+    "SummaryFold",
     "SummaryMemory",
     "TurnCounters",
     "TurnCountersProjection",
+    "TurnFold",
     "apply_event",
     "apply_turn_event",
     "fold",
@@ -174,12 +176,22 @@ def _mode_changed(summary: SessionSummary | None, event: RecordedEvent) -> Sessi
 def _goal_started(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
     data = event.data
     assert isinstance(data, GoalStarted)
-    return None if summary is None else replace(summary, goal=data.objective)
+    return None if summary is None else _with_goal(summary, data.objective)
 
 
 def _goal_ended(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
     assert isinstance(event.data, GoalEnded)
-    return None if summary is None else replace(summary, goal=None)
+    return None if summary is None else _with_goal(summary, None)
+
+
+def _with_goal(summary: SessionSummary, goal: str | None) -> SessionSummary:
+    return SessionSummary(  # not dataclasses.replace: goals come and go often
+        summary.session_id, summary.version, summary.last_position, summary.workspace,
+        summary.host, summary.parent_session_id, summary.mode, summary.plan_enabled, goal,
+        summary.created_at, summary.updated_at, summary.deleted, summary.todos_seq,
+        summary.todos_updated_at, summary.client, summary.external_session_id,
+        summary.first_message, summary.waiting,
+    )
 
 
 def _deleted(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
@@ -262,18 +274,41 @@ def apply_event(summary: SessionSummary | None, event: RecordedEvent) -> Session
 
 def fold(events: Iterable[RecordedEvent]) -> SessionSummary | None:
     """A fresh fold of one session's events (audits compare the table with this): what
-    :func:`apply_event` over each gives, stamped once with the last event rather than at every
-    event (no applier reads the stamped version, position or time, and each stamp overwrites
-    the one before; the appliers of most events return the summary as it is)."""
-    summary: SessionSummary | None = None
-    appliers = APPLIERS
-    last: RecordedEvent | None = None
+    :func:`apply_event` over each gives (:class:`SummaryFold`)."""
+    folding = SummaryFold()
+    see = folding.see
     for event in events:
-        last = event
-        applier = appliers.get(event.type)
+        see(event)
+    return folding.result()
+
+
+class SummaryFold:
+    """:func:`fold` one event at a time (an audit folds each event into every read model as
+    it decodes it). Stamped once with the last event rather than at every event (no applier
+    reads the stamped version, position or time, and each stamp overwrites the one before;
+    the appliers of most events return the summary as it is)."""
+
+    __slots__ = ("_last", "_summary")
+
+    def __init__(self) -> None:
+        self._summary: SessionSummary | None = None
+        self._last: RecordedEvent | None = None
+
+    def see(self, event: RecordedEvent) -> None:
+        self._last = event
+        kind = event.type
+        summary = self._summary
+        if kind == "MessageRecorded" and (
+            summary is None or summary.first_message is not None or summary.deleted
+        ):
+            return  # what _first_message leaves as it is, without the call
+        applier = APPLIERS.get(kind)
         if applier is not None:
-            summary = applier(summary, event)
-    return None if summary is None or last is None else _stamped(summary, last)
+            self._summary = applier(summary, event)
+
+    def result(self) -> SessionSummary | None:
+        summary, last = self._summary, self._last
+        return None if summary is None or last is None else _stamped(summary, last)
 
 
 class ExecutionStateProjection(TableBacked[SummaryTable]):
@@ -472,13 +507,14 @@ TurnApplier = Callable[[TurnCounters, RecordedEvent], TurnCounters]
 def _turn_mode_changed(counters: TurnCounters, event: RecordedEvent) -> TurnCounters:
     data = event.data
     assert isinstance(data, SessionModeChanged)
+    # Not dataclasses.replace: a mode change is a common event.
     if data.plan_enabled and not counters.plan_enabled:
         # A new Plan period: counted afresh (full reminder first); a pending exit is void.
-        return replace(counters, plan_enabled=True, plan_reminders=0,
-                       users_since_plan_reminder=0, plan_exit_armed=False)
+        return TurnCounters(counters.session_id, counters.assistant_since_todo, True, 0, 0,
+                            False, counters.compacted)
     if counters.plan_enabled and not data.plan_enabled:
-        return replace(counters, plan_enabled=False, plan_reminders=0,
-                       users_since_plan_reminder=0, plan_exit_armed=True)
+        return TurnCounters(counters.session_id, counters.assistant_since_todo, False, 0, 0,
+                            True, counters.compacted)
     return counters
 
 
@@ -549,11 +585,61 @@ def apply_turn_event(counters: TurnCounters | None, event: RecordedEvent) -> Tur
 
 
 def fold_turns(events: Iterable[RecordedEvent]) -> TurnCounters | None:
-    """A fresh fold of one session's events (audits compare the table with this)."""
-    counters: TurnCounters | None = None
+    """A fresh fold of one session's events (audits compare the table with this): what
+    :func:`apply_turn_event` over each gives (:class:`TurnFold`)."""
+    folding = TurnFold()
+    see = folding.see
     for event in events:
-        counters = apply_turn_event(counters, event)
-    return counters
+        see(event)
+    return folding.result()
+
+
+class TurnFold:
+    """:func:`fold_turns` one event at a time. A message only adds one to a count
+    (:func:`_message`), so a run of messages is counted, then added at once before the next
+    other event and at the end, instead of a new ``TurnCounters`` per message (issue 24)."""
+
+    __slots__ = ("_assistants", "_counters", "_users")
+
+    def __init__(self) -> None:
+        self._counters: TurnCounters | None = None
+        self._assistants = 0
+        self._users = 0
+
+    def see(self, event: RecordedEvent) -> None:
+        kind = event.type
+        if kind == "MessageRecorded":
+            if self._counters is not None:
+                data = event.data
+                assert isinstance(data, MessageRecorded)
+                role = data.role
+                if role == "assistant":
+                    if not data.continuation:
+                        self._assistants += 1
+                elif role == "user" and data.kind == "real":
+                    self._users += 1
+            return
+        if kind in TURN_EVENTS:
+            self._counters = apply_turn_event(self.result(), event)
+
+    def result(self) -> TurnCounters | None:
+        """The counters so far (the messages counted since the last other event added)."""
+        if self._assistants or self._users:
+            self._counters = _counted(self._counters, self._assistants, self._users)
+            self._assistants = self._users = 0
+        return self._counters
+
+
+def _counted(counters: TurnCounters | None, assistants: int, users: int) -> TurnCounters | None:
+    """``counters`` after ``assistants`` and ``users`` messages :func:`_message` counts."""
+    if counters is None:
+        return None
+    return TurnCounters(
+        counters.session_id, counters.assistant_since_todo + assistants,
+        counters.plan_enabled, counters.plan_reminders,
+        counters.users_since_plan_reminder + users, counters.plan_exit_armed,
+        counters.compacted,
+    )
 
 
 def _counters_doc(counters: TurnCounters, seq: int) -> Doc:
@@ -625,7 +711,11 @@ class TurnCountersProjection(TableBacked[DocTable]):
     def differences(self, stored: TurnCounters | None, events: Sequence[RecordedEvent],
                     session_id: str) -> list[str]:
         """How ``stored`` differs from a fresh fold of the session's ``events`` (audit)."""
-        fresh = fold_turns(events)
+        return self.differences_of(stored, fold_turns(events), session_id)
+
+    def differences_of(self, stored: TurnCounters | None, fresh: TurnCounters | None,
+                       session_id: str) -> list[str]:
+        """How ``stored`` differs from ``fresh``, the session's counters folded afresh."""
         if fresh == stored:
             return []
         if fresh is None or stored is None:

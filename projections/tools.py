@@ -109,6 +109,7 @@ __all__ = [
     "TODO_EVENTS",
     "DocProjection",
     "InteractionTimersProjection",
+    "TodoFold",
     "TodoProjection",
     "ToolRecordsProjection",
     "as_item",
@@ -130,6 +131,7 @@ __all__ = [
     "setting_history",
     "timers_of",
     "todo_differences",
+    "todo_differences_of",
 ]
 
 
@@ -565,8 +567,16 @@ class InteractionTimersProjection(TableBacked[TimerTable]):
     ) -> list[str]:
         """The stored row against a fresh fold of the stream's ``events`` (for audits)."""
         fresh: dict[str, TimerRow | None] = {}
+        types = TIMER_EVENTS  # what fold_timers folds (FOLDS)
         for event in events:
-            fold_timers(fresh, event)
+            if event.type in types:
+                fold_timers(fresh, event)
+        return self.differences_of(store, fresh, session_id)
+
+    def differences_of(
+        self, store: EventStore, fresh: dict[str, TimerRow | None], session_id: str
+    ) -> list[str]:
+        """The stored row against ``fresh``, the rows :func:`fold_timers` folded afresh."""
         stored = store.read_view(lambda tx: self.get(tx, session_id))
         if fresh.get(session_id) == stored:
             return []
@@ -695,24 +705,38 @@ def rows_for(session_id: str, todos: Sequence[TodoItemData]) -> list[TodoRow]:
 
 def fold_todos(events: Iterable[RecordedEvent]) -> dict[str, list[TodoRow]]:
     """A fresh fold: the rows of every live, created session (audits compare with this)."""
-    lists: dict[str, list[TodoRow]] = {}
-    deleted: set[str] = set()
+    folding = TodoFold()
+    see = folding.see
     for event in events:
+        see(event)
+    return folding.lists
+
+
+class TodoFold:
+    """:func:`fold_todos` one event at a time; ``lists`` holds the rows so far."""
+
+    __slots__ = ("_deleted", "lists")
+
+    def __init__(self) -> None:
+        self.lists: dict[str, list[TodoRow]] = {}
+        self._deleted: set[str] = set()
+
+    def see(self, event: RecordedEvent) -> None:
         kind = event.type
         if kind not in TODO_EVENTS:
-            continue
+            return
+        lists = self.lists
         sid = event.session_id
         if kind == "SessionCreated":
             lists.setdefault(sid, [])
         elif kind == "SessionDeleted":
             if sid in lists:
                 lists[sid] = []
-                deleted.add(sid)
-        elif sid in lists and sid not in deleted:
+                self._deleted.add(sid)
+        elif sid in lists and sid not in self._deleted:
             data = event.data
             assert isinstance(data, TodosWritten)
             lists[sid] = rows_for(sid, data.todos)
-    return lists
 
 
 def as_item(row: TodoRow) -> TodoItemData:
@@ -801,7 +825,15 @@ def todo_differences(
     session_id: str,
 ) -> list[str]:
     """Where the stored rows of ``session_id`` differ from a fresh fold of its ``events``."""
-    fresh = fold_todos(events).get(session_id, [])
+    return todo_differences_of(store, projection, fold_todos(events), session_id)
+
+
+def todo_differences_of(
+    store: EventStore, projection: TodoProjection, lists: dict[str, list[TodoRow]],
+    session_id: str,
+) -> list[str]:
+    """Where the stored rows of ``session_id`` differ from ``lists``, a fresh fold."""
+    fresh = lists.get(session_id, [])
     stored = store.read_view(lambda tx: projection.of_session(tx, session_id))
     if fresh == stored:
         return []

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from eventlog import (
+    CATALOG,
     ChainReport,
     EventLogError,
     EventStore,
@@ -37,7 +38,7 @@ from eventlog import (
     ToolCallRequested,
     Undecodable,
 )
-from projections import Projections, compare_session
+from projections import Projections, SessionFold, compare_session
 from statemachine.execution import ExecutionState
 
 from ..permission.authority import Call, PermissionRequest, primary_argument
@@ -204,6 +205,18 @@ def _question_texts(payload: Mapping[str, Any]) -> list[str]:
     return texts
 
 
+_SEEN = (
+    SessionCreated, SessionModeChanged, ToolCallRequested, ToolCallCompleted, TodosWritten,
+    InteractionRequested, InteractionResolved, PlanFileWriteFailed, Undecodable,
+)
+_PASSIVE_TYPES = frozenset(
+    name for name, cls in CATALOG.items() if not issubclass(cls, _SEEN)
+)
+"""Event types whose payload neither :class:`FindingsReader` nor :func:`log_findings` looks
+at (a payload's class is the catalog's class of its type): skipped by name, most of a log
+being messages (issue 24). A type not in the catalog is looked at."""
+
+
 def session_findings(events: Iterable[RecordedEvent]) -> tuple[Finding, ...]:
     """The findings of one session's events, in seq order (SPEC CC-10; the rules are
     :class:`FindingsReader`'s). Pure: no I/O."""
@@ -273,8 +286,15 @@ def projection_differences(
 
     A log or table that cannot be read is itself a difference, named, never a crash.
     """
+    return _differences(
+        session_id, lambda: compare_session(store, projections, session_id, events)
+    )
+
+
+def _differences(session_id: str, compare: Callable[[], list[str]]) -> tuple[str, ...]:
+    """``compare()``'s differences; a log or table it cannot read is one, named."""
     try:
-        return tuple(compare_session(store, projections, session_id, events))
+        return tuple(compare())
     except (StoreBusy, StoreClosed):
         raise
     except (EventLogError, ValueError, TypeError) as exc:
@@ -288,23 +308,40 @@ def log_findings(
     ``PlanFileWriteFailed`` as a note, each event the reader could not decode, and the
     session's findings (CC-10; as far as the log could be read). ``events`` are the session's
     events when already read; read here when ``None``."""
-    notes: list[str] = []
-    undecodable: list[UndecodableAt] = []
-    reader = FindingsReader()
+    reader = _LogReader()
     see = reader.see
     try:
         for e in store.read_session(session_id) if events is None else events:
             see(e)
-            data = e.data
-            if isinstance(data, PlanFileWriteFailed):
-                notes.append(f"seq {e.seq}: plan file {data.path} not written ({data.error})")
-            elif isinstance(data, Undecodable):
-                undecodable.append(UndecodableAt(e.seq, data.stored_type, data.reason))
     except (StoreBusy, StoreClosed):
         raise
     except (EventLogError, ValueError, TypeError):
         pass  # the projection half names what cannot be read
-    return tuple(notes), tuple(undecodable), reader.findings
+    return reader.result()
+
+
+class _LogReader:
+    """:func:`log_findings` one event at a time."""
+
+    __slots__ = ("_findings", "_notes", "_undecodable")
+
+    def __init__(self) -> None:
+        self._notes: list[str] = []
+        self._undecodable: list[UndecodableAt] = []
+        self._findings = FindingsReader()
+
+    def see(self, e: RecordedEvent) -> None:
+        if e.type in _PASSIVE_TYPES:
+            return
+        self._findings.see(e)
+        data = e.data
+        if isinstance(data, PlanFileWriteFailed):
+            self._notes.append(f"seq {e.seq}: plan file {data.path} not written ({data.error})")
+        elif isinstance(data, Undecodable):
+            self._undecodable.append(UndecodableAt(e.seq, data.stored_type, data.reason))
+
+    def result(self) -> tuple[tuple[str, ...], tuple[UndecodableAt, ...], tuple[Finding, ...]]:
+        return tuple(self._notes), tuple(self._undecodable), self._findings.findings
 
 
 def audit_session(store: EventStore, projections: Projections, session_id: str) -> AuditReport:
@@ -312,12 +349,37 @@ def audit_session(store: EventStore, projections: Projections, session_id: str) 
     events it cannot decode and the plan files it could not write.
 
     A session whose chain holds is read once (issue 24): the rows the chain check hashed are
-    decoded for the read-model comparison and the findings (:meth:`verify_and_read`). A broken
-    chain, or rows that do not decode without an error, take the reads they always took (the
-    chain from the raw rows, then the typed reads), so a damaged log reports as before."""
-    chain, events = store.verify_and_read(session_id)
+    decoded for the read-model comparison and the findings (:meth:`verify_and_stream`), each
+    event folded into every read model and the findings as it is decoded (no list of the
+    session's events is held). A broken chain takes the reads it always took (the chain from
+    the raw rows, then the typed reads), so a damaged log reports as before; so does a row
+    that does not decode without an error, or a fold that fails: the session is then audited
+    again the way it was before issue 24's single pass (:func:`_audit_listed`)."""
+    chain, stream = store.verify_and_stream(session_id)
+    if stream is None:
+        return _audit_listed(store, projections, chain, None)
+    fresh = SessionFold(projections)
+    log = _LogReader()
+    fold, read, passive = fresh.see, log.see, _PASSIVE_TYPES
+    try:
+        for event in stream:
+            fold(event)
+            if event.type not in passive:
+                read(event)
+    except Exception:  # whatever it is, the old way meets it as it always did
+        return _audit_listed(store, projections, *store.verify_and_read(session_id))
+    differences = _differences(session_id, lambda: fresh.differences(store, session_id))
+    report = AuditReport.from_chain(chain, differences)
+    notes, undecodable, findings = log.result()
+    return replace(report, notes=notes, undecodable=undecodable, findings=findings)
+
+
+def _audit_listed(
+    store: EventStore, projections: Projections, chain: ChainReport,
+    events: Sequence[RecordedEvent] | None,
+) -> AuditReport:
     report = AuditReport.from_chain(
-        chain, projection_differences(store, projections, session_id, events)
+        chain, projection_differences(store, projections, chain.session_id, events)
     )
     return _with_findings(store, report, events)
 
