@@ -14,6 +14,7 @@ leave (measured: RSS stayed ~70 MB above the baseline; pinned, ~25 MB, issue 19)
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import os
 import platform
@@ -101,6 +102,16 @@ def _stop_signals_end_serving(server: GracefulServer) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def _http_protocol() -> type[asyncio.Protocol] | str:
+    """httptools with a response's head and body in one write (:mod:`.onewrite`) when it is
+    installed, else uvicorn's choice."""
+    try:
+        from .onewrite import OneWriteHttpToolsProtocol
+    except ImportError:  # no httptools
+        return "auto"
+    return OneWriteHttpToolsProtocol
+
+
 def serve(settings: ServerSettings, *, service: SessionService) -> None:
     """Serve until a stop signal, then close the service's store; blocks."""
     configure_logging(names=("sessionledger", "uvicorn", "asyncio"))
@@ -114,7 +125,7 @@ def serve(settings: ServerSettings, *, service: SessionService) -> None:
         # uvicorn[standard]: httptools parses HTTP/1.1 and uvloop runs the loop when they are
         # installed (h11 and asyncio otherwise): a cheaper request path (issue 24).
         loop="auto",
-        http="auto",
+        http=_http_protocol(),
         # No route speaks WebSocket: an upgrade request is answered as plain HTTP, through
         # the same Host, Origin and token checks (the websockets package comes with
         # uvicorn[standard], and would otherwise take such requests past the middleware).
