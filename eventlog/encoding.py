@@ -40,6 +40,7 @@ __all__ = [
     "envelope_hash",
     "fast_encoder",
     "loads_json",
+    "plain_json_bytes",
     "qualifies",
     "session_hasher",
     "sorted_tree",
@@ -103,6 +104,23 @@ def _plain_canonical(value: Any) -> str:
         return _orjson_dumps(value, option=_SORT_KEYS).decode("utf-8")
     except TypeError:  # orjson.JSONEncodeError
         return _dumps(value)
+
+
+_ORJSON_MAX_DEPTH = 254
+"""Nesting ``orjson`` writes (it refuses past 255 levels)."""
+
+
+def plain_json_bytes(value: Any) -> bytes | None:
+    """``value`` as the standard library writes it with ``separators=(",", ":")`` and
+    ``ensure_ascii=False`` (keys in their order), UTF-8 encoded — written by ``orjson`` — when
+    it is plain (:data:`_PLAIN`: those bytes are then the same); ``None`` for anything else,
+    which the caller writes its own way (an HTTP answer, issue 24)."""
+    if _sound(value, _ORJSON_MAX_DEPTH) != _PLAIN:
+        return None
+    try:
+        return _orjson_dumps(value)
+    except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits
+        return None
 
 
 _ENVELOPE = (

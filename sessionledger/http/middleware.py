@@ -21,12 +21,14 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol
 
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from eventlog import loads_json, new_id
+from eventlog.encoding import plain_json_bytes
 
 from ..config import DEFAULT_PORTS, ServerSettings, parse_authority, parse_origin
 from ..errors import ForbiddenOrigin, MisdirectedRequest, SessionLedgerError, Unauthorized
@@ -460,3 +462,13 @@ class StrictJsonRoute(APIRoute):
 def api_router(**options: Any) -> APIRouter:
     """An ``APIRouter`` of :class:`StrictJsonRoute` routes; every router of the app is one."""
     return APIRouter(route_class=StrictJsonRoute, **options)
+
+
+class JSONAnswer(JSONResponse):
+    """Starlette's ``JSONResponse`` whose bytes ``orjson`` writes when they are the same (a
+    plain JSON value: :func:`eventlog.encoding.plain_json_bytes`), Starlette otherwise: the
+    answers of the routes that build their own response (issue 24)."""
+
+    def render(self, content: Any) -> bytes:
+        fast = plain_json_bytes(content)
+        return fast if fast is not None else super().render(content)

@@ -55,7 +55,7 @@ from ..service.sessions import (
 from ..service.settings import SettingsUpdate
 from ..service.turns import receipt
 from ..web import INDEX_FILE, STATIC_DIR
-from .middleware import api_router
+from .middleware import JSONAnswer, api_router
 from .schemas import (
     MAX_ID_CHARS,
     MAX_TEXT_CHARS,
@@ -475,7 +475,7 @@ def tool_routes(service: SessionService) -> APIRouter:
         run = on_loop if body.tool in LOOP_TOOLS else run_in_threadpool
         answer = await run(
             service.tools.call, session_id, body.tool, body.input, call_id=body.call_id)
-        return JSONResponse(answer.document, status_code=answer.status_code)
+        return JSONAnswer(answer.document, status_code=answer.status_code)
 
     @router.get(
         "/v1/sessions/{session_id}/tool-calls/{call_id}", response_model=None,
@@ -484,7 +484,7 @@ def tool_routes(service: SessionService) -> APIRouter:
     async def get_call(session_id: SessionIdPath, call_id: CallIdPath) -> JSONResponse:
         """The call document as it is now (``pending`` until resolved)."""
         answer = await on_loop(service.tools.get, session_id, call_id)
-        return JSONResponse(answer.document, status_code=200)
+        return JSONAnswer(answer.document, status_code=200)
 
     @router.post(
         "/v1/sessions/{session_id}/interactions/{interaction_id}/respond", response_model=None,
@@ -650,7 +650,7 @@ def turn_routes(service: SessionService) -> APIRouter:
             continuation=body.continuation,
             message_id=body.message_id,
         )
-        return JSONResponse(receipt(result), status_code=200 if result.replayed else 201)
+        return JSONAnswer(receipt(result), status_code=200 if result.replayed else 201)
 
     @router.post("/v1/sessions/{session_id}/compact", response_model=RecordedReceipt)
     async def compact(
