@@ -713,6 +713,15 @@ def serve_catalog(directory: Path, port: int | None = None) -> Any:
     return running_server(directory, port=port)
 
 
+def _int_or_text(digits: str) -> int | str:
+    """An integer token as an int, or as its text past Python's 4,300-digit conversion limit.
+    The server refuses integers of more than 640 digits, so such a token reaches an accepted
+    body only where a later duplicate key replaced it (``{"": [1…1], "": []}``, read as
+    ``{"": []}`` by every JSON reader): the test's own reading of what it sent must not fail
+    on it, and a text left in a value that survived would fail the comparison."""
+    return int(digits) if len(digits.lstrip("-")) <= 4300 else digits
+
+
 def post_raw(http: httpx.Client | TestClient, path: str, text: str) -> httpx.Response:
     return http.post(path, content=text.encode("utf-8"),
                      headers={"content-type": "application/json"})
@@ -937,6 +946,7 @@ def test_whatever_is_accepted_reads_back_unchanged_everywhere(
         @example(target=EXTRAS[1], raw='{"\\ud83d\\ude00": "e\\u0301\\u0000"}')
         @example(target=TARGETS[-2], raw='"\\ud83d\\ude00 \\u202e \\uffff"')
         @example(target=EXTRAS[0], raw="[" * 63 + "]" * 63)  # one level too many
+        @example(target=EXTRAS[0], raw='{"": [' + "1" * 4301 + '], "": []}')  # replaced
         def check(target: tuple[str, Any], raw: str) -> None:
             route, body = target
             plan = body.get("tool") == "ExitPlanMode"
@@ -949,7 +959,7 @@ def test_whatever_is_accepted_reads_back_unchanged_everywhere(
                 assert [e["type"] for e in events] == ["SessionCreated"], response.text
                 return
             accepted.append(session)
-            sent = json.loads(with_raw(body, raw))
+            sent = json.loads(with_raw(body, raw), parse_int=_int_or_text)
             if route == "messages":
                 assert events[1]["data"]["content"] == sent["content"]
             else:
