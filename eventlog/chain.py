@@ -24,8 +24,7 @@ from .errors import EventLogError
 from .upcasting import UpcasterRegistry
 
 __all__ = [
-    "DECODE_FAILURES", "ChainReport", "listed", "verified_events", "verified_stream",
-    "verify_chain",
+    "DECODE_FAILURES", "ChainReport", "listed", "verified_stream", "verify_chain",
 ]
 
 
@@ -218,8 +217,13 @@ DECODE_FAILURES = (EventLogError, ValueError, TypeError, LookupError, RecursionE
 def listed(
     checked: tuple[ChainReport, Iterator[RecordedEvent] | None],
 ) -> tuple[ChainReport, list[RecordedEvent] | None]:
-    """:func:`verified_stream`'s answer with the events in a list; ``None`` instead when one
-    cannot be decoded without an error (the caller then reads the session as before)."""
+    """:func:`verified_stream`'s answer with the events in a list. A sound chain means the
+    rows are exactly the session's events ``1..version`` in ``seq`` order with every column of
+    the right type, so the list is what ``read_session`` gives. ``None`` instead when the
+    chain is broken or a row cannot be decoded the way ``read_session`` would decode it
+    without an error (an unknown schema version): the caller then reads the session as
+    before, so a damaged log is reported exactly as ever (issue 24: ``audit`` reads each
+    sound session once)."""
     report, stream = checked
     if stream is None:
         return report, None
@@ -227,23 +231,3 @@ def listed(
         return report, list(stream)
     except DECODE_FAILURES:
         return report, None
-
-
-def verified_events(
-    session_id: str,
-    rows: list[tuple[Any, ...]],
-    *,
-    head: tuple[int, str] | None,
-    upcasters: UpcasterRegistry,
-) -> tuple[ChainReport, list[RecordedEvent] | None]:
-    """One pass over a session's raw rows (as ``raw_session`` gives them): the chain check
-    and, when the chain holds, the typed events decoded from the same rows.
-
-    A sound chain means the rows are exactly the session's events ``1..version`` in ``seq``
-    order with every column of the right type, so decoding them gives what ``read_session``
-    gives. ``None`` instead of events when the chain is broken or a row cannot be decoded
-    the way ``read_session`` would decode it without an error (an unknown schema version):
-    the caller then reads the session as before, so a damaged log is reported exactly as
-    ever (issue 24: ``audit`` reads each sound session once).
-    """
-    return listed(verified_stream(session_id, rows, head=head, upcasters=upcasters))

@@ -190,7 +190,7 @@ class MemoryEventStore(GroupAppends):
     def verify_and_read(
         self, session_id: str
     ) -> tuple[ChainReport, list[RecordedEvent] | None]:
-        """:func:`~eventlog.chain.verified_events` over one read of the session's rows."""
+        """:func:`~eventlog.chain.listed` over :meth:`verify_and_stream`."""
         return listed(self.verify_and_stream(session_id))
 
     def verify_and_stream(

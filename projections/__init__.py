@@ -27,7 +27,6 @@ from .session import (
     TurnCounters,
     TurnCountersProjection,
     TurnFold,
-    fold,
 )
 from .tables import (
     Doc,
@@ -57,7 +56,6 @@ from .tools import (
     fold_call,
     fold_interaction,
     fold_timers,
-    todo_differences,
     todo_differences_of,
 )
 
@@ -200,26 +198,18 @@ def compare_session(
 ) -> list[str]:
     """Differences between the stored read models and a fresh fold of the session's log
     (``events``: the session's events already read, in seq order; read here when ``None``)."""
-    if events is None:
-        events = list(store.read_session(session_id))
-    differences = _summary_differences(
-        fold(events), projections.summary(store, session_id), session_id
-    )
-    for view in (projections.tool_calls, projections.interactions, projections.records):
-        differences += _doc_differences(store, view, _doc_fold(view, events), session_id)
-    differences += todo_differences(store, projections.todos, events, session_id)
-    stored_turns = projections.turn_counters(store, session_id)
-    differences += projections.turns.differences(stored_turns, events, session_id)
-    if projections.timers is not None:
-        differences += projections.timers.differences(store, events, session_id)
-    return differences
+    folding = SessionFold(projections)
+    see = folding.see
+    for event in store.read_session(session_id) if events is None else events:
+        see(event)
+    return folding.differences(store, session_id)
 
 
 class SessionFold:
-    """Every read model of one session folded afresh from its events, one event at a time:
-    :func:`compare_session` for a caller that folds each event as it decodes it and holds no
-    list of them (an audit, issue 24). :meth:`differences` reads the stored models in the
-    order :func:`compare_session` reads them and gives the same list."""
+    """Every read model of one session folded afresh from its events, one event at a time
+    (what :func:`compare_session` folds; an audit folds each event as it decodes it and holds
+    no list of them, issue 24). :meth:`differences` reads the stored models and lists where
+    they differ."""
 
     def __init__(self, projections: Projections) -> None:
         self._projections = projections
@@ -269,15 +259,6 @@ class SessionFold:
         if projections.timers is not None:
             differences += projections.timers.differences_of(store, self._timers, session_id)
         return differences
-
-
-def _doc_fold(view: DocProjection, events: Sequence[RecordedEvent]) -> dict[str, Doc | None]:
-    fresh: dict[str, Doc | None] = {}
-    fold, types = view.fold, view.types
-    for event in events:
-        if event.type in types:  # what the view folds inline (DocProjection.apply)
-            fold(fresh, event)
-    return fresh
 
 
 def _doc_differences(

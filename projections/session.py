@@ -704,11 +704,6 @@ class TurnCountersProjection(TableBacked[DocTable]):
         doc = self.table.load(tx, [session_id]).get(session_id)
         return None if doc is None else TurnCounters.from_body(doc.body)
 
-    def differences(self, stored: TurnCounters | None, events: Sequence[RecordedEvent],
-                    session_id: str) -> list[str]:
-        """How ``stored`` differs from a fresh fold of the session's ``events`` (audit)."""
-        return self.differences_of(stored, fold_turns(events), session_id)
-
     def differences_of(self, stored: TurnCounters | None, fresh: TurnCounters | None,
                        session_id: str) -> list[str]:
         """How ``stored`` differs from ``fresh``, the session's counters folded afresh."""

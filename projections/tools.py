@@ -130,7 +130,6 @@ __all__ = [
     "session_due",
     "setting_history",
     "timers_of",
-    "todo_differences",
     "todo_differences_of",
 ]
 
@@ -562,17 +561,6 @@ class InteractionTimersProjection(TableBacked[TimerTable]):
         """Rows with a question whose timer may still move (for the scheduler)."""
         return self.table.with_status(tx, "watch")
 
-    def differences(
-        self, store: EventStore, events: Sequence[RecordedEvent], session_id: str
-    ) -> list[str]:
-        """The stored row against a fresh fold of the stream's ``events`` (for audits)."""
-        fresh: dict[str, TimerRow | None] = {}
-        types = TIMER_EVENTS  # what fold_timers folds (FOLDS)
-        for event in events:
-            if event.type in types:
-                fold_timers(fresh, event)
-        return self.differences_of(store, fresh, session_id)
-
     def differences_of(
         self, store: EventStore, fresh: dict[str, TimerRow | None], session_id: str
     ) -> list[str]:
@@ -818,14 +806,6 @@ def current_todos(
 ) -> tuple[TodoItemData, ...]:
     """The session's current todo list from the projection (empty when it has none)."""
     return store.read_view(lambda tx: projection.items(tx, session_id))
-
-
-def todo_differences(
-    store: EventStore, projection: TodoProjection, events: Sequence[RecordedEvent],
-    session_id: str,
-) -> list[str]:
-    """Where the stored rows of ``session_id`` differ from a fresh fold of its ``events``."""
-    return todo_differences_of(store, projection, fold_todos(events), session_id)
 
 
 def todo_differences_of(

@@ -407,4 +407,4 @@ def test_fold_counts_as_td5_and_pm5_define_and_the_projection_agrees(
         projection.apply(None, log[position:position + step])
         position += step
     assert projection.get(None, SID) == folded
-    assert projection.differences(folded, log, SID) == []
+    assert projection.differences_of(folded, fold_turns(log), SID) == []
