@@ -608,11 +608,16 @@ def _is_tree(annotation: Any) -> bool:
 
 
 def tree_encoder(
-    model: type[BaseModel], *, exclude: frozenset[str], fallback: Callable[[Any], str]
+    model: type[BaseModel], *, exclude: frozenset[str], fallback: Callable[[Any], str],
+    check_depth: int | None = None,
 ) -> Callable[[Any], str] | None:
     """A function writing an instance's canonical JSON when ``model``'s fields all qualify
     except free-form JSON ones; ``None`` when it does not have that shape. An instance whose
-    free-form values are not plain JSON is written by ``fallback``."""
+    free-form values are not plain JSON is written by ``fallback``.
+
+    ``check_depth``: each free-form value is also :func:`check_json`-ed at that depth, its
+    wire name the path (raising :class:`JsonShapeError`), in the same walk that tells
+    whether it is plain."""
     fields = [(n, f) for n, f in model.model_fields.items() if n not in exclude]
     trees = {n for n, f in fields if _is_tree(f.annotation)}
     if not trees:
@@ -631,18 +636,26 @@ def tree_encoder(
     sound = _sound
     no_limit = sys.maxsize
 
+    depth = no_limit if check_depth is None else check_depth
+
     def encode(instance: Any) -> str:
         raw = {}
         plain = True
         for wire, name, tree, left_out in plan:
             value = getattr(instance, name)
+            if tree and value is not None and (check_depth is not None or plain):
+                kind = sound(value, depth)
+                if not kind:
+                    if check_depth is not None:  # raises at the fault (or passes a type the
+                        check_json(value, max_depth=check_depth, path=(wire,))  # walk skips)
+                    plain = False
+                elif kind != _PLAIN:
+                    plain = False  # free-form JSON orjson may write otherwise
             if left_out is not None and left_out(value):
                 continue  # what pydantic's own writer leaves out (``exclude_if``)
             raw[wire] = value
-            if plain and type(value) not in leaves and (
-                not tree or sound(value, no_limit) != _PLAIN
-            ):
-                plain = False  # a nested model, or free-form JSON orjson may write otherwise
+            if plain and not tree and type(value) not in leaves:
+                plain = False  # a nested model
         if plain:  # exact str/int/bool/None fields and plain free-form JSON: orjson is exact
             try:
                 return _orjson_dumps(raw, option=_SORT_KEYS).decode("utf-8")

@@ -230,12 +230,12 @@ def encode_event(event: Event) -> str:
     be written as ``null``), huge integers, or a lone surrogate in any text."""
     plan = _encoders.get(type(event))
     if plan is None:
-        encoder = (
-            fast_encoder(type(event), exclude=_NO_TYPE)
-            or tree_encoder(type(event), exclude=_NO_TYPE, fallback=_general_encode)
-            or _general_encode
-        )
-        plan = _encoders[type(event)] = (encoder, _free_form(type(event)))
+        tree = tree_encoder(type(event), exclude=_NO_TYPE, fallback=_general_encode,
+                            check_depth=EVENT_MAX_DEPTH - 1)
+        encoder = fast_encoder(type(event), exclude=_NO_TYPE) or tree or _general_encode
+        # A tree encoder checks the free-form values in the walk it makes anyway.
+        plan = _encoders[type(event)] = (
+            encoder, () if encoder is tree else _free_form(type(event)))
     encoder, free_form = plan
     for name, wire in free_form:
         value = getattr(event, name)

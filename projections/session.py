@@ -383,6 +383,11 @@ class ExecutionStateProjection(TableBacked[SummaryTable]):
     def get(self, tx: Any, session_id: str) -> SessionSummary | None:
         return self.table.get(tx, session_id)
 
+    def known(self, session_id: str, head: str) -> tuple[bool, SessionSummary | None]:
+        """``(True, summary)`` when this projection folded the session up to ``head`` in its
+        last apply of it (what it saved; ``None``: no session), else ``(False, None)``."""
+        return self._known.get(session_id, head)
+
     def newest_first(self, tx: Any) -> list[SessionSummary]:
         return self.table.newest_first(tx)
 
@@ -403,10 +408,16 @@ class SummaryMemory:
     it, ``client`` set: Claude Code's) is never held, nor is a deleted one.
     """
 
-    __slots__ = ("_held", "_lock")
+    __slots__ = ("_held", "_known", "_lock")
 
-    def __init__(self) -> None:
+    def __init__(
+        self, known: Callable[[str, str], tuple[bool, SessionSummary | None]] | None = None
+    ) -> None:
         self._held: dict[str, SessionSummary] = {}
+        self._known = known
+        """The inline projection's summary at a head it folded
+        (:meth:`ExecutionStateProjection.known`): a committed batch's result taken as
+        saved rather than folded again."""
         self._lock = threading.Lock()
 
     def get(self, session_id: str) -> SessionSummary | None:
@@ -438,33 +449,52 @@ class SummaryMemory:
         held = self._held
         if not held:
             return
-        appliers = APPLIERS
         with self._lock:
-            # As ExecutionStateProjection.apply: appliers per event, stamped once per session.
-            folded: dict[str, tuple[SessionSummary | None, RecordedEvent]] = {}
-            for event in events:
-                session_id = event.session_id
-                seen = folded.get(session_id)
-                if seen is None:
-                    summary = held.get(session_id)
-                    if summary is None:
-                        continue
-                    follows = event.seq == summary.version + 1
-                else:
-                    summary, previous = seen
-                    if summary is None:
-                        continue
-                    follows = event.seq == previous.seq + 1
-                if follows:
-                    applier = appliers.get(event.type)
-                    if applier is not None:
-                        summary = applier(summary, event)
-                folded[session_id] = (summary if follows else None, event)
-            for session_id, (after, last) in folded.items():
-                if after is None or after.deleted:
-                    held.pop(session_id, None)
-                else:
-                    held[session_id] = _stamped(after, last)
+            known = self._known
+            if known is not None:
+                last = {e.session_id: e for e in events if e.session_id in held}
+                rest = None
+                for session_id, event in last.items():
+                    found, summary = known(session_id, event.hash)
+                    if not found:
+                        rest = (rest or set()) | {session_id}
+                    elif summary is None or summary.deleted:
+                        held.pop(session_id, None)
+                    else:
+                        held[session_id] = summary
+                if rest is None:
+                    return
+                events = [e for e in events if e.session_id in rest]
+            self._fold(events)
+
+    def _fold(self, events: Sequence[RecordedEvent]) -> None:
+        held = self._held
+        appliers = APPLIERS
+        # As ExecutionStateProjection.apply: appliers per event, stamped once per session.
+        folded: dict[str, tuple[SessionSummary | None, RecordedEvent]] = {}
+        for event in events:
+            session_id = event.session_id
+            seen = folded.get(session_id)
+            if seen is None:
+                summary = held.get(session_id)
+                if summary is None:
+                    continue
+                follows = event.seq == summary.version + 1
+            else:
+                summary, previous = seen
+                if summary is None:
+                    continue
+                follows = event.seq == previous.seq + 1
+            if follows:
+                applier = appliers.get(event.type)
+                if applier is not None:
+                    summary = applier(summary, event)
+            folded[session_id] = (summary if follows else None, event)
+        for session_id, (after, last) in folded.items():
+            if after is None or after.deleted:
+                held.pop(session_id, None)
+            else:
+                held[session_id] = _stamped(after, last)
 
 
 # -- turn counters (SPEC TD-5, PM-5) -------------------------------------------------------

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from payload_strategies import RAW_JSON, nested, payload_strategy
 from pydantic import BaseModel, ConfigDict
 
-from eventlog import CATALOG, canonical_json, encoding, envelope_hash
+from eventlog import CATALOG, canonical_json, encoding, envelope, envelope_hash
 from eventlog.encoding import (
     EVENT_MAX_DEPTH,
     GENESIS_HASH,
@@ -218,6 +218,43 @@ ANY_JSON = st.recursive(
                       max_size=2),
     max_leaves=12,
 )
+
+
+def test_tree_paths_check_every_free_form_field() -> None:  # EG-1, issue 24
+    """A tree encoder checks the free-form values in its own walk, so encode_event skips its
+    separate check for them: that is sound only while they are all the free-form fields."""
+    for name in TREE_TYPES:
+        model = CATALOG[name]
+        assert {wire for _name, wire in envelope._free_form(model)} == {
+            f.alias or n for n, f in model.model_fields.items() if encoding._is_tree(f.annotation)
+        }, name
+
+
+def _checked_then_general(event: Any, wire: str, value: Any) -> tuple[str, str]:
+    """What encode_event did before issue 24's single walk: the check, then the general path."""
+    def run() -> str:
+        encoding.check_json(value, max_depth=EVENT_MAX_DEPTH - 1, path=(wire,))
+        return general(event)
+    return outcome(run)
+
+
+@given(value=st.dictionaries(ANY_TEXT, ANY_JSON, max_size=4),
+       depth=st.sampled_from([0, 1, EVENT_MAX_DEPTH - 3, EVENT_MAX_DEPTH - 2, EVENT_MAX_DEPTH]))
+def test_free_form_values_are_refused_or_written_as_before(  # EG-1, EL-4, issue 24
+    value: dict[str, Any], depth: int
+) -> None:
+    """The tree path's one walk refuses (same path, same message) and writes exactly what the
+    separate check and the general writer did, for hostile values at any depth."""
+    for _ in range(depth):
+        value = {"k": value}
+    for model, wire, fields in (
+        ("ToolCallRequested", "input", {"call_id": "call_1", "tool": "T", "host": "protocol"}),
+        ("ToolCallCompleted", "result", {"call_id": "call_1", "tool": "T", "status": "completed",
+                                         "success": True, "model_content": "x"}),
+    ):
+        event = CATALOG[model].model_construct(**fields, **{wire: value})
+        assert outcome(lambda e=event: encode_event(e)) == _checked_then_general(
+            event, wire, value)
 
 
 @given(value=ANY_JSON)

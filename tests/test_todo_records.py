@@ -29,6 +29,7 @@ from eventlog import (
     NewEvent,
     PermissionDecided,
     PermissionVerdict,
+    RecordedEvent,
     TodosWritten,
     ToolCallCompleted,
     ToolCallRequested,
@@ -325,3 +326,42 @@ def test_memory_holds_no_session_whose_id_can_come_back() -> None:  # issue 24.5
     memory.put(replace(base, session_id="c", client="claude-code"))  # its id is derived
     memory.put(replace(base, session_id="d", deleted=True))
     assert memory.get("c") is None and memory.get("d") is None
+
+
+def test_memory_takes_the_summary_the_projection_saved(  # issue 24.5
+    service: SessionService, session: str
+) -> None:
+    """A committed batch the inline projection folded is not folded again: the memory holds
+    the very summary the projection saved at that head."""
+    projection = service.projections.execution_state
+    for status in ("in_progress", "completed"):
+        write(service, session, [item("a", status)])
+        found, saved = projection.known(session, events(service, session)[-1].hash)
+        assert found and saved == service.summary(session)
+        assert _memory(service).get(session) is saved  # taken, not rebuilt
+
+
+def test_memory_folds_what_the_projection_does_not_know_and_drops_what_it_saw_deleted(
+) -> None:  # issue 24.5
+    base = SessionSummary("s", 3, 9, "/w", "protocol", None, "build", False, None, "t", "t")
+    verdicts: dict[str, tuple[bool, SessionSummary | None]] = {}
+    memory = SummaryMemory(known=lambda sid, head: verdicts.get(head, (False, None)))
+    memory.put(replace(base, version=2))
+    memory.observe([_recorded("s", 3, "h3")])  # not known there: folded as before
+    assert memory.get("s") == replace(base, last_position=3, todos_seq=3, todos_updated_at="t")
+    memory.put(base)
+    later = replace(base, version=9)
+    verdicts["h9"] = (True, later)
+    event = _recorded("s", 9, "h9")  # seq 9 does not follow 3: only the projection knows it
+    memory.observe([event])
+    assert memory.get("s") is later
+    verdicts["h10"] = (True, replace(later, version=10, deleted=True))
+    memory.observe([_recorded("s", 10, "h10")])
+    assert memory.get("s") is None
+
+
+def _recorded(session_id: str, seq: int, head: str) -> RecordedEvent:
+    return RecordedEvent(
+        seq, session_id, seq, "TodosWritten", 1, TodosWritten(todos=()), "t", "model", None,
+        None, "prev", head,
+    )

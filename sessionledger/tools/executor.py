@@ -386,7 +386,7 @@ class ToolExecutor:
         self._lists: dict[str, tuple[int, tuple[TodoFields, ...]]] = {}
         """Per session, the last todo list a batch through the ledger wrote, by its seq."""
         ledger.after_append(self._hold_lists, types=frozenset({"TodosWritten"}))
-        self._summaries = SummaryMemory()
+        self._summaries = SummaryMemory(known=self._projections.execution_state.known)
         """Per session, the summary as of the last commit this process heard (issue 24)."""
         ledger.on_commit(self._summaries.observe)
         self._decided = DecidedAnswers(ledger=ledger, registry=registry, context=self._context)
