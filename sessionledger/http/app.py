@@ -48,6 +48,7 @@ from .middleware import (
 from .routes import (
     execution_routes,
     hook_routes,
+    hot_tool_calls,
     install_web_client,
     interaction_routes,
     model_routes,
@@ -243,6 +244,9 @@ def create_app(
         stream_routes(service, notifier=notifier, settings=settings, stopping=stop),
     ):
         _add_routes(app, group)
+    # Tried first: tool calls are the hot path (issue 24, D193); the FastAPI route stays
+    # behind it for OpenAPI and for every request it does not take.
+    app.router.routes.insert(0, hot_tool_calls(service, app.router.routes))
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, include_in_schema=False))
     install_web_client(app)
     logins = None if settings.token is None else LoginSessions()

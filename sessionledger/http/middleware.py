@@ -4,7 +4,7 @@ The middleware logs a structured line per request, checks Host and Origin and th
 caps the body and answers HEAD like GET without the body. All are plain ASGI callables rather
 than ``BaseHTTPMiddleware`` so they never buffer or break the streaming (SSE) responses: they
 only watch and decorate the messages going out. Every request passes all of them, so they read
-the few headers they need straight from the scope's list (:func:`_header`) and the Host check
+the few headers they need straight from the scope's list (:func:`header`) and the Host check
 keeps its verdict on the last ``Host`` values it saw (issue 24). Every router is an
 :func:`api_router`, whose routes decode a JSON body once, by :func:`eventlog.loads_json`
 (SPEC EG-1).
@@ -51,6 +51,7 @@ __all__ = [
     "StrictJsonRequest",
     "StrictJsonRoute",
     "api_router",
+    "header",
 ]
 
 REQUEST_ID_HEADER = "x-request-id"
@@ -78,7 +79,7 @@ _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _http_log = logger.getChild("http")
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
+def header(scope: Scope, name: bytes) -> str | None:
     """The first value of the header ``name`` (lower case, as servers pass header names), as
     Starlette's ``Headers.get`` answers it, without building the mapping."""
     for key, value in scope["headers"]:
@@ -92,7 +93,7 @@ _REQUEST_ID_KEY = REQUEST_ID_HEADER.encode()
 
 def _request_id(scope: Scope) -> str:
     """The caller's ``X-Request-ID`` when it is short and plain, else a fresh ``req_`` id."""
-    given = _header(scope, _REQUEST_ID_KEY)
+    given = header(scope, _REQUEST_ID_KEY)
     if given is not None and _SAFE_REQUEST_ID.fullmatch(given):
         return given
     return new_id("req")
@@ -325,7 +326,7 @@ class BearerAuthMiddleware:
 
     def _authorized(self, scope: Scope) -> bool:
         # Header values arrive decoded as latin-1: re-encoding gives the bytes sent.
-        scheme, _, credentials = (_header(scope, b"authorization") or "").partition(" ")
+        scheme, _, credentials = (header(scope, b"authorization") or "").partition(" ")
         assert self._expected is not None
         return scheme.lower() == "bearer" and hmac.compare_digest(
             credentials.lstrip(" ").encode("latin-1"), self._expected
@@ -340,7 +341,7 @@ class BodyTooLarge(HTTPException):
 
 
 def _declared_length(scope: Scope) -> int | None:
-    value = _header(scope, b"content-length") or ""
+    value = header(scope, b"content-length") or ""
     return int(value) if value.isascii() and value.isdigit() else None
 
 

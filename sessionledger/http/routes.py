@@ -30,16 +30,27 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, FastAPI, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from fastapi.routing import APIRoute
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
 from starlette.concurrency import run_in_threadpool
+from starlette.routing import BaseRoute, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import Scope
+from starlette.types import Message, Receive, Scope, Send
 
-from eventlog import CATALOG, UNDECODABLE, HostKind, UserActivityAction
+from eventlog import CATALOG, UNDECODABLE, HostKind, UserActivityAction, loads_json
 
 from ..claude_code.hooks import HOOK_PATH, answer_hook
 from ..claude_code.recorder import Recorder
@@ -55,7 +66,7 @@ from ..service.sessions import (
 from ..service.settings import SettingsUpdate
 from ..service.turns import receipt
 from ..web import INDEX_FILE, STATIC_DIR
-from .middleware import JSONAnswer, api_router
+from .middleware import JSONAnswer, api_router, header
 from .schemas import (
     MAX_ID_CHARS,
     MAX_TEXT_CHARS,
@@ -458,12 +469,88 @@ def _answers_on_loop(service: SessionService, session_id: str, interaction_id: s
     return call is not None and call.body.get("tool") in LOOP_TOOLS
 
 
+async def _run_tool_call(
+    service: SessionService, session_id: str, body: ToolCallRequest
+) -> JSONResponse:
+    """A validated tool call run and answered (the route's body, and the hot path's)."""
+    run = on_loop if body.tool in LOOP_TOOLS else run_in_threadpool
+    answer = await run(service.tools.call, session_id, body.tool, body.input, call_id=body.call_id)
+    return JSONAnswer(answer.document, status_code=answer.status_code)
+
+
+TOOL_CALLS_PATH = "/v1/sessions/{session_id}/tool-calls"
+_SESSION_ID = TypeAdapter(SessionIdPath)
+
+
+class HotToolCalls:
+    """``POST /v1/sessions/{id}/tool-calls`` without FastAPI's per-request machinery
+    (issue 24, D193): the ASGI app of the route the app's router tries first.
+
+    A request whose ``Content-Type`` is ``application/json``, whose session id the path
+    parameter's type takes and whose body :func:`eventlog.loads_json` reads into a
+    :class:`ToolCallRequest` is run by the FastAPI route's own code (:func:`_run_tool_call`).
+    Anything else is handed, body and all, to the FastAPI route itself (``route``, which
+    OpenAPI documents), so every refusal is the one it gives. Errors of the call pass to the
+    app's handlers as the route's would; the middleware around the router runs for both.
+    The route's dependency solving, body field and response wrapping cost ~60 µs a call."""
+
+    def __init__(self, service: SessionService, route: APIRoute) -> None:
+        self._service = service
+        self._route = route
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        body = await request.body()
+        parsed = self._parsed(scope, body)
+        if parsed is None:
+            scope["route"], scope["endpoint"] = self._route, self._route.endpoint
+            await self._route.handle(scope, _replaying(body, receive), send)
+            return
+        session_id, call = parsed
+        response = await _run_tool_call(self._service, session_id, call)
+        await response(scope, receive, send)
+
+    @staticmethod
+    def _parsed(scope: Scope, body: bytes) -> tuple[str, ToolCallRequest] | None:
+        kind = (header(scope, b"content-type") or "").partition(";")[0].strip().lower()
+        if kind != "application/json":
+            return None
+        try:
+            session_id = _SESSION_ID.validate_python(scope["path_params"]["session_id"])
+            return session_id, ToolCallRequest.model_validate(loads_json(body))
+        except (ValueError, TypeError, RecursionError):  # refused by the route, its way
+            return None
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` with the body already read given again first."""
+    given = False
+
+    async def replay() -> Message:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
+def hot_tool_calls(service: SessionService, routes: Sequence[BaseRoute]) -> Route:
+    """The route answering tool calls by :class:`HotToolCalls`, for the front of the app's
+    routes; ``routes`` holds the FastAPI route it hands the rest to."""
+    (route,) = (r for r in routes if isinstance(r, APIRoute) and r.path == TOOL_CALLS_PATH
+                and r.methods == {"POST"})
+    return Route(TOOL_CALLS_PATH, HotToolCalls(service, route), methods=["POST"],
+                 include_in_schema=False)
+
+
 def tool_routes(service: SessionService) -> APIRouter:
     """The tool-call, answer and permission-check routes over ``service``."""
     router = api_router(tags=["tool calls"], responses=_TOOL_RESPONSES)
 
     @router.post(
-        "/v1/sessions/{session_id}/tool-calls", response_model=None,
+        TOOL_CALLS_PATH, response_model=None,
         responses={200: {"model": CallDocument, "description": "completed or denied"},
                    202: {"model": PendingCall, "description": "waiting for the user"},
                    **TOO_LARGE},
@@ -472,10 +559,7 @@ def tool_routes(service: SessionService) -> APIRouter:
         session_id: SessionIdPath, body: Annotated[ToolCallRequest, Body()]
     ) -> JSONResponse:
         """Run a tool call: 200 completed or denied, 202 pending on the user."""
-        run = on_loop if body.tool in LOOP_TOOLS else run_in_threadpool
-        answer = await run(
-            service.tools.call, session_id, body.tool, body.input, call_id=body.call_id)
-        return JSONAnswer(answer.document, status_code=answer.status_code)
+        return await _run_tool_call(service, session_id, body)
 
     @router.get(
         "/v1/sessions/{session_id}/tool-calls/{call_id}", response_model=None,
