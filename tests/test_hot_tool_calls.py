@@ -127,3 +127,46 @@ def test_a_body_over_the_cap_is_413_on_the_hot_route(served: Served) -> None:
                            headers={"content-type": "application/json"})
     assert response.status_code == 413, response.text
     assert response.json()["error"]["code"] == "payload_too_large"
+
+
+def test_a_client_gone_mid_body_is_answered_as_the_fastapi_route_answers_it(
+    served: Served,
+) -> None:
+    """The body stops half way with ``http.disconnect``: both routes answer alike (the status
+    the request log records), and nothing is appended."""
+    client, service = served
+    session = client.post("/v1/sessions", json={"mode": "yolo"}).json()["sessionId"]
+    app = client.app
+    routes = app.router.routes  # type: ignore[attr-defined]
+    path = f"/v1/sessions/{session}/tool-calls"
+
+    def answer(hot: bool) -> list[Any]:
+        messages = iter([
+            {"type": "http.request", "body": b'{"tool": "TodoRead", ', "more_body": True},
+        ])
+        sent: list[Any] = []
+
+        async def receive() -> Any:
+            return next(messages, {"type": "http.disconnect"})
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                 "method": "POST", "scheme": "http", "path": path,
+                 "raw_path": path.encode(), "query_string": b"", "root_path": "",
+                 "server": ("127.0.0.1", 8765), "client": ("127.0.0.1", 5555),
+                 "headers": [(b"host", b"127.0.0.1:8765"),
+                             (b"content-type", b"application/json")]}
+        taken = None if hot else routes.pop(0)
+        try:
+            client.portal.call(app, scope, receive, send)  # type: ignore[union-attr]
+        finally:
+            if taken is not None:
+                routes.insert(0, taken)
+        return [(m["type"], m.get("status"), m.get("body")) for m in sent]
+
+    version = service.store.version(session)
+    hot = answer(hot=True)
+    assert hot == answer(hot=False) and hot[0][1] == 400
+    assert service.store.version(session) == version

@@ -46,6 +46,7 @@ from pydantic import (
     model_validator,
 )
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 from starlette.routing import BaseRoute, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
@@ -499,11 +500,14 @@ class HotToolCalls:
         self._route = route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive)
-        body = await request.body()
+        scope["route"], scope["endpoint"] = self._route, self._route.endpoint
+        try:
+            body = await Request(scope, receive).body()
+        except ClientDisconnect:  # gone mid-body: the route answers that its own way too
+            await self._route.handle(scope, receive, send)
+            return
         parsed = self._parsed(scope, body)
         if parsed is None:
-            scope["route"], scope["endpoint"] = self._route, self._route.endpoint
             await self._route.handle(scope, _replaying(body, receive), send)
             return
         session_id, call = parsed
