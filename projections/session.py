@@ -452,19 +452,19 @@ class SummaryMemory:
         with self._lock:
             known = self._known
             if known is not None:
+                unknown: set[str] = set()
                 last = {e.session_id: e for e in events if e.session_id in held}
-                rest = None
                 for session_id, event in last.items():
                     found, summary = known(session_id, event.hash)
                     if not found:
-                        rest = (rest or set()) | {session_id}
+                        unknown.add(session_id)
                     elif summary is None or summary.deleted:
                         held.pop(session_id, None)
                     else:
                         held[session_id] = summary
-                if rest is None:
+                if not unknown:
                     return
-                events = [e for e in events if e.session_id in rest]
+                events = [e for e in events if e.session_id in unknown]
             self._fold(events)
 
     def _fold(self, events: Sequence[RecordedEvent]) -> None:
