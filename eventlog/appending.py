@@ -12,13 +12,20 @@ Two kinds of caller share one committer (issue 24):
   combining: a caller queues its batch and the one that gets the writer lock commits everything
   queued; a lone caller commits on its own thread with no hand-off.
 - **Coroutines** (``await append_async(...)``: the HTTP routes on the event loop) encode their
-  payloads on the loop, queue the batch with an :class:`asyncio.Future` and wait on it. One
-  *writer thread* per committer (started at the first async append, a daemon, stopped by the
+  payloads on the loop and wait on an :class:`asyncio.Future`. The batches a loop submits in
+  one pass over its ready callbacks are gathered and handed on together when that pass is
+  over. One *writer thread* per committer (started when first needed, a daemon, stopped by the
   store's ``close``, gone again after a few idle seconds) leads for them: it takes everything
   queued (up to ``max_group``), commits it through the same commit function, and settles the
   group's futures with a single ``loop.call_soon_threadsafe`` per event loop — one wake-up of
   the loop per group, where a thread caller costs one OS-thread wake each (~30 µs here, the
-  cap of thread group commit). The loop's thread never blocks on a commit.
+  cap of thread group commit); meanwhile the loop serves other requests. A *lone* batch —
+  the only one its loop gathered, nothing queued, nobody committing, and the committer's last
+  commit no slower than ``inline_budget_s`` — is committed right there on the loop's thread
+  instead, like a lone thread caller on its own: the two hand-offs to the writer thread and
+  back cost more than the commit (D196). A disk whose commits take longer than the budget
+  sends every batch to the writer thread, so the loop is never held longer than about one
+  such commit.
 
 Both kinds queue in the same queue, so a group may hold batches of both: whoever holds the
 writer lock (a thread caller, the writer thread, or ``exclusive()``: shutdown, purge,
@@ -306,9 +313,9 @@ class GroupAppends:
         expected_version: int | None = None,
         idempotency_key: str | None = None,
     ) -> AppendResult:
-        """:meth:`append` awaited on an event loop: the payloads are encoded here, the commit
-        runs on the committer's writer thread, and the loop's thread never blocks on it
-        (issue 24). A cancelled caller's batch may still commit (module docstring)."""
+        """:meth:`append` awaited on an event loop: the payloads are encoded here; the commit
+        runs on the committer's writer thread, or on the loop's thread for a lone batch on a
+        quick disk (D196). A cancelled caller's batch may still commit (module docstring)."""
         batch = AppendBatch(session_id, tuple(events), expected_version, idempotency_key)
         return await self._committer.submit_async(prepare(batch))
 
@@ -328,6 +335,10 @@ class GroupAppends:
 
 I = TypeVar("I")  # noqa: E741
 R = TypeVar("R")
+
+_INLINE_BUDGET_S = 0.001
+"""A lone coroutine's batch commits on its loop's thread while the committer's last commit
+took no longer than this (D196); a slower disk's commits all go to the writer thread."""
 
 _IDLE_S = 5.0
 """How long the writer thread waits for work before it ends (the next async append starts
@@ -401,9 +412,16 @@ class GroupCommitter(Generic[I, R]):
         commit: Callable[[Sequence[I]], Sequence[R | BaseException]],
         *,
         max_group: int = 512,
+        inline_budget_s: float = _INLINE_BUDGET_S,
     ) -> None:
         self._commit = commit
         self._max_group = max_group
+        self._inline_budget_s = inline_budget_s
+        self._last_commit_s = 0.0
+        # The batches each event loop submitted in its current pass over its ready
+        # callbacks, handed on by _flush when that pass is over (touched only on that
+        # loop's thread).
+        self._gathering: dict[asyncio.AbstractEventLoop, list[_Pending[I, R]]] = {}
         self._queue: list[_Pending[I, R]] = []
         self._queue_lock = threading.Lock()
         self._writer = threading.Lock()
@@ -471,16 +489,50 @@ class GroupCommitter(Generic[I, R]):
         return [p.outcome for p in pending]  # type: ignore[misc]
 
     def submit_async(self, item: I) -> asyncio.Future[R]:
-        """Queue ``item`` for the writer thread; the future (of the running loop) gets its
-        result or the exception it failed with. Call on the loop's thread."""
+        """Gather ``item`` with the other batches the running loop submits in this pass over
+        its callbacks; the future gets its result or the exception it failed with once
+        committed (on the loop's thread if it stays alone, else by the writer thread: module
+        docstring). Call on the loop's thread."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[R] = loop.create_future()
         entry: _Pending[I, R] = _Pending(item, self._thread_wake)
         entry.future = future
         entry.loop = loop
+        gathering = self._gathering.get(loop)
+        if gathering is None:
+            self._gathering[loop] = [entry]
+            loop.call_soon(self._flush, loop)
+        else:
+            gathering.append(entry)
+        return future
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On ``loop``, after the pass that gathered its batches: commit a lone batch right
+        here when the committer is free and its commits are quick; queue the rest."""
+        entries = self._gathering.pop(loop)
+        if (
+            len(entries) == 1
+            and not self._queue
+            and self._last_commit_s <= self._inline_budget_s
+            and self._writer.acquire(blocking=False)
+        ):
+            (entry,) = entries
+            try:
+                (outcome,) = self._commit_all((entry.item,), 1)
+            finally:
+                self._writer.release()
+                if self._queue:
+                    self._hand_over()
+            assert entry.future is not None
+            _resolve([(entry.future, outcome)])
+            return
+        self._enqueue(entries)
+
+    def _enqueue(self, entries: Sequence[_Pending[I, R]]) -> None:
+        """Queue coroutines' entries for the writer thread (started when none runs)."""
         with self._queue_lock:
             first = not self._queue
-            self._queue.append(entry)
+            self._queue.extend(entries)
             start = not self._running
             if start:
                 # Started under the lock, so stop() never finds a thread not yet started.
@@ -493,7 +545,6 @@ class GroupCommitter(Generic[I, R]):
             # A queue that was not empty already has a leader coming: the one in flight
             # hands over when it is done (a woken writer thread only clears and looks).
             self._thread_wake.set()
-        return future
 
     def stop(self) -> None:
         """End the writer thread once the queue is empty (the store's ``close``: whatever is
@@ -560,10 +611,13 @@ class GroupCommitter(Generic[I, R]):
 
     def _commit_all(self, items: Sequence[I], count: int) -> Sequence[R | BaseException]:
         self._last_group = count
+        started = time.perf_counter()
         try:
             return self._commit(items)
         except BaseException as exc:  # every caller of the group gets it
             return [exc] * count
+        finally:
+            self._last_commit_s = time.perf_counter() - started
 
     @staticmethod
     def _settle(group: Sequence[_Pending[I, R]], outcomes: Sequence[R | BaseException]) -> None:

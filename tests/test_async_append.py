@@ -1,8 +1,10 @@
 """Appends awaited on the event loop: one writer thread, one wake-up per group (issue 24.1).
 
-``await store.append_async(...)`` queues the batch in the store's group committer beside the
-thread callers of ``append``; the committer's writer thread commits what is queued through the
-same commit function and settles the futures. These tests pin that every coroutine gets its
+``await store.append_async(...)`` gathers the batch with the others its loop submits in the
+same pass, then queues them in the store's group committer beside the thread callers of
+``append`` (a lone batch on a free committer commits on the loop's thread instead, D196); the
+committer's writer thread commits what is queued through the same commit function and settles
+the futures. These tests pin that every coroutine gets its
 own outcome (a conflict or a bad batch fails alone, an error of the whole commit reaches the
 whole group), that sync and async callers share groups, and what cancelling and closing do.
 Groups are made deterministic by holding the committer's writer lock (``exclusive()``) while
@@ -73,6 +75,16 @@ def wait_queued(store: EventStore, count: int) -> None:
     while len(committer(store)._queue) < count:
         assert time.monotonic() < deadline, "callers never queued"
         time.sleep(0.001)
+
+
+async def until_queued(store: EventStore, count: int) -> None:
+    """Until ``count`` items are queued: coroutines' batches queue once their loop's pass
+    that gathered them is over."""
+    for _ in range(100):
+        if len(committer(store)._queue) >= count:
+            break
+        await asyncio.sleep(0)
+    assert len(committer(store)._queue) == count
 
 
 def run(main: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
@@ -177,8 +189,7 @@ def test_sync_and_async_callers_share_one_group_and_a_conflict_fails_alone(  # i
             tasks.append(asyncio.ensure_future(
                 store.append_async("sess_c", [created("stale")], expected_version=7)
             ))
-            await asyncio.sleep(0)  # every task queues its batch
-            assert len(committer(store)._queue) == len(calls) + len(tasks)
+            await until_queued(store, len(calls) + len(tasks))  # every task queued its batch
         async_outcomes = await asyncio.gather(*tasks, return_exceptions=True)
         join()
         return sync_outcomes, async_outcomes
@@ -212,12 +223,12 @@ def test_a_cancelled_caller_breaks_nothing_and_its_batch_may_still_commit(  # is
                 store.append_async("sess_y", [created("c")], expected_version=3)
             )
             kept = asyncio.ensure_future(store.append_async("sess_z", [created("kept")]))
-            await asyncio.sleep(0)
+            await until_queued(store, 3)
             cancelled.cancel()
             conflicting.cancel()  # its exception is never set on a cancelled future
             with pytest.raises(UnknownEventType, match="NotInCatalog"):
                 await store.append_async("sess_n", [NewEvent(NotInCatalog(), actor="user")])
-            assert len(committer(store)._queue) == 3
+            assert len(committer(store)._queue) == 3  # the refused one queued nothing
         assert (await kept).positions == (2,)
         for task in (cancelled, conflicting):
             with pytest.raises(asyncio.CancelledError):
@@ -262,7 +273,7 @@ def test_an_error_of_the_whole_commit_reaches_every_caller_of_the_group(  # issu
             wait_queued(store, 1)
             tasks = [asyncio.ensure_future(store.append_async(f"sess_a{i}", [created(big)]))
                      for i in range(6)]
-            await asyncio.sleep(0)
+            await until_queued(store, 7)
         async_outcomes = await asyncio.gather(*tasks, return_exceptions=True)
         join()
         return sync_outcomes, async_outcomes
@@ -284,10 +295,16 @@ def test_close_while_queued_fails_them_with_store_closed_and_stops_the_writer(  
     store_factory: StoreFactory, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Batches still queued when the store closes fail with StoreClosed, nothing hangs; the
-    writer thread, started by the first async append, is gone after ``close``."""
+    writer thread, started by the first appends it had to take, is gone after ``close``."""
     store = store_factory.open()
-    assert committer(store)._thread is None  # started lazily
     run(lambda: store.append_async("sess_x", [created("first")]))
+    assert committer(store)._thread is None  # a lone batch committed on the loop's thread
+
+    async def two() -> list[AppendResult]:
+        return await asyncio.gather(*(store.append_async(f"sess_w{i}", [created("w")])
+                                      for i in range(2)))
+
+    run(two)
     writer = committer(store)._thread
     assert writer is not None and writer.is_alive() and writer.daemon
     # Hold close() inside its exclusive block while coroutines queue behind it.
@@ -316,8 +333,7 @@ def test_close_while_queued_fails_them_with_store_closed_and_stops_the_writer(  
             await asyncio.sleep(0.001)
         tasks = [asyncio.ensure_future(store.append_async(f"sess_q{i}", [created(str(i))]))
                  for i in range(5)]
-        await asyncio.sleep(0)
-        assert len(committer(store)._queue) == 5
+        await until_queued(store, 5)
         if backend == "memory":
             lock.release()
         gate.set()
@@ -334,5 +350,6 @@ def test_close_while_queued_fails_them_with_store_closed_and_stops_the_writer(  
     reopened = store_factory.open(path=store_factory.directory / "ledger.db") if (
         backend == "sqlite") else None
     if reopened is not None:
-        assert [e.session_id for e in reopened.read_all()] == ["sess_x"]
+        sessions = [e.session_id for e in reopened.read_all()]
+        assert sessions == ["sess_x", "sess_w0", "sess_w1"]
         assert all(report.ok for report in reopened.verify())

@@ -109,7 +109,8 @@ def test_coroutines_of_two_loops_and_threads_one_wake_up_per_loop_per_group() ->
     import asyncio
 
     recorder = Recorder(delay=0.0005)
-    committer: GroupCommitter[int, int] = GroupCommitter(recorder)
+    # Every coroutine's batch through the writer thread (no lone batch on a loop's thread).
+    committer: GroupCommitter[int, int] = GroupCommitter(recorder, inline_budget_s=-1.0)
     answers: dict[int, int | BaseException] = {}
     wakes: dict[int, int] = {0: 0, 1: 0}
     lock = threading.Lock()
@@ -162,3 +163,76 @@ def test_coroutines_of_two_loops_and_threads_one_wake_up_per_loop_per_group() ->
         mine = range((which + 1) * per_loop, (which + 2) * per_loop)
         assert wakes[which] == sum(1 for g in recorder.groups if any(i in mine for i in g))
     assert max(len(g) for g in recorder.groups) > 1
+
+
+class ThreadRecorder(Recorder):
+    """A :class:`Recorder` that also notes the thread of each commit and its duration."""
+
+    def __init__(self, *, delays: Sequence[float] = ()) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+        self.delays = list(delays)
+
+    def __call__(self, items: Sequence[int]) -> list[int | BaseException]:
+        self.threads.append(threading.current_thread().name)
+        self.delay = self.delays.pop(0) if self.delays else 0.0
+        return super().__call__(items)
+
+
+def test_a_lone_coroutine_batch_commits_on_its_loops_thread() -> None:  # issue 24.2, D196
+    """A coroutine's batch alone in its loop's pass, with the committer free and quick, is
+    committed right there: no writer thread, one group of one, the caller's answer."""
+    import asyncio
+
+    recorder = ThreadRecorder()
+    committer: GroupCommitter[int, int] = GroupCommitter(recorder, inline_budget_s=10.0)
+
+    async def main() -> list[int]:
+        return [await committer.submit_async(n) for n in (1, 2, 3)]
+
+    assert asyncio.run(main()) == [2, 4, 6]
+    assert recorder.groups == [[1], [2], [3]]
+    assert recorder.threads == [threading.current_thread().name] * 3
+    assert committer._thread is None
+
+
+def test_batches_gathered_in_one_pass_commit_together_on_the_writer_thread() -> None:  # issue 24.1
+    """Batches submitted in one pass of the loop are one group, committed by the writer
+    thread (the loop goes on meanwhile), each caller with its own outcome."""
+    import asyncio
+
+    recorder = ThreadRecorder()
+    committer: GroupCommitter[int, int] = GroupCommitter(recorder, inline_budget_s=10.0)
+
+    async def main() -> list[int | BaseException]:
+        return await asyncio.gather(*(committer.submit_async(n) for n in range(1, 9)),
+                                    return_exceptions=True)
+
+    outcomes = asyncio.run(main())
+    committer.stop()
+    assert outcomes[:6] == [2, 4, 6, 8, 10, 12] and outcomes[7] == 16
+    assert isinstance(outcomes[6], ValueError)
+    assert recorder.groups == [list(range(1, 9))]
+    assert recorder.threads == ["eventlog-writer"]
+
+
+def test_a_slow_commit_sends_lone_batches_to_the_writer_thread_until_one_is_quick(  # D196
+) -> None:
+    """After a commit slower than the budget the next lone batch is not committed on the
+    loop's thread (a slow disk never holds the loop for more than about one commit); after
+    a quick commit it is again."""
+    import asyncio
+
+    recorder = ThreadRecorder(delays=[0.3, 0.0, 0.0])
+    committer: GroupCommitter[int, int] = GroupCommitter(recorder, inline_budget_s=0.1)
+
+    async def main() -> list[int]:
+        answers = [await committer.submit_async(n) for n in (1, 2)]
+        while committer._writer.locked():  # the writer thread lets go after it answered
+            await asyncio.sleep(0.001)
+        return [*answers, await committer.submit_async(3)]
+
+    assert asyncio.run(main()) == [2, 4, 6]
+    committer.stop()
+    here = threading.current_thread().name
+    assert recorder.threads == [here, "eventlog-writer", here]

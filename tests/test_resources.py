@@ -98,13 +98,15 @@ def test_reader_connections_stay_within_the_pool_across_many_threads(tmp_path: P
                 assert [e.seq for e in store.read_session("sess_a")] == [1]
                 assert len(list(store.raw_session("sess_a"))) == 1
 
-        for _wave in range(5):  # new threads each wave, as a pool retiring idle workers does
+        for _wave in range(7):  # new threads each wave, as a pool retiring idle workers does
             with ThreadPoolExecutor(40) as threads:
                 list(threads.map(read, [threading.Barrier(40)] * 40))
             counts.append(me.num_fds() - before)
         # a connection is the file and its WAL (the shared-memory index is one per process)
         assert max(counts) <= 2 * (READERS - 1), counts
-        assert counts[-1] == counts[1], counts  # steady, not growing wave by wave
+        # Steady, not growing wave by wave (on a loaded machine the pool may take a few waves
+        # to reach the readers 40 threads keep busy at once: [2, 4, 14, 14, 14] was seen).
+        assert counts[-1] == counts[-2] == counts[-3], counts
     finally:
         store.close()
     assert me.num_fds() < before  # every reader closed with the store
