@@ -9,6 +9,7 @@ fast tests that need no real network.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -81,6 +82,18 @@ class ServerProcess:
     def log(self) -> str:
         """Everything the server wrote to stdout and stderr so far."""
         return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def log_records(self) -> list[dict[str, Any]]:
+        """The server's log as records: each JSON line parsed, any other line (a traceback
+        printed outside the JSON handler, a crash) as ``{"unparsed": line}``."""
+        records: list[dict[str, Any]] = []
+        for line in self.log().splitlines():
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                parsed = None
+            records.append(parsed if isinstance(parsed, dict) else {"unparsed": line})
+        return records
 
     def client(self, **options: Any) -> httpx.Client:
         """An HTTP client for this server (close it, or use it as a context manager)."""

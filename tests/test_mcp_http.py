@@ -188,5 +188,6 @@ def test_stopping_serve_with_an_mcp_stream_open_ends_it_cleanly(tmp_path: Path) 
         time.sleep(0.5)  # the client's GET stream is open
         server.process.send_signal(signal.SIGTERM)
         assert server.process.wait(timeout=GRACEFUL_SHUTDOWN_S) == 0
-        errors = [line for line in server.log().splitlines() if '"level": "error"' in line]
+        errors = [r for r in server.log_records() if r.get("level") == "error" or "unparsed" in r]
+        assert any(r.get("event") == "stopped" for r in server.log_records())  # records parsed
     assert errors == []

@@ -13,7 +13,6 @@ closed: no answer carries ``Access-Control-Allow-Origin``.
 from __future__ import annotations
 
 import hmac
-import json
 import os
 import socket
 import subprocess
@@ -44,23 +43,11 @@ def _environment(**extra: str) -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if k not in drop}, **extra}
 
 
-def _log_lines(server: ServerProcess) -> list[dict[str, Any]]:
-    lines = []
-    for line in server.log().splitlines():
-        try:
-            parsed = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(parsed, dict):
-            lines.append(parsed)
-    return lines
-
-
 def _request_line(server: ServerProcess, request_id: str) -> dict[str, Any]:
     """The server's log line for ``request_id`` (it is written once the answer is sent)."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        for line in _log_lines(server):
+        for line in server.log_records():
             if line.get("event") == "request" and line.get("requestId") == request_id:
                 return line
         time.sleep(0.05)
@@ -115,7 +102,7 @@ def test_off_loopback_without_a_token_exits_2_and_never_binds(
 def test_serve_binds_loopback_by_default(tmp_path: Path) -> None:
     with running_server(tmp_path) as server, server.client() as http:
         assert http.get("/v1/sessions").status_code == 200  # no token needed on loopback
-        started = next(line for line in _log_lines(server) if line.get("event") == "starting")
+        started = next(line for line in server.log_records() if line.get("event") == "starting")
         assert started["host"] == "127.0.0.1"
         port = int(server.base_url.rsplit(":", 1)[1])
         outward = _outward_address()
