@@ -23,9 +23,12 @@ Two kinds of caller share one committer (issue 24):
   the only one its loop gathered, nothing queued, nobody committing, and the committer's last
   commit no slower than ``inline_budget_s`` — is committed right there on the loop's thread
   instead, like a lone thread caller on its own: the two hand-offs to the writer thread and
-  back cost more than the commit (D196). A disk whose commits take longer than the budget
-  sends every batch to the writer thread, so the loop is never held longer than about one
-  such commit.
+  back cost more than the commit (D196). That commit never waits for another writer: the
+  store's ``commit_now`` gives up at once when another connection or process holds the
+  database's write lock, and the batch goes to the writer thread, which waits. A disk whose
+  commits take longer than the budget sends every batch to the writer thread, so the loop is
+  never held longer than about one such commit. A store without ``commit_now`` (PostgreSQL:
+  every statement is a round trip) commits every coroutine's batch on the writer thread.
 
 Both kinds queue in the same queue, so a group may hold batches of both: whoever holds the
 writer lock (a thread caller, the writer thread, or ``exclusive()``: shutdown, purge,
@@ -48,7 +51,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, overload
 
 from .catalog import CATALOG
 from .encoding import session_hasher
@@ -403,6 +406,8 @@ class GroupCommitter(Generic[I, R]):
 
     ``commit`` receives the items in arrival order and returns, per item, its result or the
     exception that item alone failed with; if it raises, every item of that group fails.
+    ``commit_now`` is the same commit for a lone coroutine's batch on its loop's thread, which
+    returns ``None`` (having done nothing) where it would have to wait for another writer.
     Thread callers use :meth:`submit`/:meth:`submit_many`, coroutines :meth:`submit_async`;
     both may be mixed, in one group or not.
     """
@@ -412,9 +417,11 @@ class GroupCommitter(Generic[I, R]):
         commit: Callable[[Sequence[I]], Sequence[R | BaseException]],
         *,
         max_group: int = 512,
+        commit_now: Callable[[Sequence[I]], Sequence[R | BaseException] | None] | None = None,
         inline_budget_s: float = _INLINE_BUDGET_S,
     ) -> None:
         self._commit = commit
+        self._commit_now = commit_now
         self._max_group = max_group
         self._inline_budget_s = inline_budget_s
         self._last_commit_s = 0.0
@@ -510,22 +517,26 @@ class GroupCommitter(Generic[I, R]):
         """On ``loop``, after the pass that gathered its batches: commit a lone batch right
         here when the committer is free and its commits are quick; queue the rest."""
         entries = self._gathering.pop(loop)
+        commit_now = self._commit_now
         if (
             len(entries) == 1
+            and commit_now is not None
             and not self._queue
             and self._last_commit_s <= self._inline_budget_s
             and self._writer.acquire(blocking=False)
         ):
             (entry,) = entries
             try:
-                (outcome,) = self._commit_all((entry.item,), 1)
+                outcomes = self._commit_all((entry.item,), 1, commit_now)
             finally:
                 self._writer.release()
                 if self._queue:
                     self._hand_over()
-            assert entry.future is not None
-            _resolve([(entry.future, outcome)])
-            return
+            if outcomes is not None:
+                assert entry.future is not None
+                _resolve([(entry.future, outcomes[0])])
+                return
+            # Another writer holds the database: the writer thread waits for it instead.
         self._enqueue(entries)
 
     def _enqueue(self, entries: Sequence[_Pending[I, R]]) -> None:
@@ -609,11 +620,25 @@ class GroupCommitter(Generic[I, R]):
             del self._queue[: self._max_group]
         self._settle(group, self._commit_all([p.item for p in group], len(group)))
 
-    def _commit_all(self, items: Sequence[I], count: int) -> Sequence[R | BaseException]:
+    @overload
+    def _commit_all(self, items: Sequence[I], count: int) -> Sequence[R | BaseException]: ...
+
+    @overload
+    def _commit_all(
+        self, items: Sequence[I], count: int,
+        commit: Callable[[Sequence[I]], Sequence[R | BaseException] | None],
+    ) -> Sequence[R | BaseException] | None: ...
+
+    def _commit_all(
+        self, items: Sequence[I], count: int,
+        commit: Callable[[Sequence[I]], Sequence[R | BaseException] | None] | None = None,
+    ) -> Sequence[R | BaseException] | None:
+        """Run one commit (``commit``, else the committer's own) and time it; an exception it
+        raises is every item's outcome."""
         self._last_group = count
         started = time.perf_counter()
         try:
-            return self._commit(items)
+            return (commit or self._commit)(items)
         except BaseException as exc:  # every caller of the group gets it
             return [exc] * count
         finally:

@@ -63,8 +63,10 @@ class MemoryEventStore(GroupAppends):
         self._high_water = 0
         for projection in self._projections:
             projection.create(self)
+        # Nothing but this process writes here: a lone coroutine's batch may always commit
+        # on its loop's thread (D196).
         self._committer: GroupCommitter[PreparedBatch, AppendResult] = GroupCommitter(
-            self._commit
+            self._commit, commit_now=self._commit
         )
 
     @property

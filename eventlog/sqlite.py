@@ -136,7 +136,7 @@ class SQLiteEventStore(GroupAppends):
         self._retry(lambda: create_schema(sqlite_utils.Database(self._writer)))
         self._retry(self._refresh_stale_projections)
         self._committer: GroupCommitter[PreparedBatch, AppendResult] = GroupCommitter(
-            self._commit
+            self._commit, commit_now=self._commit_now
         )
 
     @property
@@ -203,16 +203,25 @@ class SQLiteEventStore(GroupAppends):
         return UnreadableStore(str(exc))
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, *, wait: bool = True) -> Iterator[sqlite3.Connection]:
         """The write connection in one ``BEGIN IMMEDIATE`` transaction, committed when the
         block ends and rolled back on any exception.
 
         A driver error leaves as the log's own error (:meth:`_translated`), except "busy"
         (another process holds the lock), which leaves as it is for the caller to retry.
+        ``wait=False``: busy at once, without SQLite's busy timeout, when another connection
+        holds the write lock (the commit on an event loop's thread, D196).
         """
         conn = self._writer
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            if wait:
+                conn.execute("BEGIN IMMEDIATE")
+            else:
+                conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                finally:
+                    conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
             try:
                 yield conn
                 conn.execute("COMMIT")
@@ -233,6 +242,25 @@ class SQLiteEventStore(GroupAppends):
             outcomes = self._commit_once(group)
         except sqlite3.DatabaseError:  # busy: any other error left as the log's own
             outcomes = self._retry(lambda: self._commit_once(group))
+        self._publish(outcomes)
+        return outcomes
+
+    def _commit_now(
+        self, group: Sequence[PreparedBatch]
+    ) -> list[AppendResult | BaseException] | None:
+        """:meth:`_commit` when no other connection holds the write lock; ``None``, nothing
+        written, when one does: a commit on the event loop's thread must not wait (D196)."""
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        try:
+            outcomes = self._commit_once(group, wait=False)
+        except sqlite3.DatabaseError:  # busy: any other error left as the log's own
+            return None
+        self._publish(outcomes)
+        return outcomes
+
+    def _publish(self, outcomes: list[AppendResult | BaseException]) -> None:
+        """Tell the listeners what a commit appended (not what it found already written)."""
         if self._listeners:
             committed = [
                 e for o in outcomes if isinstance(o, AppendResult) and not o.replayed
@@ -240,11 +268,12 @@ class SQLiteEventStore(GroupAppends):
             ]
             if committed:
                 self._listeners.publish(committed)
-        return outcomes
 
-    def _commit_once(self, group: Sequence[PreparedBatch]) -> list[AppendResult | BaseException]:
+    def _commit_once(
+        self, group: Sequence[PreparedBatch], *, wait: bool = True
+    ) -> list[AppendResult | BaseException]:
         try:
-            with self._transaction() as conn:
+            with self._transaction(wait=wait) as conn:
                 position = self._high_water(conn)
                 now = now_text(self._clock)
                 _load_heads(conn, self._heads, group)

@@ -353,3 +353,51 @@ def test_close_while_queued_fails_them_with_store_closed_and_stops_the_writer(  
         sessions = [e.session_id for e in reopened.read_all()]
         assert sessions == ["sess_x", "sess_w0", "sess_w1"]
         assert all(report.ok for report in reopened.verify())
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_lone_append_never_holds_the_loop_while_another_process_writes(  # D196
+    store: EventStore, backend: str
+) -> None:
+    """While another connection (another process, in production) holds the database's write
+    lock, a lone coroutine's batch is not committed on the loop's thread — SQLite would make
+    that thread wait out its 5-s busy timeout — but by the writer thread, which waits; the
+    loop goes on, and the batch lands once the lock is free."""
+    store.append("sess_a", [created("base")])
+    path = store.path  # type: ignore[attr-defined]
+    run(lambda: store.append_async("sess_a", [created("quick")], expected_version=1))
+    assert committer(store)._thread is None  # no other writer: committed on the loop
+    held, turned = threading.Event(), threading.Event()
+    seen: dict[str, bool] = {}
+
+    def other_writer() -> None:
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            held.set()
+            # A loop stuck in SQLite's busy wait (5 s) could not say it turned within 3 s.
+            seen["loop turned"] = turned.wait(3)
+            conn.execute("ROLLBACK")
+        finally:
+            conn.close()
+
+    async def main() -> AppendResult:
+        holder = threading.Thread(target=other_writer)
+        holder.start()
+        assert await asyncio.to_thread(held.wait, 30)
+        task = asyncio.ensure_future(
+            store.append_async("sess_a", [created("held")], expected_version=2)
+        )
+        await asyncio.sleep(0.01)  # the batch was gathered and handed on meanwhile
+        turned.set()
+        result = await task
+        await asyncio.to_thread(holder.join, 30)
+        return result
+
+    result = run(main)
+    assert seen == {"loop turned": True}
+    assert committer(store)._thread is not None  # the writer thread waited instead
+    assert result.events[0].seq == 3
+    assert [e.data.workspace for e in store.read_session("sess_a")] == [  # type: ignore[attr-defined]
+        "base", "quick", "held"]
+    assert all(report.ok for report in store.verify())

@@ -109,8 +109,8 @@ def test_coroutines_of_two_loops_and_threads_one_wake_up_per_loop_per_group() ->
     import asyncio
 
     recorder = Recorder(delay=0.0005)
-    # Every coroutine's batch through the writer thread (no lone batch on a loop's thread).
-    committer: GroupCommitter[int, int] = GroupCommitter(recorder, inline_budget_s=-1.0)
+    # Every coroutine's batch through the writer thread (no commit_now: none on a loop's thread).
+    committer: GroupCommitter[int, int] = GroupCommitter(recorder)
     answers: dict[int, int | BaseException] = {}
     wakes: dict[int, int] = {0: 0, 1: 0}
     lock = threading.Lock()
@@ -185,7 +185,9 @@ def test_a_lone_coroutine_batch_commits_on_its_loops_thread() -> None:  # issue 
     import asyncio
 
     recorder = ThreadRecorder()
-    committer: GroupCommitter[int, int] = GroupCommitter(recorder, inline_budget_s=10.0)
+    committer: GroupCommitter[int, int] = GroupCommitter(
+        recorder, commit_now=recorder, inline_budget_s=10.0
+    )
 
     async def main() -> list[int]:
         return [await committer.submit_async(n) for n in (1, 2, 3)]
@@ -202,7 +204,9 @@ def test_batches_gathered_in_one_pass_commit_together_on_the_writer_thread() -> 
     import asyncio
 
     recorder = ThreadRecorder()
-    committer: GroupCommitter[int, int] = GroupCommitter(recorder, inline_budget_s=10.0)
+    committer: GroupCommitter[int, int] = GroupCommitter(
+        recorder, commit_now=recorder, inline_budget_s=10.0
+    )
 
     async def main() -> list[int | BaseException]:
         return await asyncio.gather(*(committer.submit_async(n) for n in range(1, 9)),
@@ -224,7 +228,9 @@ def test_a_slow_commit_sends_lone_batches_to_the_writer_thread_until_one_is_quic
     import asyncio
 
     recorder = ThreadRecorder(delays=[0.3, 0.0, 0.0])
-    committer: GroupCommitter[int, int] = GroupCommitter(recorder, inline_budget_s=0.1)
+    committer: GroupCommitter[int, int] = GroupCommitter(
+        recorder, commit_now=recorder, inline_budget_s=0.1
+    )
 
     async def main() -> list[int]:
         answers = [await committer.submit_async(n) for n in (1, 2)]
@@ -236,3 +242,32 @@ def test_a_slow_commit_sends_lone_batches_to_the_writer_thread_until_one_is_quic
     committer.stop()
     here = threading.current_thread().name
     assert recorder.threads == [here, "eventlog-writer", here]
+
+
+def test_a_commit_that_would_wait_is_left_to_the_writer_thread() -> None:  # D196
+    """``commit_now`` answering None (another writer holds the database; nothing done) sends
+    the lone batch to the writer thread's ``commit``; without ``commit_now`` every batch goes
+    there."""
+    import asyncio
+
+    recorder = ThreadRecorder()
+    declined: list[list[int]] = []
+
+    def would_wait(items: Sequence[int]) -> None:
+        declined.append(list(items))
+
+    async def one(committer: GroupCommitter[int, int], item: int) -> int:
+        return await committer.submit_async(item)
+
+    committer: GroupCommitter[int, int] = GroupCommitter(
+        recorder, commit_now=would_wait, inline_budget_s=10.0
+    )
+    assert asyncio.run(one(committer, 5)) == 10
+    committer.stop()
+    assert declined == [[5]] and recorder.groups == [[5]]
+    assert recorder.threads == ["eventlog-writer"]
+
+    plain: GroupCommitter[int, int] = GroupCommitter(recorder)
+    assert asyncio.run(one(plain, 6)) == 12
+    plain.stop()
+    assert recorder.threads == ["eventlog-writer", "eventlog-writer"]
