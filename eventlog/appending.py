@@ -12,23 +12,23 @@ Two kinds of caller share one committer (issue 24):
   combining: a caller queues its batch and the one that gets the writer lock commits everything
   queued; a lone caller commits on its own thread with no hand-off.
 - **Coroutines** (``await append_async(...)``: the HTTP routes on the event loop) encode their
-  payloads on the loop and wait on an :class:`asyncio.Future`. The batches a loop submits in
-  one pass over its ready callbacks are gathered and handed on together when that pass is
-  over. One *writer thread* per committer (started when first needed, a daemon, stopped by the
-  store's ``close``, gone again after a few idle seconds) leads for them: it takes everything
-  queued (up to ``max_group``), commits it through the same commit function, and settles the
-  group's futures with a single ``loop.call_soon_threadsafe`` per event loop — one wake-up of
-  the loop per group, where a thread caller costs one OS-thread wake each (~30 µs here, the
-  cap of thread group commit); meanwhile the loop serves other requests. A *lone* batch —
-  the only one its loop gathered, nothing queued, nobody committing, and the committer's last
-  commit no slower than ``inline_budget_s`` — is committed right there on the loop's thread
-  instead, like a lone thread caller on its own: the two hand-offs to the writer thread and
-  back cost more than the commit (D196). That commit never waits for another writer: the
-  store's ``commit_now`` gives up at once when another connection or process holds the
-  database's write lock, and the batch goes to the writer thread, which waits. A disk whose
-  commits take longer than the budget sends every batch to the writer thread, so the loop is
-  never held longer than about one such commit. A store without ``commit_now`` (PostgreSQL:
-  every statement is a round trip) commits every coroutine's batch on the writer thread.
+  payloads on the loop and wait on an :class:`asyncio.Future`. The batches a loop submits in one
+  pass over its ready callbacks are gathered and handed on together when that pass is over. One
+  *writer thread* per committer (started when first needed, a daemon, stopped by the store's
+  ``close``, gone again after a few idle seconds) leads for them: it takes everything queued (up to
+  ``max_group``), commits it through the same commit function, and settles the group's futures with
+  a single ``loop.call_soon_threadsafe`` per event loop — one wake-up of the loop per group, where a
+  thread caller costs one OS-thread wake each (~30 µs here, the cap of thread group commit);
+  meanwhile the loop serves other requests. A *lone* batch — the only one its loop gathered, nothing
+  queued, nobody committing, and the committer's last commit no slower than ``inline_budget_s``
+  (timed by ``timer``) — is committed right there on the loop's thread instead, like a lone thread
+  caller on its own: the two hand-offs to the writer thread and back cost more than the commit
+  (D196). That commit never waits for another writer: the store's ``commit_now`` gives up at once
+  when another connection or process holds the database's write lock, and the batch goes to the
+  writer thread, which waits. A disk whose commits take longer than the budget sends every batch to
+  the writer thread, so the loop is never held longer than about one such commit. A store without
+  ``commit_now`` (PostgreSQL: every statement is a round trip) commits every coroutine's batch on
+  the writer thread.
 
 Both kinds queue in the same queue, so a group may hold batches of both: whoever holds the
 writer lock (a thread caller, the writer thread, or ``exclusive()``: shutdown, purge,
@@ -72,6 +72,7 @@ __all__ = [
     "GroupCommitter",
     "GroupWrite",
     "Head",
+    "INLINE_BUDGET_S",
     "Listener",
     "PreparedBatch",
     "Subscribers",
@@ -339,9 +340,11 @@ class GroupAppends:
 I = TypeVar("I")  # noqa: E741
 R = TypeVar("R")
 
-_INLINE_BUDGET_S = 0.001
+INLINE_BUDGET_S = 0.001
 """A lone coroutine's batch commits on its loop's thread while the committer's last commit
-took no longer than this (D196); a slower disk's commits all go to the writer thread."""
+took no longer than this (D196); a slower disk's commits all go to the writer thread. Stores
+take another (``inline_budget_s``): a test that checks which thread committed sets it, so that
+the machine's speed never chooses the path it asserts (issue 36)."""
 
 _IDLE_S = 5.0
 """How long the writer thread waits for work before it ends (the next async append starts
@@ -409,7 +412,9 @@ class GroupCommitter(Generic[I, R]):
     ``commit_now`` is the same commit for a lone coroutine's batch on its loop's thread, which
     returns ``None`` (having done nothing) where it would have to wait for another writer.
     Thread callers use :meth:`submit`/:meth:`submit_many`, coroutines :meth:`submit_async`;
-    both may be mixed, in one group or not.
+    both may be mixed, in one group or not. ``inline_budget_s`` and ``timer`` (seconds, any
+    monotonic origin) decide when a lone coroutine's batch may commit on its loop's thread
+    (:data:`INLINE_BUDGET_S`).
     """
 
     def __init__(
@@ -418,12 +423,14 @@ class GroupCommitter(Generic[I, R]):
         *,
         max_group: int = 512,
         commit_now: Callable[[Sequence[I]], Sequence[R | BaseException] | None] | None = None,
-        inline_budget_s: float = _INLINE_BUDGET_S,
+        inline_budget_s: float = INLINE_BUDGET_S,
+        timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._commit = commit
         self._commit_now = commit_now
         self._max_group = max_group
         self._inline_budget_s = inline_budget_s
+        self._timer = timer
         self._last_commit_s = 0.0
         # The batches each event loop submitted in its current pass over its ready
         # callbacks, handed on by _flush when that pass is over (touched only on that
@@ -636,13 +643,13 @@ class GroupCommitter(Generic[I, R]):
         """Run one commit (``commit``, else the committer's own) and time it; an exception it
         raises is every item's outcome."""
         self._last_group = count
-        started = time.perf_counter()
+        started = self._timer()
         try:
             return (commit or self._commit)(items)
         except BaseException as exc:  # every caller of the group gets it
             return [exc] * count
         finally:
-            self._last_commit_s = time.perf_counter() - started
+            self._last_commit_s = self._timer() - started
 
     @staticmethod
     def _settle(group: Sequence[_Pending[I, R]], outcomes: Sequence[R | BaseException]) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from .appending import (
+    INLINE_BUDGET_S,
     GroupAppends,
     GroupCommitter,
     Head,
@@ -50,6 +51,7 @@ class MemoryEventStore(GroupAppends):
         clock: Clock | None = None,
         upcasters: UpcasterRegistry = default_upcasters,
         projections: Sequence[InlineProjection] = (),
+        inline_budget_s: float = INLINE_BUDGET_S,
     ) -> None:
         self._clock = clock or SystemClock()
         self._upcasters = upcasters
@@ -66,7 +68,7 @@ class MemoryEventStore(GroupAppends):
         # Nothing but this process writes here: a lone coroutine's batch may always commit
         # on its loop's thread (D196).
         self._committer: GroupCommitter[PreparedBatch, AppendResult] = GroupCommitter(
-            self._commit, commit_now=self._commit
+            self._commit, commit_now=self._commit, inline_budget_s=inline_budget_s
         )
 
     @property

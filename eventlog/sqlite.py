@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 import sqlite_utils
 
 from .appending import (
+    INLINE_BUDGET_S,
     GroupAppends,
     GroupCommitter,
     Head,
@@ -114,6 +115,7 @@ class SQLiteEventStore(GroupAppends):
         clock: Clock | None = None,
         upcasters: UpcasterRegistry = default_upcasters,
         projections: Sequence[InlineProjection] = (),
+        inline_budget_s: float = INLINE_BUDGET_S,
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -136,7 +138,7 @@ class SQLiteEventStore(GroupAppends):
         self._retry(lambda: create_schema(sqlite_utils.Database(self._writer)))
         self._retry(self._refresh_stale_projections)
         self._committer: GroupCommitter[PreparedBatch, AppendResult] = GroupCommitter(
-            self._commit, commit_now=self._commit_now
+            self._commit, commit_now=self._commit_now, inline_budget_s=inline_budget_s
         )
 
     @property

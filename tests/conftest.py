@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from server_support import ServerProcess, running_server
 
-from eventlog import EventStore, ManualClock, UpcasterRegistry, open_store
+from eventlog import EventStore, ManualClock, UpcasterRegistry, default_upcasters, open_store
 from eventlog.memory import MemoryEventStore
 from eventlog.postgres import PostgresEventStore
 from eventlog.sqlite import SQLiteEventStore
@@ -103,27 +103,34 @@ class StoreFactory:
         clock: ManualClock | None = None,
         upcasters: UpcasterRegistry | None = None,
         path: Path | None = None,
+        inline_budget_s: float | None = None,
     ) -> EventStore:
-        """A new store (or, for sqlite, the file at ``path`` reopened)."""
+        """A new store (or, for sqlite, the file at ``path`` reopened). ``inline_budget_s``
+        replaces the budget of a lone coroutine's commit on its loop's thread: a test that
+        asserts which thread committed sets it, so the machine's speed never decides (issue
+        36; PostgreSQL has no such commit)."""
         clock = clock or ManualClock()
+        plain = upcasters is None and inline_budget_s is None  # opened by its URL
+        upcasters = upcasters or default_upcasters
+        budget = {} if inline_budget_s is None else {"inline_budget_s": inline_budget_s}
         store: EventStore
         if self.backend == "memory":
             store = (
-                open_store("memory://", clock=clock) if upcasters is None
-                else MemoryEventStore(clock=clock, upcasters=upcasters)
+                open_store("memory://", clock=clock) if plain
+                else MemoryEventStore(clock=clock, upcasters=upcasters, **budget)
             )
         elif self.backend == "postgresql":
             assert self.pg_url is not None
             url = pg_support.schema_url(self.pg_url, self.directory, path or self.new_path())
             store = (
-                open_store(url, clock=clock) if upcasters is None
+                open_store(url, clock=clock) if plain
                 else PostgresEventStore(url, clock=clock, upcasters=upcasters)
             )
         else:
             path = path or self.new_path()
             store = (
-                open_store(f"sqlite:///{path}", clock=clock) if upcasters is None
-                else SQLiteEventStore(path, clock=clock, upcasters=upcasters)
+                open_store(f"sqlite:///{path}", clock=clock) if plain
+                else SQLiteEventStore(path, clock=clock, upcasters=upcasters, **budget)
             )
         self._opened.append(store)
         return store
