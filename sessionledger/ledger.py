@@ -34,6 +34,10 @@ two writers per session, issue 19).
   :data:`UNCONDITIONAL_PATIENCE_S`, and only a session that stayed overtaken all that time
   (no real workload does) is 503 ``unavailable``, which a client retries like a busy store.
 
+These budgets and the clock they are measured on are one :class:`Patience`, which a
+:class:`Ledger` takes: a test that counts retries gives it a clock of its own, so the
+machine's speed never decides how many attempts it sees (issue 36).
+
 Writers of one session in this process take turns: :meth:`Ledger.retry` runs each attempt
 holding the session's writer lock (:class:`SessionWriters`, re-entrant, held only while an
 attempt runs, dropped with its last user), so in-process writers never overtake each other
@@ -50,6 +54,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import greenlet
@@ -91,9 +96,11 @@ from .errors import (
 )
 
 __all__ = [
+    "DEFAULT_PATIENCE",
     "FIRST_PAUSE_S",
     "LONGEST_PAUSE_S",
     "PATIENCE_S",
+    "Patience",
     "UNCONDITIONAL_PATIENCE_S",
     "AfterAppend",
     "Ledger",
@@ -118,7 +125,8 @@ LONGEST_PAUSE_S = 0.05
 PATIENCE_S = 2.0
 """How long a conditional command keeps deciding again before 409 ``conflict``."""
 UNCONDITIONAL_PATIENCE_S = 30.0
-"""How long an unconditional command keeps trying before 503 (read at each call)."""
+"""How long an unconditional command keeps trying before 503."""
+
 
 
 # -- the async face (issue 24) -----------------------------------------------------------------
@@ -181,8 +189,26 @@ def pause(seconds: float) -> None:
         time.sleep(seconds)
 
 
+@dataclass(frozen=True)
+class Patience:
+    """The retry policy's budgets (seconds) and the clock they are measured on: ``clock``
+    answers the seconds since any fixed origin (``time.monotonic``), ``pause`` waits
+    (:func:`pause`: on the loop inside :func:`on_loop`)."""
+
+    conditional_s: float = PATIENCE_S
+    unconditional_s: float = UNCONDITIONAL_PATIENCE_S
+    first_pause_s: float = FIRST_PAUSE_S
+    longest_pause_s: float = LONGEST_PAUSE_S
+    clock: Callable[[], float] = time.monotonic
+    pause: Callable[[float], None] = pause
+
+
+DEFAULT_PATIENCE = Patience()
+
+
 def retry_overtaken(
-    session_id: str, attempt: Callable[[], T], *, unconditional: bool = False
+    session_id: str, attempt: Callable[[], T], *, unconditional: bool = False,
+    policy: Patience = DEFAULT_PATIENCE,
 ) -> T:
     """``attempt()``'s result, calling it again while it raises ``ConcurrencyConflict``.
 
@@ -190,17 +216,17 @@ def retry_overtaken(
     anything else it raises (a refusal, bad input, 404, another error of the log) is raised
     at once, as it is.
     """
-    patience = UNCONDITIONAL_PATIENCE_S if unconditional else PATIENCE_S
-    deadline = time.monotonic() + patience
-    longest = FIRST_PAUSE_S
+    patience = policy.unconditional_s if unconditional else policy.conditional_s
+    deadline = policy.clock() + patience
+    longest = policy.first_pause_s
     while True:
         try:
             return attempt()
         except ConcurrencyConflict:
-            if time.monotonic() >= deadline:
+            if policy.clock() >= deadline:
                 break
-        pause(random.uniform(0, longest))
-        longest = min(longest * 2, LONGEST_PAUSE_S)
+        policy.pause(random.uniform(0, longest))
+        longest = min(longest * 2, policy.longest_pause_s)
     if unconditional:
         raise ServiceUnavailable(
             f"session {session_id!r} is too busy: other writers overtook this write for "
@@ -363,9 +389,14 @@ AfterAppend = Callable[[str, Sequence[RecordedEvent]], None]
 class Ledger:
     """The event store and its inline projections, as the services see them."""
 
-    def __init__(self, store: EventStore, projections: Projections) -> None:
+    def __init__(
+        self, store: EventStore, projections: Projections, *,
+        patience: Patience = DEFAULT_PATIENCE,
+    ) -> None:
         self.store = store
         self.projections = projections
+        self.patience = patience
+        """The retry policy's budgets and clock (:meth:`retry`)."""
         self._after: Subscribers[tuple[str, Sequence[RecordedEvent]]] = Subscribers()
         self._quiet: contextvars.ContextVar[str | None] = contextvars.ContextVar(
             "quiet_session", default=None)
@@ -486,7 +517,9 @@ class Ledger:
             with self.writers.held(session_id):
                 return attempt()
 
-        return retry_overtaken(session_id, in_turn, unconditional=unconditional)
+        return retry_overtaken(
+            session_id, in_turn, unconditional=unconditional, policy=self.patience
+        )
 
     @contextmanager
     def telling_itself(self, session_id: str) -> Iterator[None]:

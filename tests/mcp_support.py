@@ -38,8 +38,9 @@ from sessionledger.mcp.http import MCP_PATH, McpHttpTransport
 
 __all__ = [
     "PLAN", "QUESTION", "TODOS", "Answers", "InProcessServe", "NeverAnswers", "Scripted",
-    "UrlOnlySession", "call_resetting_on_progress", "kill_servers", "masked", "mcp_client",
-    "never", "normalized", "reply", "serve_in_process", "server_env", "server_params", "text_of",
+    "UrlOnlySession", "abandon_once_asked", "abandon_when", "call_resetting_on_progress",
+    "kill_servers", "masked", "mcp_client", "never", "normalized", "reply", "serve_in_process",
+    "server_env", "server_params", "text_of",
 ]
 
 QUESTION = {"questions": [{
@@ -254,12 +255,14 @@ class UrlOnlySession(ClientSession):
 
 
 async def call_resetting_on_progress(
-    session: ClientSession, name: str, arguments: dict[str, Any], *, timeout_s: float
+    session: ClientSession, name: str, arguments: dict[str, Any], *, timeout_s: float,
+    progress: list[float] | None = None,
 ) -> tuple[types.CallToolResult | None, list[float]]:
     """``tools/call`` as a host with ``resetTimeoutOnProgress`` makes it (the TypeScript SDK's
     option): abandoned — ``notifications/cancelled`` — once ``timeout_s`` pass without a
-    progress notification. The result (``None`` when it timed out) and the progress values."""
-    progress: list[float] = []
+    progress notification. The result (``None`` when it timed out) and the progress values
+    (appended to ``progress`` as they come, when given)."""
+    progress = [] if progress is None else progress
     scope = anyio.CancelScope(deadline=anyio.current_time() + timeout_s)
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
@@ -269,6 +272,36 @@ async def call_resetting_on_progress(
     with scope:
         return await session.call_tool(name, arguments, progress_callback=on_progress), progress
     return None, progress
+
+
+async def abandon_when(request: Callable[[], Awaitable[Any]], ready: Callable[[], bool]) -> None:
+    """Send ``request()`` and abandon it — ``notifications/cancelled``, as a host's own timeout
+    sends it — once ``ready()`` holds (at most 30 s): the host gives up after the server got
+    that far, however long it took (a fixed timeout would race the server's commit on a busy
+    machine: issue 36)."""
+    with anyio.CancelScope() as host:
+        async with anyio.create_task_group() as group:
+            async def give_up_when_ready() -> None:
+                with anyio.fail_after(30):
+                    while not ready():
+                        await anyio.sleep(0.01)
+                host.cancel()
+
+            group.start_soon(give_up_when_ready)
+            await request()
+    assert host.cancelled_caught, "the request was answered before the host gave up"
+
+
+async def abandon_once_asked(
+    session: ClientSession, form: Scripted | NeverAnswers, name: str, arguments: dict[str, Any]
+) -> None:
+    """``tools/call`` that the host abandons once the call's form is open (:func:`abandon_when`)."""
+    asked = form.opened if isinstance(form, NeverAnswers) else len(form.asked)
+
+    def opened() -> bool:
+        return (form.opened if isinstance(form, NeverAnswers) else len(form.asked)) > asked
+
+    await abandon_when(lambda: session.call_tool(name, arguments), opened)
 
 
 def text_of(result: types.CallToolResult) -> str:

@@ -36,7 +36,11 @@ from eventlog.sqlite import ReaderPool, storage_fault
 from sessionledger.ledger import from_eventlog
 from sessionledger.tools.ask import result_text
 
-ARGS = ("--question-grace-s", "0.3", "--question-deadline-s", "1")
+ARGS = ("--question-grace-s", "3", "--question-deadline-s", "5")
+"""The question's countdown shows at 3 s and ends at 5 s: the fault is in place long before
+either, so the scheduler's first append is one the disk refuses (with 0.3 s and 1 s a busy
+machine's slow fsyncs could let the countdown or the deadline land before the fault: issue
+36)."""
 QUESTION_TEXT = "Which database?"
 QUESTION = {"questions": [{
     "question": QUESTION_TEXT, "header": "DB", "multiSelect": False,
@@ -138,6 +142,7 @@ def test_a_disk_refusing_writes_answers_503_changes_nothing_and_the_server_recov
         with disk_refusing_writes(server):
             before = snapshot(client, sid)
             (pending,) = before[0]["interactions"]
+            assert pending["autoResolution"]["state"] == "hiddenGrace", pending
             deadline = datetime.fromisoformat(pending["autoResolution"]["deadlineAt"])
             for method, path, body in writes(sid, iid):
                 assert_storage_503(send(client, method, path, body))

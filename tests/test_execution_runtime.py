@@ -10,6 +10,7 @@ session from threads; the log they leave must chain every decision on the state 
 
 from __future__ import annotations
 
+import itertools
 import random
 import sqlite3
 import threading
@@ -42,8 +43,8 @@ from projections import (
 from projections.session import TurnCountersProjection
 from projections.tables import SqliteDocTable, SqliteSummaryTable, SqliteTodoTable
 from projections.tools import DocProjection, TodoProjection, fold_call, fold_interaction
-from sessionledger import ledger as retry
 from sessionledger.errors import CommandRefused, Conflict
+from sessionledger.ledger import DEFAULT_PATIENCE, Patience
 from sessionledger.ledger import Ledger as ServiceLedger
 from sessionledger.service import CommandResult, ExecutionRuntime
 from statemachine.execution import (
@@ -406,10 +407,14 @@ def replay_checked(events: list[RecordedEvent]) -> tuple[str, bool, str | None]:
 class Race:
     """Threads sending random commands to one session through two runtimes (two stores)."""
 
-    def __init__(self, url: str, *, threads_per_runtime: int, commands: int) -> None:
+    def __init__(
+        self, url: str, *, threads_per_runtime: int, commands: int,
+        patience: Patience = DEFAULT_PATIENCE,
+    ) -> None:
         self.ledgers = [open_projected_store(url) for _ in range(2)]  # two "processes"
         self.runtimes = [
-            ExecutionRuntime(ServiceLedger(store, proj)) for store, proj in self.ledgers
+            ExecutionRuntime(ServiceLedger(store, proj, patience=patience))
+            for store, proj in self.ledgers
         ]
         self.session = create(self.ledgers[0][0], mode="yolo")
         self.threads_per_runtime, self.commands = threads_per_runtime, commands
@@ -483,7 +488,9 @@ def race(url: str) -> Iterator[Callable[..., Race]]:
 def test_es5_es6_two_runtimes_race_on_one_session_without_lost_updates(
     race: Callable[..., Race],
 ) -> None:
-    done = race(threads_per_runtime=1, commands=60)
+    # Two writers take turns; with patience longer than any fsync of a busy machine, none of
+    # them gives up (what this test is about is that no update is lost: issue 36).
+    done = race(threads_per_runtime=1, commands=60, patience=Patience(conditional_s=120.0))
     assert [f for f in done.failures if not isinstance(f, CommandRefused)] == []
     assert done.results and done.failures  # both outcomes were exercised
     done.check_log()
@@ -503,8 +510,13 @@ def test_es6_runtime_answers_conflict_only_after_every_retry_lost(
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A writer that always gets there first makes the runtime give up with Conflict once its
-    patience is spent (shortened here), having decided again after every lost race."""
-    monkeypatch.setattr(retry, "PATIENCE_S", 0.05)
+    patience is spent, having decided again after every lost race. (The patience is measured
+    on a clock of the test's that moves 1 s each time it is read, so the count of attempts is
+    the policy's, not this machine's: issue 36.)"""
+    reads = itertools.count()
+    pauses: list[float] = []
+    patience = Patience(conditional_s=5.0, clock=lambda: float(next(reads)),
+                        pause=pauses.append)
     store, projections = ledger
     session = create(store)
 
@@ -522,11 +534,13 @@ def test_es6_runtime_answers_conflict_only_after_every_retry_lost(
             return getattr(store, name)
 
     behind = AlwaysBehind()
-    runtime = ExecutionRuntime(ServiceLedger(behind, projections))  # type: ignore[arg-type]
+    runtime = ExecutionRuntime(ServiceLedger(behind, projections, patience=patience))  # type: ignore[arg-type]
     with pytest.raises(Conflict) as raised:
         runtime.execute(session, EnterPlan(), via="enter_plan_tool")
     assert not isinstance(raised.value, CommandRefused)
-    assert behind.appends > 1  # retried, each time on a fresh read
+    # Deadline 5 at the first read (0); the clock reads 1, 2, … after each lost race: the
+    # 5th reaches it. 5 attempts, each on a fresh read, a pause between each two.
+    assert behind.appends == 5 and len(pauses) == 4
     assert runtime.state(session) == ExecutionState()
     assert [e.type for e in store.read_session(session)][1:] == ["MessageRecorded"] * behind.appends
 

@@ -170,7 +170,9 @@ def test_a_listing_binds_nothing_and_a_delete_drops_the_binding(  # issue 21 fin
 def test_an_idle_timeout_and_a_stopping_server_drop_the_binding(  # issue 21 finding 1
     tmp_path: Path,
 ) -> None:
-    with serve_in_process(tmp_path, idle_timeout_s=0.5) as serve:
+    # Idle for 3 s: longer than any pause a busy machine puts between this client's requests
+    # (the SDK counts idle time only between requests), short enough to wait for.
+    with serve_in_process(tmp_path, idle_timeout_s=3.0) as serve:
         with httpx.Client(timeout=30) as http:
             init = http.post(serve.mcp_url, headers=_RPC_HEADERS, json=_INITIALIZE)
             headers = {**_RPC_HEADERS, "mcp-session-id": init.headers["mcp-session-id"],

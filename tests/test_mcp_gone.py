@@ -33,6 +33,7 @@ from mcp_support import QUESTION, text_of
 from server_support import ServerProcess, create_session, running_server
 
 from sessionledger import SessionService
+from sessionledger.mcp import asking
 from sessionledger.mcp.asking import WITHDRAW_REASON
 from sessionledger.mcp.server import LedgerMcp, McpOptions
 from sessionledger.tools.ask import ALL_ANSWERED_PREFIX
@@ -240,6 +241,16 @@ def test_a_waiting_tasks_result_reads_the_log_only_when_an_answer_commits(  # is
         reads.append(call_id)
         return call(session_id, call_id)
 
+    # Each waiter's first wait for its bell: its reads at the start are done by then (known,
+    # not slept on: issue 36).
+    parked: list[float] = []
+    wait = asking._Waiter.wait
+
+    async def counted_wait(waiter: Any, timeout_s: float) -> None:
+        parked.append(timeout_s)
+        await wait(waiter, timeout_s)
+
+    monkeypatch.setattr(asking._Waiter, "wait", counted_wait)
     session_id = str(service.create_session(host="protocol")["sessionId"])
     ledger = LedgerMcp(service, McpOptions(session_id=session_id, answer_poll_s=60))
     results: dict[str, types.CallToolResult] = {}
@@ -263,10 +274,9 @@ def test_a_waiting_tasks_result_reads_the_log_only_when_an_answer_commits(  # is
             async with anyio.create_task_group() as group:
                 for task_id in task_ids:
                     group.start_soon(result, client, task_id)
-                with anyio.fail_after(30):
-                    while len(set(reads)) < 3:
-                        await anyio.sleep(0.05)
-                await anyio.sleep(0.2)  # each started: its reads of the call are done
+                with anyio.fail_after(30):  # each started, read its call and waits now
+                    while len(set(reads)) < 3 or len(parked) < 3:
+                        await anyio.sleep(0.01)
                 started = list(reads)
                 await anyio.sleep(1.5)
                 assert reads == started, "a tasks/result read the log with nothing committed"

@@ -28,7 +28,8 @@ from sessionledger.http.streaming import CommitNotifier, follow
 
 pytestmark = pytest.mark.postgres
 
-WAIT_S = 5.0
+WAIT_S = 30.0
+"""How long a test waits for what must come: it only bounds a hang (issue 36)."""
 """A generous bound for delivery; the poll the notification replaces is 0.5 s."""
 
 
@@ -78,12 +79,9 @@ def test_a_listener_hears_another_stores_append_at_once(
     a, b = two_stores  # B never polls: only the notification can tell it of A's append
     heard = Heard()
     b.subscribe(heard)
-    started = time.monotonic()
     result = a.append("sess_a", [new("a1"), new("a2")])
     events = heard.wait_for(2)
-    elapsed = time.monotonic() - started
     assert events == list(result.events)
-    assert elapsed < WAIT_S
     time.sleep(0.3)  # nothing more arrives (no duplicate from a later notification)
     assert heard.events == list(result.events)
 
@@ -221,7 +219,7 @@ def test_a_stream_in_process_b_is_woken_by_process_a(url: str, tmp_path: Path) -
         notifier = CommitNotifier()
         notifier.attach(service_b.store, asyncio.get_running_loop())
         settings = ServerSettings(
-            workspace_root=tmp_path, stream_poll_s=30.0, stream_keepalive_s=30.0
+            workspace_root=tmp_path, stream_poll_s=3600.0, stream_keepalive_s=3600.0
         )
         stop = threading.Event()
         stream = follow(
@@ -232,11 +230,9 @@ def test_a_stream_in_process_b_is_woken_by_process_a(url: str, tmp_path: Path) -
         try:
             first = asyncio.ensure_future(anext(stream))
             await asyncio.sleep(0.2)  # the stream has read its (empty) page and waits
-            started = time.monotonic()
             await asyncio.to_thread(service_a.create_session)
-            item = await asyncio.wait_for(first, WAIT_S)
+            item = await asyncio.wait_for(first, WAIT_S)  # the poll would come in an hour
             assert item.event == "SessionCreated"
-            assert time.monotonic() - started < WAIT_S
             stop.set()
         finally:
             await stream.aclose()

@@ -281,11 +281,15 @@ class Answering:
 
 
 class Hanging:
+    """Answers only once released (or after two minutes); says whether it has answered."""
+
     def __init__(self) -> None:
         self.release = threading.Event()
+        self.answered = False
 
     def extract(self, request: ExtractionRequest) -> str:
-        self.release.wait(10)
+        self.release.wait(120)
+        self.answered = True
         return "too late"
 
 
@@ -320,19 +324,21 @@ def test_rs2_an_auxiliary_model_that_answers_does_the_extraction(
 def test_rs2_an_auxiliary_model_that_fails_falls_back_to_local_material(
     service: SessionService, kind: str
 ) -> None:
-    """Acceptance 4 (#8): a fake port and a short timeout."""
+    """Acceptance 4 (#8): a fake port; a short timeout for the one that hangs (the others
+    get a long one: whether they failed in time is not the machine's to decide, issue 36)."""
     other = build_long_session(service, 50, rare_at=20)
     caller = service.create_session()["sessionId"]
     model: Any = {"hang": Hanging, "raise": Raising, "empty": Empty}[kind]()
-    tools = tools_with(service, auxiliary=model, auxiliary_timeout_s=0.2)
-    started = time.monotonic()
+    tools = tools_with(service, auxiliary=model,
+                       auxiliary_timeout_s=0.2 if kind == "hang" else 60.0)
     try:
         document = tools.call(caller, "ReadSessionContext",
                               {"sessionId": other, "query": RARE}).document
+        if isinstance(model, Hanging):
+            assert not model.answered  # the tool gave up on it, it did not wait it out
     finally:
         if isinstance(model, Hanging):
             model.release.set()
-    assert time.monotonic() - started < 5
     assert document["success"] is True
     assert document["result"]["source"] == "local"
     reason = document["result"]["fallbackReason"]

@@ -80,14 +80,14 @@ def test_sigterm_under_load_loses_no_acknowledged_session(tmp_path: Path) -> Non
 
 
 def test_sigterm_ends_open_streams_promptly(tmp_path: Path) -> None:
-    ended = threading.Event()
+    opened, ended = threading.Event(), threading.Event()
 
     def listen(server: ServerProcess) -> None:
-        with server.client(timeout=httpx.Timeout(10.0, read=20.0)) as client, connect_sse(
+        with server.client(timeout=httpx.Timeout(10.0, read=60.0)) as client, connect_sse(
             client, "GET", "/v1/events/stream"
         ) as source:
             for _event in source.iter_sse():
-                pass
+                opened.set()
         ended.set()
 
     with running_server(tmp_path) as server:
@@ -95,12 +95,13 @@ def test_sigterm_ends_open_streams_promptly(tmp_path: Path) -> None:
             assert client.post("/v1/sessions", json={}).status_code == 201
         listener = threading.Thread(target=listen, args=(server,), daemon=True)
         listener.start()
-        time.sleep(0.3)  # the stream is open and has sent the catch-up
-        started = time.monotonic()
+        assert opened.wait(30)  # the stream is open and has sent the catch-up
         server.process.send_signal(signal.SIGTERM)
-        assert server.process.wait(timeout=GRACEFUL_SHUTDOWN_S) == 0, server.log()
+        assert server.process.wait(timeout=GRACEFUL_SHUTDOWN_S + 60) == 0, server.log()
         # Without the stop event the open stream would hold the server for the whole grace
-        # period; a third of it leaves room for a loaded machine's slow interpreter exit.
-        assert time.monotonic() - started < GRACEFUL_SHUTDOWN_S / 3
-        listener.join(timeout=10)
+        # period, and uvicorn would cancel it then with an error record (how long the exit
+        # took is the machine's: issue 36).
+        errors = [r for r in server.log_records() if r.get("level") == "error" or "unparsed" in r]
+        assert errors == [], errors
+        listener.join(timeout=30)
     assert ended.is_set()  # the stream ended cleanly, not by a read timeout

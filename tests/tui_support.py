@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import io
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,9 +34,11 @@ __all__ = ["QUESTION", "Scenario", "drive", "opened", "plain", "question", "rend
 Scenario = Callable[[SessionApp, Pilot[None]], Awaitable[None]]
 
 
-async def until(pilot: Pilot[None], ready: Callable[[], bool], seconds: float = 5.0) -> None:
-    """Let the app poll until ``ready()`` holds (the app reads the log on an interval)."""
-    for _ in range(int(seconds / 0.05)):
+async def until(pilot: Pilot[None], ready: Callable[[], bool], seconds: float = 30.0) -> None:
+    """Let the app poll until ``ready()`` holds (the app reads the log on an interval); the
+    bound only stops a hang (a busy machine's app catches up late, never wrongly)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
         if ready():
             return
         await pilot.pause(0.05)
