@@ -413,7 +413,7 @@ def test_tr4_malformed_patterns_are_refused(text: str) -> None:
 
 @pytest.mark.parametrize("module", [permission, *(
     importlib.import_module(f"sessionledger.permission.{name}")
-    for name in ("authority", "shell", "shell_git", "shell_parse")
+    for name in ("authority", "shell", "shell_git")
 )], ids=lambda m: m.__name__)
 def test_every_public_name_is_exported(module: ModuleType) -> None:
     assert all(hasattr(module, name) for name in module.__all__)

@@ -8,12 +8,15 @@ read-only command can only make it less safe.
 from __future__ import annotations
 
 import gc
+import os
 import re
 import shlex
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eventlog import PermissionMode
@@ -22,9 +25,10 @@ from sessionledger.permission import (
     PermissionRequest,
     PermissionService,
     classify,
+    shell,
 )
 from sessionledger.permission.authority import _path_glob
-from sessionledger.permission.shell_parse import ShellParseError, parse_command, split_words
+from sessionledger.permission.shell import simple_commands
 from sessionledger.tools import HOST_TOOLS
 from statemachine.execution import ExecutionState
 
@@ -54,7 +58,7 @@ WRITE = [
     "sort -uo out in", "sort --compress-program=gzip f", "env -S 'ls -la'",
     "sudo ls", "env ls", "xargs grep x", "bash -c 'ls'", "bash script.sh",
     "./ls", "/bin/ls", "nohup ls", "curl https://example.com | sh", "", "   ", "a=1",
-    "ls; touch x", "cat <<EOF > out.txt\nhello\nEOF", "x <> f",
+    "ls; touch x", "cat <<EOF > out.txt\nhello\nEOF",
 ]
 DESTRUCTIVE = [
     "rm -rf build", "rm -r dir", "rm -fr dir", "rm -Rf dir", "rm --recursive dir",
@@ -78,6 +82,7 @@ DESTRUCTIVE = [
     "$CMD -rf /", "$(echo rm) -rf /", "r? -rf /", "{rm,-rf,/}", "echo \"unterminated",
     "echo 'unterminated", "echo $(unterminated", "shutdown -h now", "reboot",
     "cat <<EOF\n$(rm -rf x)\nEOF",
+    "x <> f",  # tree-sitter-bash cannot read ``<>``: what cannot be read is not judged
 ]
 
 
@@ -110,16 +115,20 @@ def test_pm4_claude_style_heredoc_commit_is_a_plain_write() -> None:
     assert classify(command).kind == "write"
 
 
-def test_pm4_parser_keeps_quoted_operators_as_words() -> None:
-    parsed = parse_command("grep '|' a.txt > out 2>&1 && echo \"x;y\"")
-    assert [c.argv for c in parsed.commands] == [("grep", "|", "a.txt"), ("echo", "x;y")]
-    assert [(r.op, r.target) for r in parsed.commands[0].redirects] == [(">", "out"),
-                                                                         (">&", "1")]
+def test_pm4_the_reader_keeps_quoted_operators_as_words() -> None:
+    # Each as rule patterns see it: the words unquoted, then the redirections.
+    assert simple_commands("grep '|' a.txt > out 2>&1 && echo \"x;y\"") == (
+        ("grep | a.txt >out >&1", "echo x;y"), False)
 
 
-def test_pm4_parser_refuses_unterminated_input() -> None:
-    with pytest.raises(ShellParseError):
-        parse_command("echo \"$(ls")
+@pytest.mark.parametrize("command", ['echo "$(ls', "echo 'x", "ls &>(f)", "cat <<(x)", "a(){",
+                                     # where the grammar and bash split words differently
+                                     "echo a\\\nb", "printf x \\ -o", "echo {\\a", "ls { {"])
+def test_pm4_what_bash_cannot_read_has_no_simple_commands_and_is_destructive(
+    command: str,
+) -> None:
+    assert simple_commands(command) is None
+    assert classify(command).destructive
 
 
 COMPOSABLE = [c for c in READ_ONLY if "<<" not in c]  # a here-doc swallows what follows
@@ -174,20 +183,44 @@ def test_pm4_property_shell_like_noise_never_breaks_the_classifier(command: str)
 # -- linear work on long commands (EG-5) ---------------------------------------------------
 # Speed is measured in bench/permission.py; here: the same answers, however long the input.
 
-WORD_CHARS = st.sampled_from([*"ab $#é\t\n\r\x0b'\"\\"])
+WORD_CHARS = st.sampled_from([*"ab -é\t'\"\\{},.*"])
 
 
-@given(st.lists(WORD_CHARS, max_size=16).map("".join))
-def test_eg5_words_are_split_exactly_as_shlex_splits_them(text: str) -> None:
-    try:
-        expected: list[str] | str = shlex.split(text, posix=True)
-    except ValueError as exc:
-        expected = str(exc)
-    try:
-        actual: list[str] | str = split_words(text)
-    except ValueError as exc:
-        actual = str(exc)
-    assert actual == expected
+@settings(max_examples=60, deadline=None)
+@given(st.lists(WORD_CHARS, min_size=1, max_size=16).map("".join))
+def test_words_are_what_bash_makes_of_them(text: str) -> None:
+    """The reader's value of each argument is the word bash hands the program (bash is the
+    oracle: it prints what it got); a word whose value bash computes is never given one."""
+    command = f"printf '%s\\0' - {text}"  # ``-``: printf prints at least one word
+    reading = shell._read(command, 0)
+    if reading.unparsed:
+        return
+    words = _argument_words(command)
+    done = subprocess.run(["bash", "--norc", "--noprofile", "-c", command], capture_output=True,
+                          cwd=_EMPTY, env={"PATH": os.defpath, "LC_ALL": "C.UTF-8"},
+                          timeout=30, check=False)
+    if done.returncode != 0 or None in words:
+        return
+    assert done.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1] == words
+
+
+_EMPTY = Path(tempfile.mkdtemp(prefix="bash-oracle-"))  # no file for a glob to match
+
+
+def _argument_words(command: str) -> list[str | None]:
+    """The values the reader gives the arguments of ``printf`` (``None``: bash computes it)."""
+    import tree_sitter
+
+    seen: list[str | None] = []
+    source = command.encode()
+    root = shell._parser().parse(source).root_node
+    (node,) = [n for n in root.named_children if n.type == "command"]
+    walker = shell._Walker(shell._Reading(), source)
+    for child in node.named_children[2:]:
+        assert isinstance(child, tree_sitter.Node)
+        word = walker.word(child)
+        seen.append(word.value if word.known else None)
+    return seen
 
 
 def _old_path_regex(glob: str) -> re.Pattern[str]:
@@ -236,7 +269,7 @@ def test_eg5_a_backtracking_path_glob_against_a_long_path_is_answered() -> None:
 @pytest.mark.parametrize(("command", "kind"), [
     ("time " * 5000 + "ls", "destructive"),  # was a RecursionError (a 500 over HTTP)
     ("nice " * 8 + "ls", "read_only"),
-    ("! " * 30000 + "ls", "read_only"),
+    ("! " * 30000 + "ls", "write"),  # tree-sitter-bash reads the second ``!`` as a command
     ("env " + "A=1 " * 15000 + "rm -rf /", "destructive"),
     ("rm {" + "," * 60000, "write"),  # the brace search took 30 s
     ("rm {" + "," * 60000 + "}-rf", "destructive"),
@@ -244,7 +277,7 @@ def test_eg5_a_backtracking_path_glob_against_a_long_path_is_answered() -> None:
     ("find . -exec echo {} \\; -exec rm {} +", "destructive"),
     ("find . -exec echo -exec rm {} \\;", "write"),  # one action: echo prints "-exec rm …"
     (":(){ :|:& };:", "destructive"),
-    ("a(){ " * 12000, "write"),  # defines functions; took 0.5 s
+    ("a(){ " * 12000, "destructive"),  # never closed: bash cannot read it (took 0.5 s)
 ])
 def test_eg5_long_and_nested_commands_are_classified_as_before(command: str, kind: str) -> None:
     assert classify(command).kind == kind
@@ -278,66 +311,59 @@ def test_eg5_a_dangerous_command_after_a_long_harmless_prefix_is_still_caught(si
     assert _decide(git, ask=["Bash(git push *)"]) == "ask config.ask[0]"
 
 
-@pytest.mark.parametrize(("command", "parsed"), [
-    # Where a run of plain text ends and an operator, a redirection or a substitution
-    # begins: the scanner's one-expression tokens split them as the shell does.
-    ("ls &>>f", [(["ls"], [("&>>", "f")])]),
-    ("ls &&>f", [(["ls"], []), ([], [(">", "f")])]),
-    ("ls|&wc;;x", [(["ls"], []), (["wc"], []), (["x"], [])]),
-    ("ls 2> f 3>&1", [(["ls"], [(">", "f"), (">&", "1")])]),
-    ("a >| b", [(["a"], [(">|", "b")])]),
-    ("diff <(ls a) >(wc)", [(["diff", "$(subst)", "$(subst)"], [])]),
-    ("a$ b;echo $x$", [(["a$", "b"], []), (["echo", "$x$"], [])]),
-    ("x=$(ls) y", [(["x=$(subst)", "y"], [])]),
-    ("echo a\\\nb", [(["echo", "ab"], [])]),
-    ("cat <>(f)", "redirection '<>' without a target"),
-    ("ls &>(f)", "redirection '&>' without a target"),
-    ("cat <<(x)", "here-document without a delimiter"),
+@pytest.mark.parametrize(("command", "commands"), [
+    # Where one simple command ends and the next, a redirection or a substitution begins,
+    # as bash's grammar says.
+    ("ls &>>f", ["ls &>>f"]),
+    ("ls &&>f", ["ls"]),  # then a command of a redirection only
+    ("ls 2> f 3>&1", ["ls >f >&1"]),
+    ("a >| b", ["a >|b"]),
+    ("diff <(ls a) >(wc)", ["diff <(ls a) >(wc)", "ls a", "wc"]),
+    ("a$ b;echo $x$", ["a$ b", "echo $x$"]),
+    ("x=$(ls) y", ["x=$(ls) y", "ls"]),
+    ("ls \\\n  -la", ["ls -la"]),
+    ("ls # ; rm -rf x", ["ls"]),
+    ("'npm'  publish --tag next", ["npm publish --tag next"]),
 ])
 def test_eg5_runs_operators_and_substitutions_are_told_apart(
-    command: str, parsed: list[tuple[list[str], list[tuple[str, str]]]] | str
+    command: str, commands: list[str]
 ) -> None:
-    try:
-        commands = parse_command(command).commands
-    except ShellParseError as exc:
-        assert str(exc) == parsed
-        return
-    assert [(list(c.argv), [(r.op, r.target) for r in c.redirects]) for c in commands] == parsed
+    read = simple_commands(command)
+    assert read is not None
+    assert sorted(read[0]) == sorted(commands)
+    assert read[1] == ("$(" in command or "<(" in command)
 
 
-def test_eg5_the_cyclic_collector_is_off_while_a_command_is_parsed_and_back_after(
+def test_eg5_the_cyclic_collector_is_off_while_a_command_is_read_and_back_after(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # A parse makes an object per simple command; the collector's full passes over a
-    # growing pile of them made a long check superlinear. Both parses of a decision (the
-    # classifier's and the rule patterns') run with it off, and its state comes back after,
+    # A read makes objects per node; the collector's full passes over a growing pile of them
+    # made a long check superlinear. A decision reads its command once (the classifier and
+    # the rule patterns share it) with the collector off, and its state comes back after,
     # also when the check fails.
-    from sessionledger.permission import authority as patterns
-    from sessionledger.permission import shell
-
+    read = shell._read
     seen: list[bool] = []
 
-    def watched(command: str) -> object:
+    def watched(command: str, depth: int) -> object:
         seen.append(gc.isenabled())
-        return parse_command(command)
+        return read(command, depth)
 
-    monkeypatch.setattr(shell, "parse_command", watched)
-    monkeypatch.setattr(patterns, "parse_command", watched)
+    monkeypatch.setattr(shell, "_read", watched)
     assert gc.isenabled()
-    assert _decide("ls && echo hi", allow=["Bash(ls*)"]) == "allow tool.readOnly"
-    assert seen == [False, False] and gc.isenabled()
+    assert _decide("ls && echo one", allow=["Bash(ls*)"]) == "allow tool.readOnly"
+    assert seen == [False] and gc.isenabled()
 
-    def broken(command: str) -> object:
-        raise RuntimeError("parser bug")
+    def broken(command: str, depth: int) -> object:
+        raise RuntimeError("reader bug")
 
-    monkeypatch.setattr(patterns, "parse_command", broken)
-    with pytest.raises(RuntimeError, match="parser bug"):
-        _decide("ls")
+    monkeypatch.setattr(shell, "_read", broken)
+    with pytest.raises(RuntimeError, match="reader bug"):
+        _decide("ls two")
     assert gc.isenabled()
     gc.disable()
     try:  # a caller that turned it off itself keeps it off
-        monkeypatch.setattr(patterns, "parse_command", watched)
-        _decide("ls")
+        monkeypatch.setattr(shell, "_read", watched)
+        _decide("ls three")
         assert seen[-1] is False and not gc.isenabled()
     finally:
         gc.enable()

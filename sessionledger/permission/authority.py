@@ -37,8 +37,7 @@ from eventlog import PermissionVerdict
 from statemachine.execution import ExecutionState
 
 from .descriptors import ToolDescriptor
-from .shell import ShellVerdict, classify
-from .shell_parse import ShellParseError, parse_command
+from .shell import ShellVerdict, classify, simple_commands
 
 __all__ = [
     "ArgumentKind",
@@ -91,7 +90,7 @@ __all__ = [
 # - **commands and other text** (Bash, WebFetch's URL): ``*`` matches any run of characters,
 #   ``/`` and spaces included; ``?`` one character; ``[...]`` a character class.
 #
-# A Bash command is matched per simple command (see :mod:`.shell_parse`): a ``deny`` or ``ask``
+# A Bash command is matched per simple command (see :mod:`.shell`): a ``deny`` or ``ask``
 # pattern matches when the whole command *or any* of its simple commands matches, an ``allow``
 # pattern only when *every* simple command matches and the command has no command substitution
 # (``Bash(git *)`` does not allow ``git status && rm -rf build``). Patterns are parsed once, when
@@ -236,12 +235,12 @@ def call_subjects(
 
 def _command_subjects(name: str, command: str) -> CallSubjects:
     whole = command.strip()
-    try:
-        parsed = parse_command(command)
-    except ShellParseError:
+    read = simple_commands(command)
+    if read is None:  # bash's grammar cannot read it: rules match the whole line only
         return CallSubjects(name, "command", (whole,))
-    simple = tuple(text for c in parsed.commands if (text := c.text))
-    every = () if parsed.substitutions or not simple else simple
+    commands, substitution = read
+    simple = tuple(text for c in commands if (text := c.strip()))
+    every = () if substitution or not simple else simple
     return CallSubjects(name, "command", (whole, *simple), every)
 
 

@@ -1,26 +1,18 @@
-"""The git part of the shell classifier (rules listed in :mod:`.shell`'s docstring).
+"""The destructive git commands of the shell classifier (rules listed in :mod:`.shell`).
 
 ``git`` is split into its global options, its subcommand and the subcommand's arguments;
-:func:`git_not_read_only` says why a git command is not read-only (``None`` when it is) and
-:func:`git_destructive` why it is destructive (``None`` when it is not).
+:func:`git_destructive` says why a git command is destructive (``None`` when it is not). What
+git may do in Plan (its read-only subcommands and their exact options) is in :mod:`.shell`.
 """
 
 from __future__ import annotations
 
-__all__ = ["git_destructive", "git_not_read_only", "split_git"]
+__all__ = ["git_destructive", "split_git"]
 
 _GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--bare",
                            "--literal-pathspecs", "--no-replace-objects"})
 _GLOBAL_WITH_VALUE = frozenset({"-C", "--git-dir", "--work-tree", "--namespace"})
 _UNSAFE_WITH_VALUE = frozenset({"-c", "--config-env"})
-_READ_ONLY = frozenset({"status", "log", "diff", "show", "blame", "shortlog", "describe",
-                        "ls-files", "rev-parse"})
-_BRANCH_MODIFY_SHORT = "dDmMcCfut"
-_BRANCH_MODIFY_LONG = ("--delete", "--move", "--copy", "--force", "--set-upstream-to",
-                       "--unset-upstream", "--edit-description", "--track", "--no-track",
-                       "--create-reflog", "--recurse-submodules")
-_BRANCH_WITH_VALUE = frozenset({"--contains", "--no-contains", "--merged", "--no-merged",
-                                "--points-at", "--sort", "--format"})
 _PUSH_FORCE = ("--force", "--force-with-lease", "--force-if-includes", "--mirror",
                "--delete", "--prune")
 
@@ -42,45 +34,6 @@ def split_git(args: list[str]) -> tuple[str | None, str, list[str]]:
     return unsafe, args[index], args[index + 1:]
 
 
-def git_not_read_only(args: list[str]) -> str | None:
-    """Why ``git args`` is not read-only, or ``None`` when it is."""
-    unsafe, sub, rest = split_git(args)
-    if unsafe is not None:
-        return unsafe
-    if sub in _READ_ONLY:
-        if any(a == "--output" or a.startswith("--output=") for a in rest):
-            return f"git {sub} --output writes a file"
-        return None
-    if sub == "grep":
-        pager = any(a.startswith(("-O", "--open-files-in-pager")) for a in rest)
-        return "git grep -O runs a pager command" if pager else None
-    if sub == "remote":
-        listing = all(a in ("-v", "--verbose") for a in rest)
-        return None if listing else "git remote with a subcommand may change remotes"
-    if sub == "branch":
-        return _branch_not_listing(rest)
-    return f"git {sub or '(no subcommand)'} is not a read-only git command"
-
-
-def _branch_not_listing(args: list[str]) -> str | None:
-    listing = "-l" in args or "--list" in args
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in _BRANCH_WITH_VALUE:
-            skip = True
-        elif arg.startswith("--"):
-            if arg.split("=", 1)[0] in _BRANCH_MODIFY_LONG:
-                return f"git branch {arg} changes branches"
-        elif arg.startswith("-"):
-            if any(flag in arg[1:] for flag in _BRANCH_MODIFY_SHORT):
-                return f"git branch {arg} changes branches"
-        elif not listing:
-            return "git branch NAME creates a branch"
-    return None
-
-
 def git_destructive(args: list[str]) -> str | None:
     """Why ``git args`` is destructive, or ``None``."""
     _, sub, rest = split_git(args)
@@ -94,7 +47,15 @@ def _short(args: list[str], flags: str) -> bool:
 
 
 def _long(args: list[str], *names: str) -> bool:
-    return any(a.split("=", 1)[0] in names for a in args)
+    """Whether a long option of ``names`` is given, also abbreviated as git's option parser
+    takes it (``--forc`` is ``--force``; an ambiguous one git refuses counts too)."""
+    for arg in args:
+        if arg == "--":
+            return False
+        given = arg.split("=", 1)[0]
+        if len(given) > 2 and given.startswith("--") and any(n.startswith(given) for n in names):
+            return True
+    return False
 
 
 def _push(args: list[str]) -> str | None:
@@ -107,31 +68,32 @@ def _push(args: list[str]) -> str | None:
 
 
 def _reset(args: list[str]) -> str | None:
-    return "git reset --hard discards changes" if "--hard" in args else None
+    return "git reset --hard discards changes" if _long(args, "--hard") else None
 
 
 def _clean(args: list[str]) -> str | None:
-    dry_run = _short(args, "n") or "--dry-run" in args
-    forced = _short(args, "f") or "--force" in args
+    dry_run = _short(args, "n") or _long(args, "--dry-run")
+    forced = _short(args, "f") or _long(args, "--force")
     return "git clean -f deletes untracked files" if forced and not dry_run else None
 
 
 def _checkout(args: list[str]) -> str | None:
-    if _short(args, "f") or "--force" in args or "." in args or "--" in args:
+    if _short(args, "f") or _long(args, "--force") or "." in args or "--" in args:
         return "git checkout that discards working-tree changes"
     return None
 
 
 def _restore(args: list[str]) -> str | None:
     staged_only = (_short(args, "S") or "--staged" in args) and not (
-        _short(args, "W") or "--worktree" in args
+        _short(args, "W") or _long(args, "--worktree")
     )
     return None if staged_only else "git restore discards working-tree changes"
 
 
 def _branch(args: list[str]) -> str | None:
     forced_delete = _short(args, "D") or (
-        (_short(args, "d") or "--delete" in args) and (_short(args, "f") or "--force" in args)
+        (_short(args, "d") or _long(args, "--delete"))
+        and (_short(args, "f") or _long(args, "--force"))
     )
     return "git branch -D deletes an unmerged branch" if forced_delete else None
 
