@@ -223,20 +223,25 @@ def claude_session(http: httpx.Client, cwd: Path, state: str) -> str:
     return claude
 
 
+def answers(server: ServerProcess, http: httpx.Client, state: str,
+            commands: list[str]) -> Iterator[tuple[str, str, str]]:
+    """``(way, command, behavior)`` for each command, asked both ways in a new session (and
+    a new Claude Code session) in ``state``."""
+    sid = session_in(http, state)
+    cwd = server.workspace / f"{uuid.uuid4().hex[:8]}-{state.replace(' ', '-')}"
+    cwd.mkdir()
+    claude = claude_session(http, cwd, state)
+    for use, command in enumerate(commands):
+        yield "permission-check", command, checked(http, sid, command)
+        yield "hook", command, hooked(http, claude, cwd, state, command, use)
+
+
 @pytest.mark.parametrize("state", list(STATES))
 def test_no_write_is_allowed_in_plan_or_silently_in_build(  # issue 37 acceptance 1, PM-4
     server: ServerProcess, http: httpx.Client, state: str
 ) -> None:
-    sid = session_in(http, state)
-    cwd = server.workspace / f"redteam-{state.replace(' ', '-')}"
-    cwd.mkdir(exist_ok=True)
-    claude = claude_session(http, cwd, state)
-    allowed: list[tuple[str, str]] = []
-    for use, command in enumerate(WRITE_CORPUS):
-        for way, behavior in (("permission-check", checked(http, sid, command)),
-                              ("hook", hooked(http, claude, cwd, state, command, use))):
-            if behavior == "allow":
-                allowed.append((way, command))
+    allowed = [(way, command) for way, command, behavior
+               in answers(server, http, state, WRITE_CORPUS) if behavior == "allow"]
     assert allowed == [], f"{len(allowed)} writes allowed in {state}: {allowed[:20]}"
 
 
@@ -244,14 +249,7 @@ def test_no_write_is_allowed_in_plan_or_silently_in_build(  # issue 37 acceptanc
 def test_what_a_planning_agent_reads_is_allowed_in_plan(  # issue 37 acceptance 1
     server: ServerProcess, http: httpx.Client, state: str
 ) -> None:
-    sid = session_in(http, state)
-    cwd = server.workspace / f"reads-{state.replace(' ', '-')}"
-    cwd.mkdir(exist_ok=True)
-    claude = claude_session(http, cwd, state)
-    refused = [(way, command, behavior) for use, command in enumerate(READS)
-               for way, behavior in (("permission-check", checked(http, sid, command)),
-                                     ("hook", hooked(http, claude, cwd, state, command, use)))
-               if behavior != "allow"]
+    refused = [answer for answer in answers(server, http, state, READS) if answer[2] != "allow"]
     assert refused == [], f"{len(refused)} reads not allowed in {state}: {refused[:20]}"
 
 
