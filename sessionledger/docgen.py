@@ -4,7 +4,8 @@
 ``--check`` exits 1 naming the stale ones (the test suite runs the check). The event catalog
 is rendered from the pydantic models of :mod:`eventlog.catalog`, the state diagrams from the
 ``transitions`` definitions, the HTTP API from the app's OpenAPI description and the CLI
-reference from the click commands themselves (every subcommand, walked recursively).
+reference from the click commands themselves (every subcommand, walked recursively), the
+shell classifier's read-only allow-list from its tables.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "render_cli_reference",
     "render_event_catalog",
     "render_http_api",
+    "render_shell_allow_list",
     "render_state_machines",
     "stale_pages",
 ]
@@ -328,6 +330,63 @@ def render_cli_reference() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def render_shell_allow_list() -> str:
+    """The read-only allow-list of the shell classifier, from its tables."""
+    from sessionledger.permission import shell
+
+    def options(spec: shell.Program) -> str:
+        if spec.any_option:
+            return "any (none of its options writes or runs anything)"
+        parts = []
+        if spec.flags:
+            parts.append("flags " + " ".join(f"`-{c}`" for c in spec.flags))
+        if spec.valued:
+            parts.append("with a value " + " ".join(f"`-{c}`" for c in spec.valued))
+        if spec.long:
+            parts.append(" ".join(f"`{o}`" for o in sorted(spec.long)))
+        if spec.long_valued:
+            parts.append("with a value " + " ".join(f"`{o}`" for o in sorted(spec.long_valued)))
+        if spec.digits:
+            parts.append("`-NUM`")
+        return "; ".join(parts) or "none"
+
+    lines = [
+        _HEADER,
+        "# The read-only allow-list of the shell classifier",
+        "",
+        "A Bash command is read-only only when every program in it is here, given only the "
+        "options listed (long options matched whole, short ones alone or clustered, a valued "
+        "one taking the rest of its cluster or the next word, `--` ending the options). How a "
+        "command is read, and what else it must satisfy: `docs/permissions.md` and the "
+        "docstring of `sessionledger/permission/shell.py`, whose `PROGRAMS` table this page "
+        "is rendered from.",
+        "",
+        "## Programs",
+        "",
+        "| program | options | note |",
+        "|---|---|---|",
+    ]
+    for name in sorted(shell.PROGRAMS):
+        spec = shell.PROGRAMS[name]
+        lines.append(f"| `{name}` | {_cell(options(spec))} | {_cell(spec.note)} |")
+    lines += ["", "## Wrappers", "",
+              "Read-only when the program they run is: `time [-p] PROG`, `nice [-n N | -N] "
+              "PROG`, `timeout [--preserve-status] [--foreground] [-v] DURATION PROG`, "
+              "`command [-p] PROG`; `command -v|-V NAME` looks a name up. Every other wrapper "
+              "(`sudo`, `env`, `xargs`, `nohup`, `exec`, …) runs another command: a write.",
+              "", "## git subcommands", "",
+              "Global options: " + " ".join(f"`{o}`" for o in sorted(
+                  shell._GIT_GLOBAL_FLAGS | shell._GIT_GLOBAL_VALUED)) + ".", "",
+              "| subcommand | options |", "|---|---|"]
+    for name in sorted(shell._GIT_SUBCOMMANDS):
+        lines.append(f"| `git {name}` | {_cell(options(shell._GIT_SUBCOMMANDS[name]))} |")
+    lines += ["", "Also read-only: `git version`; `git remote` with `-v` only; `git branch` and "
+              "`git tag` listing (no name unless `-l`/`--list`); `git stash list|show`; "
+              "`git worktree list`; `git config` with `--get`, `--get-all`, `--get-regexp`, "
+              "`--list`.", ""]
+    return "\n".join(lines)
+
+
 def _anchor(heading: str) -> str:
     """GitHub's anchor for a ``## `heading` `` line."""
     return heading.lower().replace(" ", "-")
@@ -338,6 +397,7 @@ GENERATED: dict[str, Callable[[], str]] = {
     "docs/http-api.md": render_http_api,
     "docs/event-catalog.md": render_event_catalog,
     "docs/state-machines.md": render_state_machines,
+    "docs/shell-allow-list.md": render_shell_allow_list,
 }
 
 

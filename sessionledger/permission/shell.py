@@ -216,7 +216,8 @@ PROGRAMS: dict[str, Program] = {
                note="file -C compiles a magic file"),
     "date": _p("uRI", "dr", "--utc --universal --rfc-email --iso-8601 --rfc-3339 --debug",
                "--date --reference", note="date -s sets the clock"),
-    "find": _p("HLP", "D", note="find only with tests and -print actions (below)"),
+    "find": _p("HLP", "D", note="only tests (-name, -type, -newer, -maxdepth, …) and the "
+               "actions -print, -print0, -printf, -ls, -prune, -quit"),
     "rg": _p("iIsSFwxvcClLnNoaUuz.0", "egtTABCmMjr",
              "--ignore-case --smart-case --case-sensitive --fixed-strings --word-regexp "
              "--line-regexp --invert-match --count --count-matches --files-with-matches "
@@ -228,10 +229,11 @@ PROGRAMS: dict[str, Program] = {
              "--context --max-count --max-depth --max-columns --threads --color --colors "
              "--sort --sortr --replace --type-add --max-filesize --encoding",
              note="rg --pre runs a program"),
-    "test": _p(note="test and [ (below)"),
-    "[": _p(note="test and [ (below)"),
-    "command": _p(note="command -v/-V only looks a name up; command PROG runs PROG"),
-    "git": _p(note="git (shell_git)"),
+    "test": _p(note="file and string tests; not -v or -R (they evaluate a subscript); a "
+               "word bash computes only where it cannot become an operator"),
+    "[": _p(note="as test, with its closing ]"),
+    "command": _p(note="command -v/-V NAME looks a name up; command [-p] PROG as PROG"),
+    "git": _p(note="the git subcommands below"),
     "python": _p(long="--version", flags="V", note="the version only"),
     "python3": _p(long="--version", flags="V", note="the version only"),
     "node": _p(long="--version", flags="v", note="the version only"),
