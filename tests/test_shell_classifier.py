@@ -277,6 +277,8 @@ def test_eg5_a_backtracking_path_glob_against_a_long_path_is_answered() -> None:
     ("find . -exec echo {} \\; -exec rm {} +", "destructive"),
     ("find . -exec echo -exec rm {} \\;", "write"),  # one action: echo prints "-exec rm …"
     (":(){ :|:& };:", "destructive"),
+    ("sudo " * 7 + "x " * 10000 + "ls", "write"),  # each wrapper read once: not 7! scans
+    ("git push $flags origin", "destructive"),  # $flags may be --force
     ("a(){ " * 12000, "destructive"),  # never closed: bash cannot read it (took 0.5 s)
 ])
 def test_eg5_long_and_nested_commands_are_classified_as_before(command: str, kind: str) -> None:

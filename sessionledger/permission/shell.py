@@ -66,7 +66,7 @@ from typing import Literal
 import tree_sitter
 import tree_sitter_bash
 
-from .shell_git import git_destructive
+from .shell_git import GIT_DESTRUCTIVE_SUBCOMMANDS, git_destructive, split_git
 
 __all__ = [
     "PROGRAMS",
@@ -610,7 +610,12 @@ class _Walker:
         if base == "find":
             return self.find_destructive(args, depth)
         if base == "git":
-            return git_destructive([str(a) for a in args])
+            reason = git_destructive([str(a) for a in args])
+            if reason is None and any(not a.known and a.option_like for a in args):
+                sub = split_git([str(a) for a in args])[1]
+                if sub in GIT_DESTRUCTIVE_SUBCOMMANDS:
+                    return f"git {sub}: a word bash computes may expand to a forcing option"
+            return reason
         if base in _SHELLS or base == "eval":
             script = _shell_script(base, args)
             if script is None:
@@ -634,6 +639,8 @@ class _Walker:
                     reason = self.destructive(inner_base, args[start + 1:], depth + 1)
                     if reason is not None:
                         return reason
+                    if inner_base in _WRAPPERS or inner_base in _SHELLS or inner_base == "eval":
+                        break  # it read every later word itself: once is linear, not n ** 8
         return None
 
     def env_split(self, args: list[Word], depth: int) -> str | None:

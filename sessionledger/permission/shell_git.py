@@ -7,7 +7,7 @@ git may do in Plan (its read-only subcommands and their exact options) is in :mo
 
 from __future__ import annotations
 
-__all__ = ["git_destructive", "split_git"]
+__all__ = ["GIT_DESTRUCTIVE_SUBCOMMANDS", "git_destructive", "split_git"]
 
 _GLOBAL_FLAGS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--bare",
                            "--literal-pathspecs", "--no-replace-objects"})
@@ -120,3 +120,5 @@ _DESTRUCTIVE = {
     "restore": _restore, "branch": _branch, "stash": _stash, "reflog": _reflog,
     "update-ref": _update_ref, "filter-branch": _rewrite, "filter-repo": _rewrite,
 }
+GIT_DESTRUCTIVE_SUBCOMMANDS = frozenset(_DESTRUCTIVE)
+"""The subcommands some options or arguments make destructive."""
