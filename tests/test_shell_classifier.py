@@ -12,7 +12,6 @@ import os
 import re
 import shlex
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -186,9 +185,15 @@ def test_pm4_property_shell_like_noise_never_breaks_the_classifier(command: str)
 WORD_CHARS = st.sampled_from([*"ab -é\t'\"\\{},.*"])
 
 
+@pytest.fixture(scope="module")
+def empty_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with no file for a glob to match (removed with pytest's temp dirs)."""
+    return tmp_path_factory.mktemp("bash-oracle")
+
+
 @settings(max_examples=60, deadline=None)
-@given(st.lists(WORD_CHARS, min_size=1, max_size=16).map("".join))
-def test_words_are_what_bash_makes_of_them(text: str) -> None:
+@given(text=st.lists(WORD_CHARS, min_size=1, max_size=16).map("".join))
+def test_words_are_what_bash_makes_of_them(empty_dir: Path, text: str) -> None:
     """The reader's value of each argument is the word bash hands the program (bash is the
     oracle: it prints what it got); a word whose value bash computes is never given one."""
     command = f"printf '%s\\0' - {text}"  # ``-``: printf prints at least one word
@@ -197,14 +202,11 @@ def test_words_are_what_bash_makes_of_them(text: str) -> None:
         return
     words = _argument_words(command)
     done = subprocess.run(["bash", "--norc", "--noprofile", "-c", command], capture_output=True,
-                          cwd=_EMPTY, env={"PATH": os.defpath, "LC_ALL": "C.UTF-8"},
+                          cwd=empty_dir, env={"PATH": os.defpath, "LC_ALL": "C.UTF-8"},
                           timeout=30, check=False)
     if done.returncode != 0 or None in words:
         return
     assert done.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1] == words
-
-
-_EMPTY = Path(tempfile.mkdtemp(prefix="bash-oracle-"))  # no file for a glob to match
 
 
 def _argument_words(command: str) -> list[str | None]:
