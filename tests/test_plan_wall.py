@@ -45,6 +45,10 @@ RM_SPELLINGS = [
     "! rm -rf x", "if true; then rm -rf x; fi", "while false; do :; done; rm -rf x",
     "ls\nrm -rf x", "ls # it's\nrm -rf x #'", "rm -rf ~", "rm -rf /", "rm -rf .",
     "rm -rf *", "rm -rf ~/", "rm -rf $HOME", "$CMD -rf x", "$(echo rm) -rf x",
+    "bash -O extglob -c 'rm -rf x'", "bash -o errexit -c 'rm -rf x'", "bash -c -- 'rm -rf x'",
+    "bash -c -e 'rm -rf x'", "env -iS 'rm -rf x'", "builtin eval rm -rf x", "unshare rm -rf x",
+    "script -qc 'rm -rf x' /dev/null", "su -c 'rm -rf x'", "sg root -c 'rm -rf x'",
+    "runuser -u root -- rm -rf x", "trap 'rm -rf x' EXIT", "find . -name {a,-o,-exec,rm,-rf,x,\\;}",
 ]
 """Ways to say ``rm -r``/``rm -rf``: never allowed in any state tested here."""
 
@@ -119,6 +123,22 @@ WRITES = [
     "x" * 5000 + "; touch f", "ls " + "a " * 3000 + "> f", "echo " + "'" * 3,
 ]
 """Single commands that write, delete or run programs (each also crossed with nothing)."""
+
+WRITES += [
+    # where tree-sitter-bash and bash part (a review found each creating pwn in real bash)
+    "ls\r#; touch pwn", "echo a\\\n#; touch pwn", "echo a \\\r\ntouch pwn",
+    "[[ -n ]]# ]]; touch pwn", "[[ a =~ ]]# ]] || touch pwn", "{ ls; }#; touch pwn; }",
+    "cat <<EOF\n`touch pwn`\nEOF\n", "echo \"$\\\n(touch pwn)\"", "cat <<<\"$\\\n(touch pwn)\"",
+    "cat <<EOF\n$\\\n(touch pwn)\nEOF\n",
+    # an option whose value is optional does not take the next word; braces in value slots
+    "git log --pretty --output=pwn", "git log --abbrev --output=pwn", "git diff -U --output=pwn",
+    "git show --relative-date --output=pwn", "git diff --ignore-submodules --output=pwn",
+    "git branch --abbrev -umain", "git grep --untracked --exclude -O'touch pwn' hello",
+    "git log -n {1,--output=pwn}", "sort -k {1,-o,pwn} /dev/null", "find . -name {a,-fprint,pwn}",
+    "uniq -f {1,in,pwn}", "git -C {.,-c,'core.fsmonitor=touch pwn;:'} status", "uniq ./*.txt",
+    "uniq in{,2}", "test {-v,'a[$(touch pwn)]'}", "[ ! {-v,'a[$(touch pwn)]'} ]",
+    "date 0101000030", "tree -Lo 1 pwn", "rg -e {x,--pre=sh} file",
+]
 
 READS = [
     "ls", "ls -la", "ls -la src", "ls *.py", "ls -R", "cat README.md", "cat *.md",

@@ -37,7 +37,7 @@ from eventlog import PermissionVerdict
 from statemachine.execution import ExecutionState
 
 from .descriptors import ToolDescriptor
-from .shell import ShellVerdict, classify, simple_commands
+from .shell import CommandReading, ShellVerdict, read
 
 __all__ = [
     "ArgumentKind",
@@ -219,9 +219,11 @@ def _string(data: Mapping[str, Any], key: str) -> str:
 
 
 def call_subjects(
-    tool: ToolDescriptor, data: Mapping[str, Any], *, workspace: Path
+    tool: ToolDescriptor, data: Mapping[str, Any], *, workspace: Path,
+    reading: CommandReading | None = None,
 ) -> CallSubjects:
-    """Compute the texts the rule patterns of :class:`RulePattern` match for this call."""
+    """Compute the texts the rule patterns of :class:`RulePattern` match for this call
+    (``reading``: the shell command already read, when the caller has it)."""
     kind, value = primary_argument(tool, data)
     if not value:
         return CallSubjects(tool.name, kind)
@@ -229,18 +231,16 @@ def call_subjects(
         relative, absolute = normalise_path(value, workspace=workspace)
         return CallSubjects(tool.name, kind, (absolute,), (absolute,), relative)
     if kind == "command":
-        return _command_subjects(tool.name, value)
+        return _command_subjects(tool.name, value, reading or read(value))
     return CallSubjects(tool.name, kind, (value,), (value,))
 
 
-def _command_subjects(name: str, command: str) -> CallSubjects:
+def _command_subjects(name: str, command: str, reading: CommandReading) -> CallSubjects:
     whole = command.strip()
-    read = simple_commands(command)
-    if read is None:  # bash's grammar cannot read it: rules match the whole line only
+    if reading.commands is None:  # bash's grammar cannot read it: rules match it whole
         return CallSubjects(name, "command", (whole,))
-    commands, substitution = read
-    simple = tuple(text for c in commands if (text := c.strip()))
-    every = () if substitution or not simple else simple
+    simple = tuple(text for c in reading.commands if (text := c.strip()))
+    every = () if reading.substitution or not simple else simple
     return CallSubjects(name, "command", (whole, *simple), every)
 
 
@@ -595,8 +595,10 @@ class Call:
         tool = request.tool
         kind, value = primary_argument(tool, request.input)
         with without_cyclic_gc():  # the parses are dropped inside: nothing left to collect
-            verdict = classify(value) if tool.shell else None
-            subjects = call_subjects(tool, request.input, workspace=request.workspace)
+            reading = read(value) if tool.shell else None
+            verdict = reading.verdict if reading is not None else None
+            subjects = call_subjects(tool, request.input, workspace=request.workspace,
+                                     reading=reading)
         read_only = verdict.read_only if verdict else tool.read_only and not tool.destructive
         destructive = verdict.destructive if verdict else tool.destructive
         inside = kind == "path" and bool(value) and normalise_path(

@@ -55,7 +55,6 @@ substitution, a variable assignment, a function definition, an unknown program o
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import threading
@@ -70,11 +69,13 @@ from .shell_git import GIT_DESTRUCTIVE_SUBCOMMANDS, git_destructive, split_git
 
 __all__ = [
     "PROGRAMS",
+    "CommandReading",
     "Program",
     "ShellClass",
     "ShellVerdict",
     "Word",
     "classify",
+    "read",
     "simple_commands",
 ]
 
@@ -82,10 +83,10 @@ ShellClass = Literal["read_only", "write", "destructive"]
 
 MAX_LENGTH = 65536
 """Longer commands are not read (destructive: nothing can be said about them)."""
-MAX_PIPES = 256
+MAX_PIPES = 1024
 """Lines with more ``|`` are not read (destructive): tree-sitter-bash takes time quadratic in
-the stages of a pipeline (2,000 stages of ``(ls -la) |``: 0.16 s; 9,000: 1.5 s), and no
-command an agent runs has that many."""
+the stages of a pipeline (2,000 stages of ``(ls -la) |``: 0.16 s; 9,000: 1.5 s; 1,024: a few
+hundredths), and no command an agent runs has that many."""
 MAX_DEPTH = 8
 """How deep scripts in scripts (``bash -c``, ``eval``, ``find -exec``) are read."""
 
@@ -127,6 +128,13 @@ class Word:
     glob: bool = False
     splits: bool = False
     """Holds an unquoted expansion: bash splits it into words, any of which may be ``-…``."""
+    braces: bool = False
+    """A brace expansion: several words, each starting as the word does."""
+
+    @property
+    def several(self) -> bool:
+        """Whether bash may make several words of it."""
+        return self.splits or self.braces or self.glob
 
     @property
     def known(self) -> bool:
@@ -206,7 +214,7 @@ PROGRAMS: dict[str, Program] = {
                "--random-sort --reverse --version-sort --check --stable --unique "
                "--zero-terminated",
                "--key --field-separator --buffer-size --sort --parallel"),
-    "tree": _p("adlfxLPIginpugshDFrtvUcCJQS", "LPI",
+    "tree": _p("adlfxLPIginpugshDFrtvUcCJQS", "",
                "--noreport --dirsfirst --prune --charset --du --si", "--filelimit --sort",
                note="tree -o writes a file"),
     "file": _p("bciklLNnrsSzZ0", "eFfmP",
@@ -305,8 +313,12 @@ _ARITHMETIC_TOKENS = frozenset({
 })
 _WRAPPERS = frozenset({"sudo", "doas", "env", "nohup", "exec", "xargs", "time", "nice",
                        "timeout", "command", "busybox", "setsid", "stdbuf", "ionice",
-                       "chrt", "taskset", "watch", "flock", "unbuffer", "nsenter", "chroot"})
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish"})
+                       "chrt", "taskset", "watch", "flock", "unbuffer", "nsenter", "chroot",
+                       "builtin", "unshare", "fakeroot", "strace", "ltrace", "runuser",
+                       "parallel", "caffeinate", "systemd-run", "firejail"})
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "su", "sg", "script",
+                     "trap"})
+"""Programs that run a script given as an argument (``-c SCRIPT``; ``trap SCRIPT``)."""
 _ALWAYS_DESTRUCTIVE = frozenset({
     "dd", "mkfs", "mke2fs", "mkswap", "fdisk", "sfdisk", "cfdisk", "parted", "wipefs", "shred",
     "shutdown", "reboot", "halt", "poweroff",
@@ -345,31 +357,39 @@ class _Reading:
         return ShellVerdict("read_only", "every command is read-only")
 
 
+@dataclass(frozen=True, slots=True)
+class CommandReading:
+    """One read of a command line: the classifier's verdict, and the simple commands rule
+    patterns match (each one's words unquoted, then its redirections; ``None`` when bash's
+    grammar cannot read the line: rules then match it whole), and whether it substitutes."""
+
+    verdict: ShellVerdict
+    commands: tuple[str, ...] | None
+    substitution: bool
+
+
+def read(command: str) -> CommandReading:
+    """Read ``command`` once, for both questions a permission check asks of it."""
+    reading = _read(command, 0)
+    verdict = reading.verdict()
+    if len(command) > MAX_LENGTH:
+        verdict = ShellVerdict("destructive", f"longer than {MAX_LENGTH} characters to classify")
+    commands = None if reading.unparsed else tuple(reading.commands)
+    return CommandReading(verdict, commands, reading.substitution)
+
+
 def classify(command: str) -> ShellVerdict:
     """Classify a Bash command line by the rules of the module docstring."""
     if len(command) > MAX_LENGTH:
         return ShellVerdict("destructive", f"longer than {MAX_LENGTH} characters to classify")
-    return _top(command).verdict()
+    return _read(command, 0).verdict()
 
 
 def simple_commands(command: str) -> tuple[tuple[str, ...], bool] | None:
     """The text of each simple command, and whether the line has a command or process
     substitution; ``None`` when bash's grammar cannot read it (rules match it whole)."""
-    reading = _top(command)
-    if reading.unparsed:
-        return None
-    return tuple(reading.commands), reading.substitution
-
-
-@functools.lru_cache(maxsize=32)
-def _cached(command: str) -> _Reading:
-    return _read(command, 0)
-
-
-def _top(command: str) -> _Reading:
-    """A command line read once for both questions of a permission check (short ones are
-    kept: a decision classifies its command and matches its rules against the same line)."""
-    return _cached(command) if len(command) <= 4096 else _read(command, 0)
+    reading = read(command)
+    return None if reading.commands is None else (reading.commands, reading.substitution)
 
 
 def _read(command: str, depth: int) -> _Reading:
@@ -391,27 +411,45 @@ def _read(command: str, depth: int) -> _Reading:
     return reading
 
 
-_MAY_SKIP = re.compile(rb"[\\\x0b\x0c\x80-\xff]")
-"""What the grammar may skip between tokens where bash would not: a backslash before a blank
-(``\\ ``), and blanks bash does not split at (vertical tab, form feed, no-break and other
-Unicode spaces). A line without any is covered by its tokens and needs no look."""
-_GAP = re.compile(rb"(?:[ \t\r\n]|\\\r?\n)*")
+_MAY_SKIP = re.compile(rb"[\\\r\x0b\x0c\x80-\xff#`]")
+"""Where the grammar and bash may part: a backslash (``\\ `` skipped, ``\\⏎`` joining what
+follows), carriage returns, vertical tabs, form feeds and Unicode spaces (blanks to the
+grammar, not to bash), ``#`` (a comment only at the start of a word), a backquote (not a node
+in a here-document). A line without any needs no look."""
+_GAP = re.compile(rb"(?:[ \t\n]|\\\n)*")
 """What may lie between two tokens: blanks, newlines and line continuations."""
+_BLANK = re.compile(rb"[ \t\n]")
+_BEFORE_COMMENT = frozenset([b" ", b"\t", b"\n", b";", b"&", b"|", b"(", b")", b"<", b">"])
+_QUOTED_TEXT = frozenset({"string_content", "heredoc_body", "heredoc_content"})
 
 
 def _covered(root: tree_sitter.Node, source: bytes) -> bool:
-    """Whether every byte of ``source`` belongs to a token of the tree but blanks and line
-    continuations: where the grammar skipped something else (``\\ `` before a word), it
-    and bash read different words."""
+    """Whether bash reads the tokens the grammar read: every byte of ``source`` belongs to a
+    token but blanks and line continuations (the grammar skips ``\\ `` before a word); no
+    two tokens are joined by continuations alone (bash joins them: ``a\\⏎#``); a comment
+    starts where bash starts one (``[[ -n ]]# ]]`` is no comment to bash); no continuation
+    inside a string or here-document (bash removes it: ``"$\\⏎(cmd)"`` runs ``cmd``) and no
+    backquote in a here-document (the grammar makes no node of it)."""
     cursor = root.walk()
     end = 0
     while True:
         node = cursor.node
         assert node is not None
-        if node.child_count == 0 or node.type in _LEAVES:
+        kind = node.type
+        if node.child_count == 0 or kind in _LEAVES:
             start = node.start_byte
-            if start > end and not _GAP.fullmatch(source, end, start):
+            if start > end:
+                gap = source[end:start]
+                if not _GAP.fullmatch(gap) or (
+                    b"\\\n" in gap and not _BLANK.search(gap.replace(b"\\\n", b""))
+                ):
+                    return False
+            if kind == "comment" and start > 0 and source[start - 1:start] not in _BEFORE_COMMENT:
                 return False
+            if kind in _QUOTED_TEXT:
+                text = source[start:node.end_byte]
+                if b"\\\n" in text or (kind != "string_content" and b"`" in text):
+                    return False
             end = max(end, node.end_byte)
             descend = False
         else:
@@ -616,6 +654,15 @@ class _Walker:
                 if sub in GIT_DESTRUCTIVE_SUBCOMMANDS:
                     return f"git {sub}: a word bash computes may expand to a forcing option"
             return reason
+        if base in ("su", "sg", "script"):
+            # Their own arguments are not parsed here: every word may be the script.
+            for word in args:
+                if not word.known:
+                    return f"{base} runs a script computed at run time"
+                reason = _read(word.value or "", depth + 1).destructive
+                if reason is not None:
+                    return reason
+            return None
         if base in _SHELLS or base == "eval":
             script = _shell_script(base, args)
             if script is None:
@@ -645,12 +692,14 @@ class _Walker:
 
     def env_split(self, args: list[Word], depth: int) -> str | None:
         """``env -S STRING`` runs the command the string splits into."""
-        split = next((i for i, a in enumerate(args)
-                      if str(a) == "-S" or str(a).startswith(("--split-string", "-S"))), None)
+        split = next((i for i, a in enumerate(args) if str(a).startswith("--split-string")
+                      or (str(a).startswith("-") and not str(a).startswith("--")
+                          and "S" in str(a))), None)
         if split is None:
             return None
         value = str(args[split])
-        attached = value.partition("=")[2] if value.startswith("--") else value[2:]
+        attached = (value.partition("=")[2] if value.startswith("--")
+                    else value[value.index("S") + 1:])
         script = Word(attached, attached) if attached else (
             args[split + 1] if split + 1 < len(args) else Word("", ""))
         if script.value is None:
@@ -661,6 +710,9 @@ class _Walker:
         values = [str(a) for a in args]
         if "-delete" in values:
             return "find -delete removes files"
+        computed = next((a for a in args if not a.known and a.option_like), None)
+        if computed is not None:
+            return f"find {computed.text}: may expand to -delete or -exec rm"
         index = 0
         while index < len(values):
             arg = values[index]
@@ -705,11 +757,11 @@ class _Walker:
                 return Word(text, None)
             if any(p.splits for p in parts):
                 return Word(text, None, splits=True)
-            if any(p.value is None for p in parts) or (
-                any(c.type == "word" and "{" in p.text for c, p in zip(children, parts,
-                                                                        strict=True))
-                and _BRACES.search(text)
-            ):
+            if any(p.braces for p in parts) or (any(
+                c.type == "word" and "{" in p.text for c, p in zip(children, parts, strict=True)
+            ) and _BRACES.search(text)):
+                return Word(text, None, braces=True)  # a brace expansion: several words
+            if any(p.value is None for p in parts):
                 return Word(text, None)
             value = "".join(p.value or "" for p in parts)
             return Word(text, value, glob=any(p.glob for p in parts))
@@ -723,7 +775,9 @@ class _Walker:
             self.substitution(node)
         elif kind == "arithmetic_expansion":
             self.arithmetic(node)
-        elif kind not in ("ansi_c_string", "brace_expression"):
+        elif kind == "brace_expression":
+            return Word(text, None, braces=True)
+        elif kind != "ansi_c_string":
             self.reading.write(f"{_named(kind)} is not on the list of read-only shell syntax")
             self.later(node.named_children)
         return Word(text, None)
@@ -815,8 +869,14 @@ class _Walker:
 
     def test_command(self, node: tree_sitter.Node) -> None:
         """``[[ … ]]``: string and file tests; ``-v``/``-R`` evaluate a subscript, and the
-        arithmetic comparisons evaluate names, so those only with literal numbers."""
+        arithmetic comparisons evaluate names, so those only with literal numbers. ``[ … ]``
+        is the ``test`` builtin: its words, as bash makes them, judged as ``test``'s."""
         self.reading.commands.append(self.text(node))
+        if node.children and node.children[0].type == "[":
+            words = self.flat_words(node)
+            reason = _test_builtin("test", words)
+            if reason is not None:
+                self.reading.write(reason)
         for child in _descendants(node):
             kind = child.type
             if kind == "test_operator" and self.text(child) in _TEST_UNARY_EVALUATES:
@@ -831,6 +891,21 @@ class _Walker:
                 self.arithmetic(child)
             elif child.is_named and kind not in _TEST_PARTS:
                 self.reading.write(f"{_named(kind)} in a test is not on the read-only list")
+
+    def flat_words(self, node: tree_sitter.Node) -> list[Word]:
+        """The words of ``[ … ]`` in order, operators included (brackets left out)."""
+        words: list[Word] = []
+        stack = list(reversed(node.children[1:-1]))
+        while stack:
+            child = stack.pop()
+            if child.type in _WORDS:
+                words.append(self.word(child))
+            elif child.child_count == 0 or child.type == "test_operator":
+                text = self.text(child)
+                words.append(Word(text, text))
+            else:
+                stack.extend(reversed(child.children))
+        return words
 
     def test_binary(self, node: tree_sitter.Node) -> None:
         operator = next((self.text(c) for c in node.children
@@ -881,7 +956,7 @@ def _calls_itself(body: tree_sitter.Node, name: str, walker: _Walker) -> bool:
 
 
 _GLOB = re.compile(r"(?<!\\)[*?\[]")
-_JOINED = re.compile(rb"(?:\\\r?\n)*")
+_JOINED = re.compile(rb"(?:\\\n)*")
 _BLANK_IN_WORD = re.compile(r"(?<!\\)[ \t\n]")
 _BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 """``{a,b}`` or ``{1..3}`` (bash's brace expansion; one level is enough to say "unknown")."""
@@ -891,7 +966,7 @@ def _plain_word(text: str) -> Word:
     """An unquoted word: backslashes quote the next character, ``\\⏎`` joins lines;
     unquoted ``*``, ``?``, ``[`` make a glob, ``{`` may start a brace expansion."""
     if _BRACES.search(text):
-        return Word(text, None)  # a brace expansion: several words, bash's to make
+        return Word(text, None, braces=True)  # a brace expansion: several words
     glob = bool(_GLOB.search(text))
     if "\\" not in text:
         return Word(text, text, glob=glob)
@@ -944,6 +1019,8 @@ def _not_read_only(base: str, args: list[Word]) -> str | None:
         if args and args[0].option_like and str(args[0]) != "--":
             return "printf options (printf -v assigns a variable) are not read-only"
         return None
+    if base == "date" and any(not a.option_like and not str(a).startswith("+") for a in args):
+        return "date with an operand other than +FORMAT sets the clock"
     return _options(base, args, spec)
 
 
@@ -972,8 +1049,8 @@ def _options(base: str, args: Sequence[Word], spec: Program) -> str | None:
             if name in spec.long and not has_value:
                 continue
             if name in spec.long_valued:
-                if not has_value:
-                    index += 1
+                if not has_value and _plain_value(args, index):
+                    index += 1  # else the next word is judged as itself
                 continue
             return f"{base} {name} is not on the read-only list (options are matched exactly)"
         letters = value[1:]
@@ -984,12 +1061,12 @@ def _options(base: str, args: Sequence[Word], spec: Program) -> str | None:
             letter = letters[position]
             position += 1
             if letter in spec.valued:
-                if position == len(letters):
+                if position == len(letters) and _plain_value(args, index):
                     index += 1
                 break
             if letter not in spec.flags:
                 return f"{base} -{letter} is not on the read-only list"
-    if spec.operands is not None and operands > spec.operands:
+    if spec.operands is not None and (operands > spec.operands or any(w.several for w in args)):
         return f"{base} with more than {spec.operands} operand(s): {spec.note}"
     return None
 
@@ -1061,6 +1138,8 @@ def _git(args: list[Word]) -> str | None:
         if value in _GIT_GLOBAL_FLAGS:
             index += 1
         elif name in _GIT_GLOBAL_VALUED:
+            if not has_value and not _plain_value(args, index + 1):
+                return f"git {name}: its value may expand to options"
             index += 1 if has_value else 2
         else:
             return f"git option {name} can change what git runs"
@@ -1131,6 +1210,13 @@ def _git_listing(name: str, rest: list[Word], short: str, long: str, spec: Progr
     return None
 
 
+def _plain_value(args: Sequence[Word], index: int) -> bool:
+    """Whether ``args[index]`` may be skipped as an option's value: known, one word, not
+    option-like (a brace ``{1,--output=f}`` or a word after an option whose value is optional
+    — git's ``--pretty`` — is judged as itself instead)."""
+    return index < len(args) and args[index].known and not args[index].option_like
+
+
 def _version_only(base: str, args: list[Word], spec: Program) -> str | None:
     if len(args) == 1 and args[0].known and (
         args[0].value in spec.long or ((args[0].value or "")[1:] in spec.flags
@@ -1181,6 +1267,8 @@ def _find(args: list[Word]) -> str | None:
         if value in _FIND_TESTS:
             continue
         if value in _FIND_TESTS_VALUED:
+            if not _plain_value(args, index):
+                return f"find: the value of {value} may expand to an action"
             index += 1
             continue
         if value.startswith("-") and value != "-":
@@ -1199,6 +1287,8 @@ def _test_builtin(base: str, args: list[Word]) -> str | None:
     for word in words:
         if word.known and word.value in _TEST_UNARY_EVALUATES:
             return f"{base} {word.value} evaluates a subscript"
+    if any(w.several for w in words):
+        return f"{base}: a word bash makes several of could become an operator"
     unknown = [i for i, w in enumerate(words) if not w.known]
     if not unknown:
         return None
@@ -1245,20 +1335,38 @@ def _wrapped_command(base: str, args: list[Word]) -> list[Word] | None:
 
 
 def _shell_script(base: str, args: list[Word]) -> Word | None:
-    """The script ``sh -c SCRIPT`` or ``eval WORDS`` runs (``None``: it runs a file)."""
-    if base == "eval":
-        if not all(a.known for a in args):
-            return Word(" ".join(a.text for a in args), None)
-        return Word("", " ".join(a.value or "" for a in args))
-    for index, arg in enumerate(args):
-        value = arg.value
-        if value is None:
+    """The script ``sh [options] -c SCRIPT``, ``su -c SCRIPT``, ``eval WORDS`` or
+    ``trap SCRIPT …`` runs (``None``: it runs a file, or reads its input). As bash reads its
+    arguments: options in any order (``-o``/``-O`` take a value), ``--`` ends them, the first
+    other word is the script when ``c`` was among the options."""
+    if base in ("eval", "trap"):
+        words = args if base == "eval" else args[:1]
+        if not all(a.known for a in words):
+            return Word(" ".join(a.text for a in words), None)
+        return Word("", " ".join(a.value or "" for a in words))
+    script_follows = False
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        index += 1
+        if arg.value is None:
             return Word(arg.text, None)
-        if value.startswith("-") and not value.startswith("--") and "c" in value:
-            return args[index + 1] if index + 1 < len(args) else Word("", "")
-        if not value.startswith("-"):
-            return None
-    return None
+        value = arg.value
+        if value == "--":
+            break
+        if len(value) > 1 and value[0] in "-+" and not value.startswith("--"):
+            script_follows |= "c" in value[1:]
+            if value[-1] in "oO" or (base == "su" and value[-1] in "lsg"):
+                index += 1  # the option's value
+            continue
+        if value.startswith("--"):
+            continue
+        return arg if script_follows else None
+    if not script_follows:
+        return None
+    if index < len(args):
+        return args[index]
+    return Word("", "")
 
 
 def _rm(args: list[Word]) -> str | None:
