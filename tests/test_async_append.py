@@ -18,7 +18,8 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
@@ -327,11 +328,23 @@ def test_close_while_queued_fails_them_with_store_closed_and_stops_the_writer(  
 
         monkeypatch.setattr(store, "_writer", ClosingSlowly())
 
+    # close() holds the writer from here on: known when it is inside, not guessed from the
+    # lock (the writer thread of ``two`` may still hold it a moment after answering).
+    inside = threading.Event()
+    exclusive = committer(store).exclusive
+
+    @contextmanager
+    def entered() -> Iterator[None]:
+        with exclusive():
+            inside.set()
+            yield
+
+    monkeypatch.setattr(committer(store), "exclusive", entered)
+
     async def main() -> list[Any]:
         closing = threading.Thread(target=store.close)
         closing.start()
-        while not committer(store)._writer.locked():
-            await asyncio.sleep(0.001)
+        assert await asyncio.to_thread(inside.wait, 30)
         tasks = [asyncio.ensure_future(store.append_async(f"sess_q{i}", [created(str(i))]))
                  for i in range(5)]
         await until_queued(store, 5)
