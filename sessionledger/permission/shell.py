@@ -283,7 +283,6 @@ _LEAVES = frozenset({"comment", "heredoc_body", "heredoc_content", "string_conte
 """Nodes read as one piece of text (what is inside them is theirs, blanks included)."""
 _SAFE_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _BLOCK_DEVICE = re.compile(r"^/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|mapper/)")
-_SPECIAL_PARAMETERS = frozenset("@*#?-$!0123456789")
 _ARITHMETIC_COMPARE = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _TEST_UNARY_EVALUATES = frozenset({"-v", "-R"})
 _TEST_UNARY = frozenset({
@@ -402,6 +401,8 @@ def _read(command: str, depth: int) -> _Reading:
         reading.unparsed = True
         reading.destroy(f"more than {MAX_PIPES} '|' to classify")
         return reading
+    if source[-1:] not in _BLANKS and b"\\" not in source and b"<<" not in source:
+        source += _LINE_END
     root = _parser().parse(source).root_node
     if root.has_error or (_MAY_SKIP.search(source) and not _covered(root, source)):
         reading.unparsed = True
@@ -411,6 +412,17 @@ def _read(command: str, depth: int) -> _Reading:
     return reading
 
 
+_LINE_END = b"\n"
+"""Appended before parsing to a line that ends in a word, a quote or an operator: the same
+script to bash, and a tree found without tree-sitter's error recovery. At the end of the input
+a version of the parse left behind by the grammar's ambiguities (a pipeline of three or more
+stages leaves one) is resumed and recovered after the tree is found, which costs 60-100 µs of
+``a | b | c``'s 70-110; with a newline still to read it is dropped on the way (about 10 µs).
+Not after a blank, nor in a line with a backslash or ``<<``: there the grammar reads a line
+continuation or a here-document running to the end differently with a newline after it (a
+differential run of 850,000 commands, the tests' and generated, found every reading the same
+under these conditions)."""
+_BLANKS = frozenset([b"", b" ", b"\t", b"\n", b"\r", b"\x0b", b"\x0c"])
 _MAY_SKIP = re.compile(rb"[\\\r\x0b\x0c\x80-\xff#`]")
 """Where the grammar and bash may part: a backslash (``\\ `` skipped, ``\\⏎`` joining what
 follows), carriage returns, vertical tabs, form feeds and Unicode spaces (blanks to the
