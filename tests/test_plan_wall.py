@@ -138,6 +138,11 @@ WRITES += [
     "uniq -f {1,in,pwn}", "git -C {.,-c,'core.fsmonitor=touch pwn;:'} status", "uniq ./*.txt",
     "uniq in{,2}", "test {-v,'a[$(touch pwn)]'}", "[ ! {-v,'a[$(touch pwn)]'} ]",
     "date 0101000030", "tree -Lo 1 pwn", "rg -e {x,--pre=sh} file",
+    # what sh reads otherwise (found by tests/test_bash_oracle.py running each under sh)
+    "[[ a > pwn ]]", "[[ 1 -gt 2 || a > pwn ]]", "(( 1 > 2 ))", "(( 1 >= 2 ))",
+    "echo $[ 1 > 2 ]", "echo $'\\'';echo x;#'" + " " * 40 + "; touch pwn",
+    "echo $'\\';touch pwn;#'", "(( 1 << 2 ))\necho '$(touch pwn)'", "[[ -f x || touch pwn ]]",
+    "[[ a =~ x;touch pwn ]]", "[[ a == x&touch pwn ]]", "[[ a =~ x|touch pwn ]]",
 ]
 
 READS = [
@@ -159,7 +164,7 @@ READS = [
     "git stash list", "git config --get user.name", "git config --list",
     "git worktree list", "git remote -v", "git rev-parse HEAD",
     "git rev-parse --show-toplevel", "git ls-files", "git grep -n foo",
-    "echo $((1+2))", "[[ a > b ]]", "[[ -f f ]] && cat f", "[ -d src ] && ls src",
+    "echo $((1+2))", "[[ a < b ]]", "[[ a == b* ]]", "[[ -f f ]] && cat f", "[ -d src ] && ls src",
     "test -f f", "if [ -f f ]; then cat f; fi", "ls 2>/dev/null", "ls 2>&1 | head",
     "grep x f > /dev/null 2>&1", "cat < f", "cat <<'EOF'\nhello\nEOF", "jq .name package.json",
     "seq 1 5", "nl f", "realpath f", "basename /a/b", "dirname /a/b",

@@ -167,6 +167,15 @@ def test_pm4_property_classify_never_raises_and_is_consistent(command: str) -> N
     assert verdict.reason
 
 
+@pytest.mark.parametrize("command", ["\ud800", "ls \ud800", "echo '\udcff';touch pwn"])
+def test_pm4_a_lone_surrogate_is_not_text_and_is_not_judged(command: str) -> None:
+    """JSON can carry a lone surrogate; no bash reads it, so the line is not classified (it
+    raised UnicodeDecodeError where a node's edge fell inside the surrogate's bytes)."""
+    verdict = classify(command)
+    assert verdict.destructive and "not Unicode text" in verdict.reason
+    assert simple_commands(command) is None
+
+
 shell_tokens = st.sampled_from([
     *"ab -f;&|<>()$`\"'\\\n{}*?=#!:/.~,", "EOF", "<<", "git ", "push ", "rm ", "-rf ", "$(",
     "find ", "-exec ", "xargs ", "bash -c ", "sudo ",

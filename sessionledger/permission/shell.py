@@ -396,7 +396,12 @@ def _read(command: str, depth: int) -> _Reading:
     if depth > MAX_DEPTH:
         reading.destroy("commands nested too deeply to classify")
         return reading
-    source = command.encode("utf-8", "surrogatepass")
+    try:
+        source = command.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (JSON can carry one): no text bash reads
+        reading.unparsed = True
+        reading.destroy("holds characters that are not Unicode text, so cannot be classified")
+        return reading
     if source.count(b"|") > MAX_PIPES:
         reading.unparsed = True
         reading.destroy(f"more than {MAX_PIPES} '|' to classify")
@@ -433,6 +438,14 @@ _GAP = re.compile(rb"(?:[ \t\n]|\\\n)*")
 _BLANK = re.compile(rb"[ \t\n]")
 _BEFORE_COMMENT = frozenset([b" ", b"\t", b"\n", b";", b"&", b"|", b"(", b")", b"<", b">"])
 _QUOTED_TEXT = frozenset({"string_content", "heredoc_body", "heredoc_content"})
+_ESCAPE = re.compile(r"\\.", re.DOTALL)
+_SH_OPERATOR = re.compile(r"[;&|()<>\n]")
+_SAME_TO_SH = frozenset({"string", "raw_string", "ansi_c_string", "translated_string",
+                         "command_substitution", "simple_expansion", "expansion"})
+"""Nodes sh reads as bash does inside ``[[ … ]]`` (their insides are judged as themselves)."""
+_ANSI_C = re.compile(rb"\$'(?:[^'\\]|\\.)*'", re.DOTALL)
+"""An ANSI-C string as bash ends it: at the first ``'`` no backslash escapes (the grammar
+reads ``$'\\\\'`` on past its end)."""
 
 
 def _covered(root: tree_sitter.Node, source: bytes) -> bool:
@@ -440,8 +453,9 @@ def _covered(root: tree_sitter.Node, source: bytes) -> bool:
     token but blanks and line continuations (the grammar skips ``\\ `` before a word); no
     two tokens are joined by continuations alone (bash joins them: ``a\\⏎#``); a comment
     starts where bash starts one (``[[ -n ]]# ]]`` is no comment to bash); no continuation
-    inside a string or here-document (bash removes it: ``"$\\⏎(cmd)"`` runs ``cmd``) and no
-    backquote in a here-document (the grammar makes no node of it)."""
+    inside a string or here-document (bash removes it: ``"$\\⏎(cmd)"`` runs ``cmd``), no
+    backquote in a here-document (the grammar makes no node of it), and each ANSI-C string
+    ends where bash ends it."""
     cursor = root.walk()
     end = 0
     while True:
@@ -457,6 +471,8 @@ def _covered(root: tree_sitter.Node, source: bytes) -> bool:
                 ):
                     return False
             if kind == "comment" and start > 0 and source[start - 1:start] not in _BEFORE_COMMENT:
+                return False
+            if kind == "ansi_c_string" and not _ANSI_C.fullmatch(source, start, node.end_byte):
                 return False
             if kind in _QUOTED_TEXT:
                 text = source[start:node.end_byte]
@@ -535,9 +551,39 @@ class _Walker:
         first = node.children[0].type if node.children else ""
         if first == "((":
             self.reading.commands.append(self.text(node))
+            self.not_for_sh(node, "(( … ))")
             self.arithmetic(node)
             return
         self.later(node.children)
+
+    def not_for_sh(self, node: tree_sitter.Node, what: str) -> None:
+        """bash's ``[[ … ]]``, ``(( … ))`` and ``$[ … ]`` are plain words to sh, so what is an
+        operator to sh in them is one: run by sh, ``[[ a > b ]]`` creates the file ``b``,
+        ``(( 1 << 2 ))`` starts a here-document whose body (the next lines) sh expands,
+        running the substitutions in it, and ``[[ -f x || touch ]]`` or ``[[ a =~ x;touch ]]``
+        runs ``touch``. ``(( … ))`` and ``$[ … ]`` hold only numbers (the commands sh would
+        run are numbers), so there only ``>`` and ``<<``; in ``[[ … ]]`` none of ``; & | ( )
+        > <<`` nor a newline outside quotes and substitutions (a lone ``<`` reads a file)."""
+        test = what == "[[ … ]]"
+        stack = list(node.children)
+        while stack:
+            child = stack.pop()
+            kind = child.type
+            if kind in _SAME_TO_SH or (kind == "arithmetic_expansion" and child.children
+                                       and child.children[0].type == "$(("):
+                continue  # sh quotes, substitutes and computes these as bash does
+            if child.child_count and kind not in _LEAVES:
+                stack.extend(child.children)
+                continue
+            text = kind if not child.is_named else self.text(child)
+            if test:
+                bad = text not in ("[[", "]]", "<") and _SH_OPERATOR.search(text) is not None
+            else:
+                bad = ">" in text or "<<" in text
+            if bad:
+                self.reading.write(f"{what} with {text!r} in it: sh reads it as an operator "
+                                   "(a command run, a file written or a here-document)")
+                return
 
     def function(self, node: tree_sitter.Node) -> None:
         self.reading.write("defines a shell function")
@@ -786,10 +832,17 @@ class _Walker:
         if kind == "process_substitution":
             self.substitution(node)
         elif kind == "arithmetic_expansion":
+            if node.children and node.children[0].type == "$[":
+                self.not_for_sh(node, "$[ … ]")
             self.arithmetic(node)
         elif kind == "brace_expression":
             return Word(text, None, braces=True)
-        elif kind != "ansi_c_string":
+        elif kind == "ansi_c_string":
+            if any(escape.group() == "\\'" for escape in _ESCAPE.finditer(text, 2)):
+                # sh has no $'…': to it the string ends at that quote, and what bash reads
+                # as quoted text after it, sh runs
+                self.reading.write("a $'…' string with \\' in it is read otherwise by sh")
+        else:
             self.reading.write(f"{_named(kind)} is not on the list of read-only shell syntax")
             self.later(node.named_children)
         return Word(text, None)
@@ -884,6 +937,8 @@ class _Walker:
         arithmetic comparisons evaluate names, so those only with literal numbers. ``[ … ]``
         is the ``test`` builtin: its words, as bash makes them, judged as ``test``'s."""
         self.reading.commands.append(self.text(node))
+        if node.children and node.children[0].type == "[[":
+            self.not_for_sh(node, "[[ … ]]")
         if node.children and node.children[0].type == "[":
             words = self.flat_words(node)
             reason = _test_builtin("test", words)
@@ -1031,8 +1086,6 @@ def _not_read_only(base: str, args: list[Word]) -> str | None:
         if args and args[0].option_like and str(args[0]) != "--":
             return "printf options (printf -v assigns a variable) are not read-only"
         return None
-    if base == "date" and any(not a.option_like and not str(a).startswith("+") for a in args):
-        return "date with an operand other than +FORMAT sets the clock"
     return _options(base, args, spec)
 
 
@@ -1047,6 +1100,8 @@ def _options(base: str, args: Sequence[Word], spec: Program) -> str | None:
         value = arg.value
         if options_over or not arg.option_like or value == "-":
             operands += 1
+            if base == "date" and not (value or "").startswith("+"):
+                return "date with an operand other than +FORMAT sets the clock"
             if spec.options_first:
                 options_over = True
             continue
