@@ -39,8 +39,10 @@ temporary directory at the default ``synchronous=FULL``:
       anchor: ``GET /healthz`` on the same connection;
     - as a command: ``sessionledger hook claude-code --db … --workspace …`` started for every
       event with the event on stdin, until it exits (process start included, as Claude Code
-      pays it); anchors: ``python -c pass`` (a bare process start of the same interpreter) and
-      ``python -c "import sessionledger.cli"`` (start and imports, no work).
+      pays it), recording the event itself (no server on its database), and the same command
+      on the database of a running ``serve``, which it finds and forwards to; anchors:
+      ``python -c pass`` (a bare process start of the same interpreter) and ``python -c
+      "import sessionledger.cli"`` (start and imports, no work).
 
     Every ``--hook-events`` events (half PreToolUse, half PostToolUse) per kind, interleaved
     event by event with their anchors; p50, p99 and mean, and each p50 over its anchor's. An
@@ -438,6 +440,8 @@ COMMAND_ROWS = (
     ("imports", "python -c 'import sessionledger.cli'"),
     ("command PreToolUse", "sessionledger hook claude-code PreToolUse"),
     ("command PostToolUse", "sessionledger hook claude-code PostToolUse"),
+    ("forwarded PreToolUse", "the same, forwarded to a serve, PreToolUse"),
+    ("forwarded PostToolUse", "the same, forwarded to a serve, PostToolUse"),
 )
 
 
@@ -489,22 +493,38 @@ def measure_command(args: argparse.Namespace, tmp: Path) -> dict[str, Latencies]
                               cwd=cwd, timeout=COMMAND_TIMEOUT_S, check=False)
         return clock() - t0, done
 
-    for warm in hook_events(cwd, 2, args.seed + 1000):  # the database created, caches warm
-        run(hook, json.dumps(warm))
-    for event in hook_events(cwd, args.hook_commands, args.seed):
-        if event["hook_event_name"] == "PreToolUse":  # one anchor pair per call
-            for key, command in anchors.items():
-                seconds, done = run(command)
-                found[key].seconds.append(seconds)
-                found[key].errors += done.returncode != 0
-        seconds, done = run(hook, json.dumps(event))
-        row = found[f"command {event['hook_event_name']}"]
+    def timed(kind: str, command: list[str], event: dict[str, Any]) -> None:
+        seconds, done = run(command, json.dumps(event))
+        row = found[f"{kind} {event['hook_event_name']}"]
         row.seconds.append(seconds)
         try:
             output = json.loads(done.stdout)
         except ValueError:
             output = None
         row.errors += done.returncode != 0 or not answered_as_expected(event, output)
+
+    served = tmp / "forwarded"
+    served.mkdir()
+    with running_server(served) as (_url, served_root):
+        # the server's discovery file beside its database: the command forwards (issue 38)
+        forwarded = [*_sessionledger(), "hook", "claude-code", "--db",
+                     f"sqlite:///{served / 'ledger.db'}", "--workspace", str(served_root)]
+        served_cwd = served_root / "app"
+        served_cwd.mkdir()
+        for warm in hook_events(cwd, 2, args.seed + 1000):  # the database created, caches warm
+            run(hook, json.dumps(warm))
+        for warm in hook_events(served_cwd, 2, args.seed + 1000):
+            run(forwarded, json.dumps(warm))
+        events = zip(hook_events(cwd, args.hook_commands, args.seed),
+                     hook_events(served_cwd, args.hook_commands, args.seed), strict=True)
+        for event, served_event in events:
+            if event["hook_event_name"] == "PreToolUse":  # one anchor pair per call
+                for key, command in anchors.items():
+                    seconds, done = run(command)
+                    found[key].seconds.append(seconds)
+                    found[key].errors += done.returncode != 0
+            timed("command", hook, event)
+            timed("forwarded", forwarded, served_event)
     return found
 
 

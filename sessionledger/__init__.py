@@ -3,20 +3,23 @@
 This package is the layer that answers "who asks": the application service over the event
 log, the HTTP service with its event streams, and the ``sessionledger`` CLI. The HTTP part
 lives in :mod:`sessionledger.http` and is imported only by the code that serves.
+
+Importing the package imports nothing else (issue 38: a command hook or ``--version`` must
+not pay for the service): the names below load on first use.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = version("sessionledger")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
+__version__ = "0.1.0"
+"""The version; ``pyproject.toml`` reads it from here (no package metadata read at start)."""
 
-from .config import ServerSettings, resolve_store_url
-from .errors import SessionLedgerError
-from .service.sessions import SessionService
+if TYPE_CHECKING:
+    from .config import ServerSettings, resolve_store_url
+    from .errors import SessionLedgerError
+    from .service.sessions import SessionService
 
 __all__ = [
     "ServerSettings",
@@ -25,3 +28,19 @@ __all__ = [
     "__version__",
     "resolve_store_url",
 ]
+
+_HOMES = {
+    "ServerSettings": ".config",
+    "resolve_store_url": ".config",
+    "SessionLedgerError": ".errors",
+    "SessionService": ".service.sessions",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
+    globals()[name] = value
+    return value

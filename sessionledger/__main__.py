@@ -1,10 +1,10 @@
-"""``python -m sessionledger``: the same CLI as the installed ``sessionledger`` command."""
+"""``python -m sessionledger``: the same command as the installed ``sessionledger``."""
 
 from __future__ import annotations
 
-from .cli import main
+from .launch import main
 
 __all__: list[str] = []
 
 if __name__ == "__main__":
-    main(prog_name="sessionledger")
+    main()

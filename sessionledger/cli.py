@@ -44,6 +44,12 @@ from eventlog.migrate import migrate as copy_log
 from projections.session import fold
 
 from . import __version__
+from .claude_code.forward import (
+    DEFAULT_TIMEOUT_S,
+    MAX_TIMEOUT_S,
+    HookOptions,
+    run_command_hook,
+)
 from .config import (
     DB_ENV,
     DEFAULT_HOST,
@@ -708,6 +714,12 @@ def hook() -> None:
     """Answer an agent host's hook events (Claude Code: SPEC §13)."""
 
 
+def _finite(value: float) -> float:
+    if value != value:  # NaN passes every range comparison
+        raise click.BadParameter("must be a number of seconds")
+    return value
+
+
 @hook.command("claude-code")
 @db_option
 @click.option(
@@ -715,26 +727,31 @@ def hook() -> None:
     help="Workspace root: the sessions' cwd must lie inside it. Default: the current "
          "directory (Claude Code runs command hooks in the project).",
 )
-def hook_claude_code(db: str | None, workspace: Path | None) -> None:
+@click.option(
+    "--url", "url", metavar="URL", default=None,
+    help="A serve to forward the event to (http://HOST:PORT). Default: $SESSIONLEDGER_URL, "
+         "else the serve whose discovery file lies beside the database, else none: the "
+         "event is recorded here.",
+)
+@click.option("--direct", is_flag=True, help="Record the event here, never forward it.")
+@click.option(
+    "--timeout", type=click.FloatRange(min=0, min_open=True, max=MAX_TIMEOUT_S),
+    default=DEFAULT_TIMEOUT_S, callback=lambda _ctx, _param, value: _finite(value),
+    show_default=True, help="Seconds to wait for a serve's answer before answering {}.",
+)
+def hook_claude_code(db: str | None, workspace: Path | None, url: str | None, direct: bool,
+                     timeout: float) -> None:
     """One Claude Code hook event on stdin, its JSON output on stdout, exit 0 (CC-1).
 
+    The event goes to a running serve when one is named or found (the same answer as its HTTP
+    hook, without loading the service here), else it is recorded in the database directly.
     An event that cannot be read or recorded is answered ``{}`` with a line on stderr, so a
     broken hook never stops the agent.
     """
-    from .claude_code.hooks import answer_hook
-    from .claude_code.recorder import Recorder
-
-    body = sys.stdin.buffer.read()
-    output: dict[str, Any] = {}
-    try:
-        with _service(db, workspace) as service:
-            answer = answer_hook(Recorder(service), body)
-        output = answer.output
-        if answer.problem is not None:
-            click.echo(f"sessionledger hook: {answer.problem}", err=True)
-    except Exception as exc:
-        click.echo(f"sessionledger hook: not recorded ({exc.__class__.__name__}: {exc})",
-                   err=True)
+    options = HookOptions(db=db, workspace=workspace, url=url, direct=direct, timeout=timeout)
+    output, problem = run_command_hook(sys.stdin.buffer.read(), options)
+    if problem is not None:
+        click.echo(f"sessionledger hook: {problem}", err=True)
     click.echo(json.dumps(output, ensure_ascii=False))
 
 

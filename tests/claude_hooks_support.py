@@ -51,12 +51,15 @@ __all__ = [
 REPO = Path(__file__).resolve().parent.parent
 HOOK_TIMEOUT_S = 30.0
 
-Way = Literal["http", "command"]
-WAYS: tuple[Way, ...] = ("http", "command")
-WAY_PARAMS = (pytest.param("http"), pytest.param("command", marks=pytest.mark.slow))
-"""``WAYS`` for ``parametrize``: each command hook is a process start (~0.5 s), so the command
-face of the parametrised tests runs in ``make verify``; the tests that drive both faces in one
-session run in ``make test`` (D182)."""
+Way = Literal["http", "command", "direct"]
+WAYS: tuple[Way, ...] = ("http", "command", "direct")
+WAY_PARAMS = (pytest.param("http"), pytest.param("command", marks=pytest.mark.slow),
+              pytest.param("direct", marks=pytest.mark.slow))
+"""``WAYS`` for ``parametrize``: ``command`` is the command hook as hosts run it, which finds
+the server by the discovery file beside its database and forwards the event; ``direct`` is
+the command hook recording the event itself (``--direct``, as with no server). Each is a
+process start, so those faces of the parametrised tests run in ``make verify``; the tests
+that drive several faces in one session run in ``make test`` (D182)."""
 
 
 @dataclass(frozen=True)
@@ -121,13 +124,14 @@ def run_cli(*args: str, db: Path, cwd: Path) -> subprocess.CompletedProcess[str]
     )
 
 
-def run_hook(db_url: str, root: Path, event: dict[str, Any] | bytes | str) -> Answer:
-    """``sessionledger hook claude-code --db URL --workspace ROOT`` with the event on stdin,
-    as a command hook runs it (in the project directory, this repository's code)."""
+def run_hook(db_url: str, root: Path, event: dict[str, Any] | bytes | str,
+             *options: str) -> Answer:
+    """``sessionledger hook claude-code --db URL --workspace ROOT [OPTIONS]`` with the event
+    on stdin, as a command hook runs it (in the project directory, this repository's code)."""
     environment = this_repo_env()
     done = subprocess.run(
         [*sessionledger_command(), "hook", "claude-code", "--db", db_url,
-         "--workspace", str(root)],
+         "--workspace", str(root), *options],
         input=_body(event), cwd=root, env=environment, capture_output=True,
         timeout=HOOK_TIMEOUT_S, check=False,
     )
@@ -172,7 +176,8 @@ class Hooks:
     def answer(self, way: Way, event: dict[str, Any] | bytes | str) -> Answer:
         if way == "http":
             return post_hook(self.http, event)
-        return run_hook(self.server.db_url, self.root, event)
+        return run_hook(self.server.db_url, self.root, event,
+                        *(["--direct"] if way == "direct" else []))
 
     def head(self) -> int:
         """The log's head position (every session's events)."""

@@ -57,6 +57,7 @@ from .observations import (
     digest,
 )
 from .recorder import Recorder, Tally, approved_plan
+from .wire import HOOK_PATH
 
 __all__ = [
     "HOOK_EVENTS", "HOOK_PATH", "MAX_HOOK_BYTES", "HookAnswer", "MalformedHook", "answer_hook",
@@ -72,7 +73,6 @@ HOOK_EVENTS = (
 MAX_HOOK_BYTES = 8 * 1024 * 1024
 """The largest event read (a ``Write`` of a big file carries its whole content); the HTTP
 route takes bodies up to this size (other routes: 1 MiB)."""
-HOOK_PATH = "/v1/hooks/claude-code"
 
 DROPPED_WARNING = (
     "Your last TodoWrite dropped unfinished todos without completing them: {items}. "

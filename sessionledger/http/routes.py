@@ -32,6 +32,7 @@ import logging
 import os
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Body, FastAPI, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
@@ -55,6 +56,7 @@ from eventlog import CATALOG, UNDECODABLE, HostKind, UserActivityAction, loads_j
 
 from ..claude_code.hooks import HOOK_PATH, answer_hook
 from ..claude_code.recorder import Recorder
+from ..claude_code.wire import PROBLEM_HEADER
 from ..ledger import on_loop
 from ..service.sessions import (
     DEFAULT_EVENTS_LIMIT,
@@ -830,9 +832,11 @@ def hook_routes(service: SessionService) -> APIRouter:
         """Record a Claude Code hook event and answer it (SPEC §13)."""
         body = await request.body()
         answer = await run_in_threadpool(answer_hook, recorder, body)
-        if answer.problem is not None:
-            _log.warning("claude-code hook answered {}: %s", answer.problem)
-        return JSONResponse(answer.output)
+        if answer.problem is None:
+            return JSONResponse(answer.output)
+        _log.warning("claude-code hook answered {}: %s", answer.problem)
+        # a forwarding command hook prints it on stderr, as it would have recording itself
+        return JSONResponse(answer.output, headers={PROBLEM_HEADER: quote(answer.problem)})
 
     return router
 

@@ -19,13 +19,16 @@ import ctypes
 import os
 import platform
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 
 import uvicorn
 
+from ..claude_code.wire import remove_discovery, write_discovery
 from ..config import ServerSettings
 from ..logs import configure_logging, log_event, logger
 from ..service.sessions import SessionService
@@ -65,11 +68,23 @@ def pin_mmap_threshold() -> bool:
 
 
 class GracefulServer(uvicorn.Server):
-    """A uvicorn server that tells the app when shutdown begins."""
+    """A uvicorn server that tells the app when shutdown begins, and once it listens, calls
+    ``on_listening`` with the address it is bound to."""
 
-    def __init__(self, config: uvicorn.Config, *, on_exit: Callable[[], None]) -> None:
+    def __init__(self, config: uvicorn.Config, *, on_exit: Callable[[], None],
+                 on_listening: Callable[[str, int], None] | None = None) -> None:
         super().__init__(config)
         self._on_exit = on_exit
+        self._on_listening = on_listening
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self._on_listening is not None and not self.should_exit:
+            for server in self.servers:
+                for bound in server.sockets:
+                    address = bound.getsockname()
+                    self._on_listening(str(address[0]), int(address[1]))
+                    return
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self._on_exit()
@@ -135,7 +150,16 @@ def serve(settings: ServerSettings, *, service: SessionService) -> None:
         lifespan="on",
         log_config=None,  # uvicorn's loggers keep the JSON handler configured above
     )
-    server = GracefulServer(config, on_exit=stopping.set)
+    discovery: list[Path] = []
+
+    def listening(host: str, port: int) -> None:
+        # Command hooks on the same database forward their events here (issue 38).
+        written = write_discovery(service.store.url, f"http://{_reachable(host)}:{port}",
+                                  token=settings.token is not None)
+        if written is not None:
+            discovery.append(written)
+
+    server = GracefulServer(config, on_exit=stopping.set, on_listening=listening)
     log_event(
         _log, "starting", host=settings.host, port=settings.port,
         store=service.store.url, workspaceRoot=str(settings.workspace_root),
@@ -144,6 +168,17 @@ def serve(settings: ServerSettings, *, service: SessionService) -> None:
         with _stop_signals_end_serving(server):
             server.run()
     finally:
+        for path in discovery:
+            remove_discovery(path)
         stopping.set()
         service.close()
         log_event(_log, "stopped", store=service.store.url)
+
+
+def _reachable(host: str) -> str:
+    """The host a client on this machine connects to: loopback for a wildcard address."""
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host

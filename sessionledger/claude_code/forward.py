@@ -1,0 +1,224 @@
+"""The command hook on the host's hot path (issue 38): forward to a running ``serve``, else
+append directly.
+
+Claude Code (and Codex and Gemini CLI) start the command hook twice per tool call, so its
+start is what users feel. When a ``serve`` is reachable the hook sends the event's bytes to
+its ``POST /v1/hooks/claude-code`` with the standard library and prints the answer — the
+same answer the server gives an HTTP hook — without importing the service, the event
+catalog or any third-party package. The server is found by ``--url``, else
+``SESSIONLEDGER_URL``, else the discovery file ``serve`` writes beside its SQLite database
+(:func:`.wire.discovery_path`: ``<database>.serve.json``, removed when it stops). With no server
+(no URL, or a discovery file whose server is gone), or with ``--direct``, the hook opens the
+store and appends itself (:func:`answer_directly`). When a named server cannot answer (down,
+too slow, an error), the hook answers ``{}`` — no decision, so the host goes on as if there
+were no hook — and says why on stderr; it never waits past ``--timeout``.
+
+This module imports only the standard library at the top: :mod:`sessionledger.launch` runs
+it before anything else is imported.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from .wire import HOOK_PATH, PROBLEM_HEADER, discovery_path
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "URL_ENV",
+    "HookOptions",
+    "answer_directly",
+    "forward",
+    "parse_hook_args",
+    "run_command_hook",
+]
+
+URL_ENV = "SESSIONLEDGER_URL"
+"""The environment variable naming a ``serve`` for the command hook to forward to."""
+DB_ENV = "SESSIONLEDGER_DB"  # config.DB_ENV; here so the hot path imports no config
+TOKEN_ENV = "SESSIONLEDGER_TOKEN"  # config.TOKEN_ENV, likewise
+DEFAULT_DB_URL = "sqlite:///.sessionledger/ledger.db"  # eventlog.DEFAULT_STORE_URL, likewise
+DEFAULT_TIMEOUT_S = 5.0
+"""How long the hook waits for a server's answer: under the 10 s the documented hook settings
+give Claude Code to wait for the hook (its own default is 60 s)."""
+MAX_TIMEOUT_S = 3600.0
+
+
+
+@dataclass(frozen=True)
+class HookOptions:
+    """``sessionledger hook claude-code``'s options."""
+
+    db: str | None = None
+    workspace: Path | None = None
+    url: str | None = None
+    direct: bool = False
+    timeout: float = DEFAULT_TIMEOUT_S
+
+
+def parse_hook_args(args: list[str]) -> HookOptions | None:
+    """The options after ``hook claude-code``, or ``None`` for anything this reader does not
+    know (``--help``, a typo, a bad number): the full command line parses those and says what
+    is wrong."""
+    values: dict[str, Any] = {}
+    names = {"--db": "db", "--workspace": "workspace", "--url": "url", "--timeout": "timeout"}
+    index = 0
+    while index < len(args):
+        word = args[index]
+        index += 1
+        if word == "--direct":
+            values["direct"] = True
+            continue
+        name, has_value, value = word.partition("=")
+        if name not in names:
+            return None
+        if not has_value:
+            if index >= len(args):
+                return None
+            value = args[index]
+            index += 1
+        values[names[name]] = value
+    try:
+        timeout = float(values.get("timeout", DEFAULT_TIMEOUT_S))
+    except ValueError:
+        return None
+    if not 0 < timeout <= MAX_TIMEOUT_S:
+        return None
+    workspace = values.get("workspace")
+    return HookOptions(db=values.get("db"), workspace=Path(workspace) if workspace else None,
+                       url=values.get("url"), direct=bool(values.get("direct")),
+                       timeout=timeout)
+
+
+# -- finding a server ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Server:
+    url: str
+    discovered: bool  # from the discovery file: a refused connection means it is gone
+    token: str | None
+
+
+def _server(options: HookOptions) -> _Server | None:
+    token = os.environ.get(TOKEN_ENV) or None
+    named = options.url or os.environ.get(URL_ENV)
+    if named:
+        return _Server(named, False, token)
+    path = discovery_path(options.db or os.environ.get(DB_ENV) or DEFAULT_DB_URL)
+    if path is None:
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        url = record["url"]
+        needs_token = bool(record.get("token"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no server here (or a file being replaced): append directly
+    if not isinstance(url, str) or (needs_token and token is None):
+        return None
+    return _Server(url, True, token)
+
+
+# -- answering -----------------------------------------------------------------------------------
+
+
+class _Unreachable(Exception):
+    """The server named cannot answer; the message says why."""
+
+
+class _Gone(_Unreachable):
+    """Nothing listens where the discovery file says: that server has stopped."""
+
+
+def forward(server_url: str, body: bytes, *, timeout: float, token: str | None = None,
+            discovered: bool = False) -> tuple[dict[str, Any], str | None]:
+    """POST the event to the server's hook route; its JSON output and the problem it names,
+    if any (``_Unreachable`` when it gives no output)."""
+    parts = urlsplit(server_url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise _Unreachable(f"cannot forward to {server_url!r}: only http://HOST:PORT")
+    connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        connection.request("POST", parts.path.rstrip("/") + HOOK_PATH, body=body,
+                           headers=headers)
+        response = connection.getresponse()
+        payload = response.read()
+    except ConnectionRefusedError as exc:
+        if discovered:
+            raise _Gone(str(exc)) from exc
+        raise _Unreachable(f"{server_url} refused the connection") from exc
+    except (OSError, http.client.HTTPException) as exc:  # timeouts are OSErrors
+        raise _Unreachable(f"{server_url} did not answer ({exc.__class__.__name__}: "
+                           f"{exc})") from exc
+    finally:
+        connection.close()
+    if response.status != 200:
+        raise _Unreachable(f"{server_url} answered {response.status}: "
+                           f"{payload[:200].decode('utf-8', 'replace')}")
+    try:
+        output = json.loads(payload)
+    except ValueError as exc:
+        raise _Unreachable(f"{server_url} answered something that is not JSON") from exc
+    if not isinstance(output, dict):
+        raise _Unreachable(f"{server_url} answered {type(output).__name__}, not an object")
+    problem = response.getheader(PROBLEM_HEADER)
+    return output, None if problem is None else unquote(problem)
+
+
+def answer_directly(body: bytes, options: HookOptions) -> tuple[dict[str, Any], str | None]:
+    """Open the store, record the event and answer it (the leanest path with no server): the
+    output and what went wrong, if anything, for stderr."""
+    from ..config import resolve_store_url
+    from ..service.sessions import SessionService
+    from .hooks import answer_hook
+    from .recorder import Recorder
+
+    service = SessionService.open(resolve_store_url(options.db),
+                                  workspace_root=options.workspace or Path.cwd())
+    try:
+        answer = answer_hook(Recorder(service), body)
+    finally:
+        service.close()
+    return answer.output, answer.problem
+
+
+def run_command_hook(body: bytes, options: HookOptions) -> tuple[dict[str, Any], str | None]:
+    """The command hook's answer to ``body``: forwarded when a server is reachable, else
+    recorded here; ``{}`` and the reason when neither works. Never raises."""
+    try:
+        server = None if options.direct else _server(options)
+        if server is not None:
+            try:
+                return forward(server.url, body, timeout=options.timeout, token=server.token,
+                               discovered=server.discovered)
+            except _Gone:
+                pass  # a stale discovery file: nothing serves this database now
+            except _Unreachable as exc:
+                return {}, f"not recorded: {exc}"
+        return answer_directly(body, options)
+    except Exception as exc:  # a broken hook never stops the agent
+        return {}, f"not recorded ({exc.__class__.__name__}: {exc})"
+
+
+def main(args: list[str]) -> bool:
+    """``sessionledger hook claude-code ARGS`` without the command-line parser: ``False``
+    when ``args`` need it (help, a mistake), else answer and return ``True``."""
+    options = parse_hook_args(args)
+    if options is None:
+        return False
+    output, problem = run_command_hook(sys.stdin.buffer.read(), options)
+    if problem is not None:
+        sys.stderr.write(f"sessionledger hook: {problem}\n")
+    sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+    return True

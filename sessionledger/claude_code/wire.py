@@ -1,0 +1,65 @@
+"""What the command hook and ``serve`` agree on: the hook route, the header naming why an
+answer is ``{}``, and the discovery file beside a database that says where its ``serve``
+listens (issue 38). Only the standard library: the command hook's hot path reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+__all__ = [
+    "DISCOVERY_SUFFIX",
+    "HOOK_PATH",
+    "PROBLEM_HEADER",
+    "discovery_path",
+    "remove_discovery",
+    "write_discovery",
+]
+
+HOOK_PATH = "/v1/hooks/claude-code"
+"""The route of the HTTP hook (``serve``), where the command hook forwards."""
+PROBLEM_HEADER = "Sessionledger-Problem"
+"""The response header saying why the answer is ``{}`` (percent-encoded): the forwarding
+command hook prints it on stderr, as it would have recording the event itself."""
+DISCOVERY_SUFFIX = ".serve.json"
+
+
+def discovery_path(store_url: str) -> Path | None:
+    """Where ``serve`` on the SQLite store ``store_url`` says where it listens: beside the
+    database, ``<database>.serve.json`` (``None`` for other stores). The path is read from the
+    URL as ``eventlog.sqlite_path_from_url`` reads it (a test keeps the two the same)."""
+    parts = urlsplit(store_url)
+    if parts.scheme != "sqlite" or parts.netloc:
+        return None
+    raw = parts.path[1:] if parts.path.startswith("/") else parts.path
+    if not raw:
+        return None
+    database = Path(raw)
+    return database.with_name(database.name + DISCOVERY_SUFFIX)
+
+
+def write_discovery(store_url: str, url: str, *, token: bool) -> Path | None:
+    """Record that this process serves ``store_url`` at ``url`` (atomically: a hook never
+    reads half a file); ``token``: whether requests need the bearer token."""
+    path = discovery_path(store_url)
+    if path is None:
+        return None
+    record = {"url": url, "pid": os.getpid(), "token": token}
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(json.dumps(record), encoding="utf-8")
+    os.replace(partial, path)
+    return path
+
+
+def remove_discovery(path: Path) -> None:
+    """Remove the discovery file if it is still this process's (a newer ``serve`` on the same
+    database may have replaced it)."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if record.get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError, AttributeError):
+        pass

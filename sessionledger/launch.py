@@ -1,0 +1,32 @@
+"""The ``sessionledger`` command's entry point: the paths a host starts on its hot path first.
+
+Hosts start ``sessionledger`` for every hook event and ask ``--version`` of it; importing the
+whole command line (the service, the event catalog, rich, click) costs most of a second
+there. ``main`` answers ``--version`` and ``hook claude-code`` with only the standard library
+loaded (:mod:`.claude_code.forward`: forward to a running ``serve``, else load what recording
+needs), and hands everything else, help and mistakes included, to :mod:`.cli` (issue 38).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from . import __version__
+
+__all__ = ["main"]
+
+
+def main() -> None:
+    """Run the ``sessionledger`` command with ``sys.argv``."""
+    args = sys.argv[1:]
+    if args == ["--version"]:
+        sys.stdout.write(f"sessionledger, version {__version__}\n")
+        return
+    if args[:2] == ["hook", "claude-code"]:
+        from .claude_code.forward import main as hook
+
+        if hook(args[2:]):
+            return
+    from .cli import main as cli
+
+    cli(prog_name="sessionledger")

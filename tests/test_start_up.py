@@ -1,0 +1,285 @@
+"""Start in milliseconds: what the hot entry points import, and the forwarding command hook
+(issue 38).
+
+A host starts ``sessionledger`` for every hook event, so the module set of those paths is
+kept small by a structural test, not a timed one: each path runs in a real interpreter and
+reports ``sys.modules`` afterwards. The command hook forwards to a running ``serve`` found by
+the discovery file beside its database (or ``--url``/``SESSIONLEDGER_URL``), and records the
+event itself otherwise; when a named server cannot answer it answers ``{}`` and says why.
+The hook tests of tests/test_claude_code_hooks.py run over both (the ``command`` and
+``direct`` ways).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from claude_hooks_support import hook_event, this_repo_env
+from server_support import ServerProcess, running_server
+
+from eventlog.store import sqlite_path_from_url
+from sessionledger.claude_code.forward import parse_hook_args
+from sessionledger.claude_code.wire import DISCOVERY_SUFFIX, discovery_path
+
+HEAVY = ("fastapi", "starlette", "uvicorn", "mcp", "mcp_types", "textual", "rich", "httpx",
+         "anyio")
+"""Packages no hot path may import (the server's, the MCP SDK's, the terminal UI's)."""
+SERVICE = ("pydantic", "eventlog", "projections", "statemachine", "sqlite_utils", "click",
+           "tree_sitter", "transitions", "sessionledger.service", "sessionledger.cli")
+"""What ``--version`` and a forwarded hook do without: the service and the catalog."""
+
+_REPORT = """
+import json, sys
+from sessionledger.launch import main
+sys.argv = ["sessionledger", *json.loads(sys.argv[1])]
+try:
+    main()
+finally:
+    with open({report!r}, "w") as out:
+        json.dump(sorted(sys.modules), out)
+"""
+
+
+def modules_after(args: list[str], tmp_path: Path, *, stdin: bytes = b"",
+                  cwd: Path | None = None) -> tuple[set[str], subprocess.CompletedProcess[bytes]]:
+    """Run ``sessionledger ARGS`` in a new interpreter; the modules it had loaded at the end
+    (top-level packages and the full names) and how it ran."""
+    report = tmp_path / f"modules-{uuid.uuid4().hex}.json"
+    done = subprocess.run(
+        [sys.executable, "-c", _REPORT.format(report=str(report)), json.dumps(args)],
+        input=stdin, capture_output=True, cwd=cwd or tmp_path, env=this_repo_env(),
+        timeout=120, check=False,
+    )
+    names = set(json.loads(report.read_text()))
+    return names | {name.split(".")[0] for name in names}, done
+
+
+def heavy_in(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(p for p in packages if p in modules)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    with running_server(tmp_path_factory.mktemp("start-up")) as server:
+        yield server
+
+
+def event(server: ServerProcess, name: str = "PreToolUse", **fields: Any) -> dict[str, Any]:
+    project = server.workspace / "project"
+    project.mkdir(exist_ok=True)
+    fields.setdefault("tool_name", "Bash")
+    fields.setdefault("tool_input", {"command": "ls -la"})
+    fields.setdefault("tool_use_id", f"toolu_{uuid.uuid4().hex[:12]}")
+    return hook_event(name, str(uuid.uuid4()), project, **fields)
+
+
+# -- what the hot paths import ------------------------------------------------------------------
+
+
+def test_version_imports_nothing_of_the_service(tmp_path: Path) -> None:
+    modules, done = modules_after(["--version"], tmp_path)
+    assert done.returncode == 0 and done.stdout.decode().startswith("sessionledger, version ")
+    assert heavy_in(modules, HEAVY + SERVICE) == []
+
+
+def test_a_forwarded_hook_imports_nothing_of_the_service(
+        served: ServerProcess, tmp_path: Path) -> None:
+    body = json.dumps(event(served)).encode()
+    modules, done = modules_after(["hook", "claude-code", "--db", served.db_url], tmp_path,
+                                  stdin=body)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert done.stderr == b""
+    assert heavy_in(modules, HEAVY + SERVICE) == []
+
+
+def test_a_hook_that_records_itself_imports_no_server_and_no_terminal_ui(
+        tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    body = json.dumps(hook_event("PreToolUse", str(uuid.uuid4()), project, tool_name="Read",
+                                 tool_input={"file_path": str(project / "a.py")},
+                                 tool_use_id="toolu_1")).encode()
+    db = f"sqlite:///{tmp_path / 'ledger.db'}"
+    modules, done = modules_after(["hook", "claude-code", "--db", db], tmp_path, stdin=body,
+                                  cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert heavy_in(modules, HEAVY) == []
+    assert "sessionledger.cli" not in modules
+
+
+# -- finding the server -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", [
+    "sqlite:///ledger.db", "sqlite:////abs/dir/ledger.db", "sqlite:///a/b.db?timeout=5",
+    "sqlite:///.sessionledger/ledger.db",
+])
+def test_the_discovery_file_lies_beside_the_database_the_store_opens(url: str) -> None:
+    database, _ = sqlite_path_from_url(url)
+    assert discovery_path(url) == database.with_name(database.name + DISCOVERY_SUFFIX)
+
+
+@pytest.mark.parametrize("url", ["memory://", "postgresql://u@h/db", "sqlite://host/x.db"])
+def test_other_stores_have_no_discovery_file(url: str) -> None:
+    assert discovery_path(url) is None
+
+
+def test_serve_writes_where_it_listens_and_removes_it_when_it_stops(tmp_path: Path) -> None:
+    with running_server(tmp_path) as server:
+        path = discovery_path(server.db_url)
+        assert path is not None
+        record = json.loads(path.read_text())
+        assert record == {"url": server.base_url, "pid": server.process.pid, "token": False}
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=30) == 0
+        assert not path.exists()
+
+
+@pytest.mark.parametrize("args, parsed", [
+    (["--db", "sqlite:///x.db"], {"db": "sqlite:///x.db"}),
+    (["--db=sqlite:///x.db", "--direct"], {"db": "sqlite:///x.db", "direct": True}),
+    (["--url", "http://127.0.0.1:1", "--timeout", "2.5"],
+     {"url": "http://127.0.0.1:1", "timeout": 2.5}),
+])
+def test_the_hook_options_are_read_without_the_parser(
+        args: list[str], parsed: dict[str, Any]) -> None:
+    options = parse_hook_args(args)
+    assert options is not None
+    assert {k: getattr(options, k) for k in parsed} == parsed
+
+
+@pytest.mark.parametrize("args", [
+    ["--help"], ["--db"], ["--timeout", "0"], ["--timeout", "nan"], ["--timeout", "9999"],
+    ["--bogus"], ["extra"],
+])
+def test_what_the_fast_reader_does_not_know_goes_to_the_parser(
+        args: list[str], tmp_path: Path) -> None:
+    assert parse_hook_args(args) is None
+    done = subprocess.run(
+        [sys.executable, "-m", "sessionledger", "hook", "claude-code", *args],
+        input=b"{}", capture_output=True, cwd=tmp_path, env=this_repo_env(), timeout=120,
+        check=False,
+    )
+    if args == ["--help"]:
+        assert done.returncode == 0 and b"Usage:" in done.stdout
+    else:
+        assert done.returncode == 2 and b"Error" in done.stderr and done.stdout == b""
+
+
+# -- when the server cannot answer --------------------------------------------------------------
+
+
+def run_hook(args: list[str], body: bytes, cwd: Path,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "sessionledger", "hook", "claude-code", *args], input=body,
+        capture_output=True, cwd=cwd, env={**this_repo_env(), **(env or {})}, timeout=120,
+        check=False,
+    )
+
+
+def test_a_stale_discovery_file_is_passed_by_and_the_event_recorded_here(
+        tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    db = tmp_path / "ledger.db"
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    (tmp_path / f"ledger.db{DISCOVERY_SUFFIX}").write_text(json.dumps(
+        {"url": f"http://127.0.0.1:{port}", "pid": 1, "token": False}))
+    body = json.dumps(hook_event("PreToolUse", str(uuid.uuid4()), project, tool_name="Read",
+                                 tool_input={"file_path": "a.py"}, tool_use_id="t1")).encode()
+    done = run_hook(["--db", f"sqlite:///{db}", "--workspace", str(tmp_path)], body, project)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert db.exists()  # recorded here
+
+
+def test_a_named_server_that_is_down_gets_no_decision_and_a_reason(tmp_path: Path) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    done = run_hook([], b'{"hook_event_name": "Stop"}', tmp_path,
+                    env={"SESSIONLEDGER_URL": f"http://127.0.0.1:{port}"})
+    assert done.returncode == 0 and json.loads(done.stdout) == {}
+    assert b"refused the connection" in done.stderr
+    assert not (tmp_path / ".sessionledger").exists()  # nothing recorded here instead
+
+
+def test_a_server_that_never_answers_is_left_after_the_timeout(tmp_path: Path) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:  # takes the connection and never answers
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        port = listener.getsockname()[1]
+        done = run_hook(["--url", f"http://127.0.0.1:{port}", "--timeout", "0.5"],
+                        b'{"hook_event_name": "Stop"}', tmp_path)
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        for connection in accepted:
+            connection.close()
+        listener.close()
+    assert done.returncode == 0 and json.loads(done.stdout) == {}
+    assert b"did not answer" in done.stderr and b"timed out" in done.stderr
+
+
+def test_a_forwarded_problem_is_said_on_stderr_as_when_recorded_here(
+        served: ServerProcess, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    body = json.dumps(hook_event("PreToolUse", str(uuid.uuid4()), outside, tool_name="Read",
+                                 tool_input={"file_path": "a.py"}, tool_use_id="t1")).encode()
+    answers = [run_hook(["--db", served.db_url, "--workspace", str(served.workspace), *extra],
+                        body, outside) for extra in ([], ["--direct"])]
+    for done in answers:
+        assert done.returncode == 0 and json.loads(done.stdout) == {}
+    assert answers[0].stderr == answers[1].stderr != b""
+
+
+def test_a_token_server_is_forwarded_to_with_the_token_only(tmp_path: Path) -> None:
+    token = "s3cret-token-for-the-hook"
+    with running_server(tmp_path, env={"SESSIONLEDGER_TOKEN": token}) as server:
+        path = discovery_path(server.db_url)
+        assert path is not None and json.loads(path.read_text())["token"] is True
+        project = server.workspace / "p"
+        project.mkdir()
+        body = json.dumps(hook_event("UserPromptSubmit", str(uuid.uuid4()), project,
+                                     prompt="hello")).encode()
+        with_token = run_hook(["--db", server.db_url], body, project,
+                              env={"SESSIONLEDGER_TOKEN": token})
+        assert with_token.returncode == 0 and with_token.stderr == b""
+        assert "hook answered" not in server.log()
+        requests = [r for r in server.log_records() if r.get("path") == "/v1/hooks/claude-code"]
+        assert [r.get("status") for r in requests] == [200]
+        without = run_hook(["--db", server.db_url], body, project,
+                           env={"SESSIONLEDGER_TOKEN": ""})
+        assert without.returncode == 0 and without.stderr == b""  # recorded here instead
+        assert len([r for r in server.log_records()
+                    if r.get("path") == "/v1/hooks/claude-code"]) == 1
