@@ -255,6 +255,7 @@ def test_each_read_only_command_only_reads(oracle: Sandbox, command: str) -> Non
         assert oracle.run(command, shell) == [], (shell, command)
 
 
+@pytest.mark.timeout(1800)  # 20,000 strings: about 4 minutes idle, more beside other tests
 def test_bash_never_sees_a_read_only_command_write(oracle: Sandbox, depth: str) -> None:
     """Every generated string the classifier calls read-only does nothing but read, in bash
     and in sh (``make verify``: at least 20,000 strings; ``make test``: a few hundred)."""
