@@ -394,8 +394,8 @@ def _anchor(heading: str) -> str:
 
 
 def render_mcp_handshake() -> str:
-    """What ``sessionledger mcp`` answers a new session's ``initialize`` and ``tools/list`` per
-    handshake protocol version, asked of the real command with the SDK serving
+    """What ``sessionledger mcp`` answers a new session's ``initialize`` (per protocol version,
+    and an unknown one) and ``tools/list``, asked of the real command with the SDK serving
     (``--web-url`` given: nothing answered early); :mod:`sessionledger.mcp.early` answers
     from it while the SDK loads (issue 38)."""
     import subprocess
@@ -405,10 +405,11 @@ def render_mcp_handshake() -> str:
 
     from .mcp.server import DEFAULT_WEB_URL
 
+    unknown = "1999-01-01"
     initialize: dict[str, Any] = {}
     tools: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as root:
-        for version in HANDSHAKE_PROTOCOL_VERSIONS:
+        for version in (*HANDSHAKE_PROTOCOL_VERSIONS, unknown):
             requests: list[dict[str, Any]] = [
                 {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                  "params": {"protocolVersion": version, "capabilities": {},
@@ -433,7 +434,9 @@ def render_mcp_handshake() -> str:
                 process.wait(timeout=60)
             initialize[version] = answers[1]
             tools[version] = answers[2]  # the list differs between versions
-    document = {"initialize": initialize, "tools": tools}
+    fallback = initialize.pop(unknown)["protocolVersion"]
+    assert tools.pop(unknown) == tools[fallback]
+    document = {"initialize": initialize, "fallback": fallback, "tools": tools}
     return json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 

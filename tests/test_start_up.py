@@ -361,13 +361,3 @@ def test_mcp_with_a_workspace_configuration_starts_as_before(tmp_path: Path) -> 
         cwd=tmp_path, env=this_repo_env(), timeout=120, check=False,
     )
     assert done.returncode == 2 and done.stdout == ""  # refused before anything is written
-
-
-def test_a_protocol_version_outside_the_handshake_era_is_left_to_the_sdk(
-        tmp_path: Path) -> None:
-    asking = {**HANDSHAKE[0], "params": {**HANDSHAKE[0]["params"],
-                                         "protocolVersion": "1999-01-01"}}
-    seen = _exchange(_mcp(tmp_path), asking, *HANDSHAKE[1:3])
-    assert [m["id"] for m in seen] == [1, 2]
-    handshake = json.loads((REPO / "sessionledger" / "mcp" / "handshake.json").read_text())
-    assert seen[0]["result"]["protocolVersion"] in handshake["initialize"]
