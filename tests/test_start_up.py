@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_hooks_support import REPO, hook_event, this_repo_env
+from claude_hooks_support import hook_event, this_repo_env
 from server_support import ServerProcess, running_server
 
 from eventlog.store import sqlite_path_from_url
@@ -283,81 +283,3 @@ def test_a_token_server_is_forwarded_to_with_the_token_only(tmp_path: Path) -> N
         assert without.returncode == 0 and without.stderr == b""  # recorded here instead
         assert len([r for r in server.log_records()
                     if r.get("path") == "/v1/hooks/claude-code"]) == 1
-
-
-# -- sessionledger mcp: the handshake before the SDK --------------------------------------------
-
-
-def test_the_early_mcp_answers_import_no_sdk_and_no_service(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", "import json, sys\nfrom sessionledger.mcp import early\n"
-         "print(json.dumps(sorted(sys.modules)))"],
-        capture_output=True, cwd=tmp_path, env=this_repo_env(), timeout=120, check=True,
-    )
-    names = set(json.loads(done.stdout))
-    modules = names | {name.split(".")[0] for name in names}
-    assert heavy_in(modules, HEAVY + SERVICE) == []
-    assert "sessionledger.mcp.server" not in modules
-
-
-def _mcp(workspace: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "sessionledger", "mcp", "--db",
-         f"sqlite:///{workspace / 'ledger.db'}", "--workspace", str(workspace), *extra],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        cwd=workspace, env=this_repo_env(),
-    )
-
-
-def _exchange(process: subprocess.Popen[str], *messages: dict[str, Any]) -> list[Any]:
-    """Send the messages (waiting for each request's answer); close; every line written."""
-    assert process.stdin is not None and process.stdout is not None
-    seen: list[Any] = []
-    with process:  # its pipes closed at the end
-        for message in messages:
-            process.stdin.write(json.dumps(message) + "\n")
-            process.stdin.flush()
-            if "id" in message:
-                while True:
-                    seen.append(json.loads(process.stdout.readline()))
-                    if seen[-1].get("id") == message["id"]:
-                        break
-        process.stdin.close()
-        seen += [json.loads(line) for line in process.stdout.read().splitlines()]
-        assert process.wait(timeout=60) == 0
-    return seen
-
-
-HANDSHAKE = [
-    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "test", "version": "0"}}},
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-     "params": {"name": "TodoRead", "arguments": {}}},
-    {"jsonrpc": "2.0", "id": 4, "method": "tools/list"},
-]
-
-
-@pytest.mark.parametrize("extra", [[], ["--web-url", "http://127.0.0.1:8765/"]],
-                         ids=["early", "sdk only"])
-def test_mcp_answers_each_request_once_and_the_same_early_or_not(
-        tmp_path: Path, extra: list[str]) -> None:
-    seen = _exchange(_mcp(tmp_path, *extra), *HANDSHAKE)
-    assert [m["id"] for m in seen] == [1, 2, 3, 4]  # no request answered twice
-    handshake = json.loads((REPO / "sessionledger" / "mcp" / "handshake.json").read_text())
-    assert seen[0]["result"] == handshake["initialize"]["2025-06-18"]
-    assert seen[1]["result"] == seen[3]["result"] == handshake["tools"]["2025-06-18"]
-    assert seen[2]["result"]["isError"] is False
-
-
-def test_mcp_with_a_workspace_configuration_starts_as_before(tmp_path: Path) -> None:
-    (tmp_path / ".sessionledger").mkdir()
-    (tmp_path / ".sessionledger" / "config.toml").write_text("[permission]\nbogus = 1\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "sessionledger", "mcp", "--db", "memory://", "--workspace",
-         str(tmp_path)], input=json.dumps(HANDSHAKE[0]) + "\n", capture_output=True, text=True,
-        cwd=tmp_path, env=this_repo_env(), timeout=120, check=False,
-    )
-    assert done.returncode == 2 and done.stdout == ""  # refused before anything is written
