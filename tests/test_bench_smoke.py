@@ -143,12 +143,13 @@ def test_claude_code_bench_quick_prints_both_tables_with_no_errors(tmp_path: Pat
                  "GET /healthz (anchor)", "POST /v1/hooks/claude-code PreToolUse",
                  "POST /v1/hooks/claude-code PostToolUse", "python -c pass (anchor",
                  "sessionledger hook claude-code PreToolUse",
-                 "sessionledger hook claude-code PostToolUse"):
+                 "sessionledger hook claude-code PostToolUse",
+                 "the same, forwarded to a serve, PreToolUse"):
         assert text in out, text
     hooks = out.split("(b) hook round trip", 1)[1]
     rows = [line for line in hooks.splitlines()
             if line[:1].isalpha() and not line.startswith("workload")]
-    assert len(rows) == 7 and all(line.split()[-1] == "0" for line in rows), rows  # no errors
+    assert len(rows) == 9 and all(line.split()[-1] == "0" for line in rows), rows  # no errors
     reimport = next(line for line in out.splitlines() if line.startswith("re-import"))
     assert reimport.split()[-6] == "0", reimport  # appended nothing
     assert not list(tmp_path.iterdir()), "scratch files left behind"
