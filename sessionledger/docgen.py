@@ -27,6 +27,7 @@ __all__ = [
     "render_event_catalog",
     "render_http_api",
     "render_shell_allow_list",
+    "render_mcp_handshake",
     "render_state_machines",
     "stale_pages",
 ]
@@ -392,12 +393,57 @@ def _anchor(heading: str) -> str:
     return heading.lower().replace(" ", "-")
 
 
+def render_mcp_handshake() -> str:
+    """What ``sessionledger mcp`` answers a new session's ``initialize`` and ``tools/list`` per
+    handshake protocol version, asked of the real command with the SDK serving
+    (``--web-url`` given: nothing answered early); :mod:`sessionledger.mcp.early` answers
+    from it while the SDK loads (issue 38)."""
+    import subprocess
+    import tempfile
+
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from .mcp.server import DEFAULT_WEB_URL
+
+    initialize: dict[str, Any] = {}
+    tools: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as root:
+        for version in HANDSHAKE_PROTOCOL_VERSIONS:
+            requests: list[dict[str, Any]] = [
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": version, "capabilities": {},
+                            "clientInfo": {"name": "docgen", "version": "0"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            ]
+            with subprocess.Popen(
+                [sys.executable, "-m", "sessionledger", "mcp", "--db", "memory://",
+                 "--workspace", root, "--web-url", DEFAULT_WEB_URL],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=root,
+            ) as process:  # stdin stays open until both answers are read
+                assert process.stdin is not None and process.stdout is not None
+                answers: dict[int, Any] = {}
+                for request in requests:
+                    process.stdin.write(json.dumps(request) + "\n")
+                    process.stdin.flush()
+                    if "id" in request:
+                        answer = json.loads(process.stdout.readline())
+                        answers[answer["id"]] = answer["result"]
+                process.stdin.close()
+                process.wait(timeout=60)
+            initialize[version] = answers[1]
+            tools[version] = answers[2]  # the list differs between versions
+    document = {"initialize": initialize, "tools": tools}
+    return json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 GENERATED: dict[str, Callable[[], str]] = {
     "docs/cli.md": render_cli_reference,
     "docs/http-api.md": render_http_api,
     "docs/event-catalog.md": render_event_catalog,
     "docs/state-machines.md": render_state_machines,
     "docs/shell-allow-list.md": render_shell_allow_list,
+    "sessionledger/mcp/handshake.json": render_mcp_handshake,
 }
 
 

@@ -4,7 +4,8 @@ Hosts start ``sessionledger`` for every hook event and ask ``--version`` of it; 
 whole command line (the service, the event catalog, rich, click) costs most of a second
 there. ``main`` answers ``--version`` and ``hook claude-code`` with only the standard library
 loaded (:mod:`.claude_code.forward`: forward to a running ``serve``, else load what recording
-needs), and hands everything else, help and mistakes included, to :mod:`.cli` (issue 38).
+needs), starts ``mcp`` answering the MCP handshake before the SDK loads (:mod:`.mcp.early`),
+and hands everything else, help and mistakes included, to :mod:`.cli` (issue 38).
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ def main() -> None:
     if args == ["--version"]:
         sys.stdout.write(f"sessionledger, version {__version__}\n")
         return
-    if args[:2] == ["hook", "claude-code"]:
+    if args[:1] == ["mcp"]:
+        from .mcp.early import start
+
+        start(args[1:])  # answers the handshake while the rest loads, when it can
+    elif args[:2] == ["hook", "claude-code"]:
         from .claude_code.forward import main as hook
 
         if hook(args[2:]):

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_hooks_support import hook_event, this_repo_env
+from claude_hooks_support import REPO, hook_event, this_repo_env
 from server_support import ServerProcess, running_server
 
 from eventlog.store import sqlite_path_from_url
@@ -283,3 +283,142 @@ def test_a_token_server_is_forwarded_to_with_the_token_only(tmp_path: Path) -> N
         assert without.returncode == 0 and without.stderr == b""  # recorded here instead
         assert len([r for r in server.log_records()
                     if r.get("path") == "/v1/hooks/claude-code"]) == 1
+
+
+# -- sessionledger mcp: the handshake before the SDK --------------------------------------------
+
+
+def test_the_early_mcp_answers_import_no_sdk_and_no_service(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import json, sys\nfrom sessionledger.mcp import early\n"
+         "print(json.dumps(sorted(sys.modules)))"],
+        capture_output=True, cwd=tmp_path, env=this_repo_env(), timeout=120, check=True,
+    )
+    names = set(json.loads(done.stdout))
+    modules = names | {name.split(".")[0] for name in names}
+    assert heavy_in(modules, HEAVY + SERVICE) == []
+    assert "sessionledger.mcp.server" not in modules
+
+
+def _mcp(workspace: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "sessionledger", "mcp", "--db",
+         f"sqlite:///{workspace / 'ledger.db'}", "--workspace", str(workspace), *extra],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=workspace, env=this_repo_env(),
+    )
+
+
+def _exchange(process: subprocess.Popen[str], *messages: dict[str, Any]) -> list[Any]:
+    """Send the messages (waiting for each request's answer); close; every line written."""
+    assert process.stdin is not None and process.stdout is not None
+    seen: list[Any] = []
+    with process:  # its pipes closed at the end
+        for message in messages:
+            process.stdin.write(json.dumps(message) + "\n")
+            process.stdin.flush()
+            if "id" in message:
+                while True:
+                    seen.append(json.loads(process.stdout.readline()))
+                    if seen[-1].get("id") == message["id"]:
+                        break
+        process.stdin.close()
+        seen += [json.loads(line) for line in process.stdout.read().splitlines()]
+        assert process.wait(timeout=60) == 0
+    return seen
+
+
+HANDSHAKE = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+     "params": {"name": "TodoRead", "arguments": {}}},
+    {"jsonrpc": "2.0", "id": 4, "method": "tools/list"},
+]
+
+
+@pytest.mark.parametrize("extra", [[], ["--web-url", "http://127.0.0.1:8765/"]],
+                         ids=["early", "sdk only"])
+def test_mcp_answers_each_request_once_and_the_same_early_or_not(
+        tmp_path: Path, extra: list[str]) -> None:
+    seen = _exchange(_mcp(tmp_path, *extra), *HANDSHAKE)
+    assert [m["id"] for m in seen] == [1, 2, 3, 4]  # no request answered twice
+    handshake = json.loads((REPO / "sessionledger" / "mcp" / "handshake.json").read_text())
+    assert seen[0]["result"] == handshake["initialize"]["2025-06-18"]
+    assert seen[1]["result"] == seen[3]["result"] == handshake["tools"]["2025-06-18"]
+    assert seen[2]["result"]["isError"] is False
+
+
+def test_mcp_with_a_workspace_configuration_starts_as_before(tmp_path: Path) -> None:
+    (tmp_path / ".sessionledger").mkdir()
+    (tmp_path / ".sessionledger" / "config.toml").write_text("[permission]\nbogus = 1\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "sessionledger", "mcp", "--db", "memory://", "--workspace",
+         str(tmp_path)], input=json.dumps(HANDSHAKE[0]) + "\n", capture_output=True, text=True,
+        cwd=tmp_path, env=this_repo_env(), timeout=120, check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""  # refused before anything is written
+
+
+def test_a_protocol_version_outside_the_handshake_era_is_left_to_the_sdk(
+        tmp_path: Path) -> None:
+    asking = {**HANDSHAKE[0], "params": {**HANDSHAKE[0]["params"],
+                                         "protocolVersion": "1999-01-01"}}
+    seen = _exchange(_mcp(tmp_path), asking, *HANDSHAKE[1:3])
+    assert [m["id"] for m in seen] == [1, 2]
+    handshake = json.loads((REPO / "sessionledger" / "mcp" / "handshake.json").read_text())
+    assert seen[0]["result"]["protocolVersion"] in handshake["initialize"]
+
+
+_HAND_OVER_WHEN = """
+import asyncio, json, os, sys, time
+from pathlib import Path
+from sessionledger.mcp import early
+early.start(["--workspace", sys.argv[1]])
+wire = early.active()
+assert wire is not None
+go = Path(sys.argv[2])
+while not go.exists():  # the SDK "loads" until the test says so
+    time.sleep(0.05)
+wire.handed_over()
+asyncio.run(wire.write(json.dumps({"jsonrpc": "2.0", "method": "handed-over"}) + "\\n"))
+time.sleep(3 * early.PROGRESS_S)  # a ticker that kept going would write meanwhile
+"""
+
+
+def test_a_call_that_asked_for_progress_is_kept_alive_until_the_sdk_has_it(
+        tmp_path: Path) -> None:
+    # A host whose request timeout restarts on progress (the TypeScript SDK's
+    # resetTimeoutOnProgress) calls a tool right after the early handshake: it hears progress,
+    # increasing and below the SDK server's own count, until the SDK server takes the wire.
+    go = tmp_path / "go"
+    process = subprocess.Popen(
+        [sys.executable, "-c", _HAND_OVER_WHEN, str(tmp_path), str(go)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tmp_path,
+        env=this_repo_env(),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "TodoRead", "arguments": {}, "_meta": {"progressToken": "p1"}}}
+    quiet = {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+             "params": {"name": "TodoRead", "arguments": {}}}
+    with process:
+        for message in (*HANDSHAKE[:3], call, quiet):
+            process.stdin.write(json.dumps(message) + "\n")
+        process.stdin.flush()
+        seen = [json.loads(process.stdout.readline()) for _ in range(4)]  # 2 answers, 2 beats
+        go.touch()
+        process.stdin.close()
+        seen += [json.loads(line) for line in process.stdout.read().splitlines()]
+        assert process.wait(timeout=60) == 0
+    assert [m.get("id") for m in seen[:2]] == [1, 2]  # the handshake, answered early
+    marker = [m.get("method") for m in seen].index("handed-over")
+    beats = seen[2:marker]
+    assert len(beats) >= 2 and {m["method"] for m in beats} == {"notifications/progress"}
+    assert {m["params"]["progressToken"] for m in beats} == {"p1"}  # not the quiet call
+    values = [m["params"]["progress"] for m in beats]
+    assert values == sorted(set(values)) and values[-1] < 1
+    assert seen[marker + 1:] == []  # nothing once the SDK server has the wire

@@ -17,15 +17,28 @@ streamable-HTTP endpoint ``serve`` mounts at ``/mcp``.
 
 from __future__ import annotations
 
-from .server import (
-    DEFAULT_WEB_URL,
-    SESSION_ARGUMENT,
-    SESSION_META,
-    LedgerMcp,
-    McpOptions,
-    run_stdio,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .server import (
+        DEFAULT_WEB_URL,
+        SESSION_ARGUMENT,
+        SESSION_META,
+        LedgerMcp,
+        McpOptions,
+        run_stdio,
+    )
 
 __all__ = [
     "DEFAULT_WEB_URL", "SESSION_ARGUMENT", "SESSION_META", "LedgerMcp", "McpOptions", "run_stdio",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The server's names on first use: :mod:`.early` is imported before the SDK (issue 38)."""
+    if name in __all__:
+        value = getattr(import_module(".server", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, Final, get_args
+from typing import Any, Final, cast, get_args
 
 import anyio
 import anyio.to_thread
@@ -73,6 +73,7 @@ from .asking import (
     env_seconds,
     in_thread,
 )
+from .early import active
 from .forms import Round, asking_round, returned_round
 from .resources import CHANGE_POLL_S, LedgerServer, McpFeatures
 from .tasks import TaskRequests, task_augmented
@@ -792,8 +793,19 @@ async def _log(ctx: Ctx, level: LoggingLevel, data: dict[str, Any]) -> None:
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    early = active()
+    if early is None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        return
+    # the wire was taken at start and the handshake may have been answered already (.early)
+    streams = stdio_server(stdin=cast(Any, early.lines()), stdout=cast(Any, early))
+    try:
+        async with streams as (read_stream, write_stream):
+            early.handed_over()
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        early.release()
 
 
 def run_stdio(ledger: LedgerMcp) -> None:
