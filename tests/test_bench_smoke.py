@@ -206,3 +206,21 @@ def test_scale_bench_audit_and_bulk_quick_print_their_ratios(tmp_path: Path) -> 
         assert text in out
     assert out.count("PASS") + out.count("MISS") == 2
     assert not list(tmp_path.iterdir()), "scratch files left behind"
+
+
+def test_startup_bench_quick_prints_every_row_with_no_errors(tmp_path: Path) -> None:
+    # Issue 38: the start-up table (anchors, --version, the hook both ways, mcp, serve); shape
+    # and errors only.
+    done = _run("startup.py", "--quick", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    rows = [line for line in out.splitlines()[4:] if line[:1].isalpha()
+            and not line.startswith(("workload", "targets"))]
+    labels = ("python -c pass (anchor)", "python -S -c pass", "bash -c true",
+              "sessionledger --version", "hook claude-code PreToolUse Read, forwarded",
+              "hook claude-code PreToolUse Read, direct", "sessionledger mcp: initialize",
+              "sessionledger mcp: tools/list", "sessionledger serve: first /healthz 200")
+    assert [next(label for label in labels if row.startswith(label)) for row in rows] == list(
+        labels)
+    assert all(row.split()[-1] == "0" for row in rows), rows  # no errors
+    assert not list(tmp_path.iterdir()), "scratch files left behind"
