@@ -44,14 +44,13 @@ answer), and nothing waits forever.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
 from .catalog import CATALOG
 from .encoding import session_hasher
@@ -66,6 +65,9 @@ from .envelope import (
 )
 from .errors import ConcurrencyConflict, EventLogError, UnknownEventType
 from .upcasting import UpcasterRegistry
+
+if TYPE_CHECKING:  # imported where a loop submits: a process without one never loads it
+    import asyncio
 
 __all__ = [
     "GroupAppends",
@@ -507,6 +509,8 @@ class GroupCommitter(Generic[I, R]):
         its callbacks; the future gets its result or the exception it failed with once
         committed (on the loop's thread if it stays alone, else by the writer thread: module
         docstring). Call on the loop's thread."""
+        import asyncio
+
         loop = asyncio.get_running_loop()
         future: asyncio.Future[R] = loop.create_future()
         entry: _Pending[I, R] = _Pending(item, self._thread_wake)

@@ -18,9 +18,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from itertools import chain
 from pathlib import Path
-from typing import Any, Generic, TypeVar
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .appending import (
     INLINE_BUDGET_S,
@@ -57,6 +55,9 @@ from .errors import (
 from .inline import REBUILD_CHUNK, InlineProjection, Progress
 from .upcasting import UpcasterRegistry, default_upcasters
 
+if TYPE_CHECKING:
+    import sqlite_utils
+
 __all__ = [
     "COLUMNS",
     "HIGH_WATER",
@@ -67,6 +68,7 @@ __all__ = [
     "SQLiteEventStore",
     "chunked_rows",
     "create_schema",
+    "ensure_schema",
     "insert_events_sql",
     "is_busy",
     "storage_fault",
@@ -135,7 +137,7 @@ class SQLiteEventStore(GroupAppends):
         self._heads: dict[str, tuple[int, str]] = {}
         """(version, head hash) per session as this connection last wrote or read it: valid
         while no other connection has committed (``PRAGMA data_version`` unchanged)."""
-        self._retry(lambda: create_schema(sqlite_utils.Database(self._writer)))
+        self._retry(lambda: ensure_schema(self._writer))
         self._retry(self._refresh_stale_projections)
         self._committer: GroupCommitter[PreparedBatch, AppendResult] = GroupCommitter(
             self._commit, commit_now=self._commit_now, inline_budget_s=inline_budget_s
@@ -710,6 +712,23 @@ HIGH_WATER = (
     "coalesce((SELECT value FROM meta WHERE key = 'purged_through'), 0))"
 )
 """The last global position ever used: purged positions are never handed out again."""
+
+
+_SCHEMA_NAMES = frozenset({"events", "events_session_seq", "events_idempotency", "meta",
+                           "projection_versions", "streams"})
+"""The tables and indexes :func:`create_schema` makes."""
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    """Create the schema unless every part of it is there already (then ``sqlite_utils`` is
+    not even imported: a process that appends one event, like a command hook, starts sooner —
+    issue 38)."""
+    found = {name for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
+    if not _SCHEMA_NAMES <= found:
+        import sqlite_utils
+
+        create_schema(sqlite_utils.Database(conn))
 
 
 def create_schema(db: sqlite_utils.Database) -> None:

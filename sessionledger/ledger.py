@@ -47,7 +47,6 @@ one MCP connection).
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import random
 import threading
@@ -157,8 +156,9 @@ def await_only(awaitable: Awaitable[T]) -> T:
     loop while this function is suspended (what it raises is raised here)."""
     current = greenlet.getcurrent()
     if not isinstance(current, _OnLoop):
-        if asyncio.iscoroutine(awaitable):
-            awaitable.close()  # never to be awaited
+        close = getattr(awaitable, "close", None)
+        if callable(close):
+            close()  # a coroutine never to be awaited
         raise RuntimeError("await_only outside on_loop")
     parent = current.parent
     assert parent is not None
@@ -184,6 +184,8 @@ async def on_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
 def pause(seconds: float) -> None:
     """Sleep ``seconds``: on the loop (awaited) inside :func:`on_loop`, else on this thread."""
     if awaiting():
+        import asyncio  # loaded already: the loop runs (a process without one never needs it)
+
         await_only(asyncio.sleep(seconds))
     else:
         time.sleep(seconds)
