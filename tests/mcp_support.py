@@ -34,7 +34,9 @@ from server_support import free_port, sessionledger_command
 from eventlog import RecordedEvent
 from sessionledger import ServerSettings, SessionService
 from sessionledger.http import create_app
-from sessionledger.mcp.http import MCP_PATH, McpHttpTransport
+from sessionledger.http.app import McpOnDemand
+from sessionledger.mcp import MCP_PATH
+from sessionledger.mcp.http import McpHttpTransport
 
 __all__ = [
     "PLAN", "QUESTION", "TODOS", "Answers", "InProcessServe", "NeverAnswers", "Scripted",
@@ -131,9 +133,10 @@ def serve_in_process(
     port = free_port()
     service = SessionService.open(f"sqlite:///{directory / 'ledger.db'}", workspace_root=workspace)
     app = create_app(service=service, settings=ServerSettings(workspace_root=workspace, port=port))
-    (transport,) = [getattr(r, "endpoint", None) for r in app.router.routes
-                    if getattr(r, "path", None) == MCP_PATH]
-    assert isinstance(transport, McpHttpTransport)
+    (endpoint,) = [getattr(r, "endpoint", None) for r in app.router.routes
+                   if getattr(r, "path", None) == MCP_PATH]
+    assert isinstance(endpoint, McpOnDemand)
+    transport = endpoint.transport()  # built now (else at the first request): inspected below
     if idle_timeout_s is not None:
         transport.session_idle_timeout_s = idle_timeout_s
     server = uvicorn.Server(uvicorn.Config(

@@ -14,7 +14,8 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -34,7 +35,7 @@ from ..errors import (
 )
 from ..ledger import from_eventlog, shape_refused
 from ..logs import batch_logger, descriptor_shortage, log_event, logger
-from ..mcp.http import MCP_PATH, McpHttpTransport
+from ..mcp import MCP_PATH
 from ..service.sessions import SessionService
 from ..service.timers import TimerScheduler
 from .login import LoginSessions, login_routes
@@ -58,6 +59,11 @@ from .routes import (
 )
 from .schemas import document_guards
 from .streaming import STREAM_SUFFIX, CommitNotifier, stream_routes
+
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
+
+    from ..mcp.http import McpHttpTransport
 
 __all__ = ["create_app", "error_response"]
 
@@ -196,6 +202,79 @@ def _add_routes(app: FastAPI, group: APIRouter) -> None:
     app.router.routes.extend(group.routes)
 
 
+class McpOnDemand:
+    """The ``/mcp`` endpoint, its SDK and session manager loaded at the first request to it.
+
+    Importing the MCP SDK and building the tools cost ``serve`` about half of its start, and a
+    server may never be asked for MCP; so :meth:`running` (the app's lifespan) only waits, and
+    the first request to ``/mcp`` has the SDK imported (on a worker thread: the loop serves
+    every other request meanwhile), the session manager run for the rest of the app's life,
+    and is then handed to it with every later one (issue 38). A load that fails is logged and
+    answered 503, as requests after shutdown began are.
+    """
+
+    def __init__(self, service: SessionService) -> None:
+        self._service = service
+        self._built: McpHttpTransport | None = None
+        self._building = threading.Lock()
+        self._transport: McpHttpTransport | None = None  # while its session manager runs
+        self._wanted = asyncio.Event()
+        self._ready = asyncio.Event()
+        self._stopping = asyncio.Event()
+
+    def transport(self) -> McpHttpTransport:
+        """The endpoint's transport, built now (the SDK imported on this thread) unless it
+        was already; the same one serves every start of the app."""
+        with self._building:
+            if self._built is None:
+                module = import_module("sessionledger.mcp.http")
+                self._built = module.McpHttpTransport(self._service)
+            return self._built
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Serve ``/mcp`` (once asked for) until the app stops; open MCP sessions end then."""
+        self._wanted, self._ready, self._stopping = (asyncio.Event(), asyncio.Event(),
+                                                      asyncio.Event())
+        task = asyncio.create_task(self._serve(), name="mcp-on-demand")
+        try:
+            yield
+        finally:
+            self._stopping.set()
+            self._wanted.set()
+            await task
+
+    async def _serve(self) -> None:
+        try:
+            await self._wanted.wait()
+            if self._stopping.is_set():
+                return
+            try:
+                transport = await asyncio.to_thread(self.transport)
+                async with transport.running():
+                    self._transport = transport
+                    self._ready.set()
+                    await self._stopping.wait()
+            except Exception as exc:  # answered 503: the rest of the server stays up
+                log_event(logger, "mcp endpoint failed", level=logging.ERROR,
+                          error=exc.__class__.__name__, message=str(exc))
+        finally:
+            self._transport = None
+            self._ready.set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._transport is None and not self._stopping.is_set():
+            self._wanted.set()
+            await self._ready.wait()
+        transport = self._transport
+        if transport is None:
+            body = {"error": {"code": "service_unavailable",
+                              "message": "the MCP endpoint is not running", "details": None}}
+            await JSONResponse(body, status_code=503)(scope, receive, send)
+            return
+        await transport(scope, receive, send)
+
+
 def create_app(
     *,
     service: SessionService,
@@ -211,7 +290,7 @@ def create_app(
     notifier = CommitNotifier()
 
     scheduler = TimerScheduler(service.timers, service.store, poll_s=settings.stream_poll_s)
-    mcp = McpHttpTransport(service)  # the MCP server at /mcp (#12)
+    mcp = McpOnDemand(service)  # the MCP server at /mcp (#12), loaded when first asked for
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -31,13 +31,18 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "DEFAULT_WEB_URL", "SESSION_ARGUMENT", "SESSION_META", "LedgerMcp", "McpOptions", "run_stdio",
+    "DEFAULT_WEB_URL", "MCP_PATH", "SESSION_ARGUMENT", "SESSION_META", "LedgerMcp", "McpOptions",
+    "run_stdio",
 ]
+
+MCP_PATH = "/mcp"
+"""Where ``serve`` mounts the streamable-HTTP endpoint (:mod:`.http`, loaded at its first
+request)."""
 
 
 def __getattr__(name: str) -> Any:
     """The server's names on first use: :mod:`.early` is imported before the SDK (issue 38)."""
-    if name in __all__:
+    if name in __all__ and name != "MCP_PATH":
         value = getattr(import_module(".server", __name__), name)
         globals()[name] = value
         return value

@@ -33,11 +33,11 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..service.sessions import SessionService
+from . import MCP_PATH
 from .server import LedgerMcp, McpOptions
 
 __all__ = ["DISCONNECT_REASON", "MCP_PATH", "McpHttpTransport"]
 
-MCP_PATH = "/mcp"
 DISCONNECT_REASON = "the client disconnected"
 """The reason of the ``notifications/cancelled`` sent for a request whose client left."""
 
