@@ -5,8 +5,12 @@ file); the store is always opened with its projections, so the CLI reads what th
 reads. Exit codes: 0 success, 1 a fault found or a refused command, 2 bad usage or input.
 Application errors become one ``error: …`` line on stderr with their exit code, never a
 traceback. Long work (audit, rebuild, replay of a big log) shows a progress bar when it runs
-on a terminal. FastAPI and uvicorn are imported by ``serve`` only, so the other commands
-start fast.
+on a terminal.
+
+Importing this module loads click and the standard library only (issue 38): ``--help`` of
+every command is answered without the service, the event catalog, pydantic or rich. A command
+imports what it uses when it runs; the consoles are made on first use; FastAPI and uvicorn
+load for ``serve`` only, the MCP SDK for ``mcp``, Textual for ``tui``.
 """
 
 from __future__ import annotations
@@ -16,32 +20,11 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import click
-from rich.console import Console, RenderableType
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
-from rich.text import Text
-
-from eventlog import (
-    CATALOG,
-    BackupRefused,
-    EventLogError,
-    HostKind,
-    InteractionRequested,
-    JsonShapeError,
-    PlanSubmitted,
-    RecordedEvent,
-    backend_of,
-    backup_store,
-    loads_json,
-)
-from eventlog.migrate import MigrationRefused
-from eventlog.migrate import migrate as copy_log
-from projections.session import fold
 
 from . import __version__
 from .claude_code.forward import (
@@ -56,32 +39,22 @@ from .config import (
     DEFAULT_PORT,
     DEFAULT_QUESTION_DEADLINE_S,
     DEFAULT_QUESTION_GRACE_S,
+    MAX_CURSOR,
     TOKEN_ENV,
     ServerSettings,
     resolve_store_url,
 )
-from .config.workspace import load_workspace_config
-from .errors import (
-    Conflict,
-    CorruptLog,
-    InvalidInput,
-    SessionLedgerError,
-)
-from .ledger import from_eventlog, shape_refused
-from .service.documents import (
-    client_note,
-    describe_event,
-    occurred_at,
-    state_document,
-    state_note,
-)
-from .service.sessions import MAX_CURSOR, AuditReport, SessionService
-from .tools.plan_files import restore_plan_files
-from .tui.shown import plan_text, shown
 
 if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.text import Text
+
+    from eventlog import HostKind, RecordedEvent
+
     from .claude_code.recorder import Recorder
     from .claude_code.transcripts import TranscriptFile
+    from .errors import SessionLedgerError
+    from .service.sessions import AuditReport, SessionService
 
 __all__ = ["PROGRESS_THRESHOLD", "REPLAY_PROGRESS_THRESHOLD", "main"]
 
@@ -99,10 +72,31 @@ _DEMO_WIDTH = 100
 """The demo's console width when piped (its long lines are never wrapped then)."""
 
 _piped = not sys.stdout.isatty()
-_out = Console(  # piped lines are never wrapped: one event, one line, for grep and friends
-    highlight=False, width=_PIPE_WIDTH if _piped else None, soft_wrap=_piped
-)
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@cache
+def _out() -> Console:
+    """Standard output's console, made on first use (rich loads then, not at start)."""
+    from rich.console import Console
+
+    return Console(  # piped lines are never wrapped: one event, one line, for grep and friends
+        highlight=False, width=_PIPE_WIDTH if _piped else None, soft_wrap=_piped
+    )
+
+
+@cache
+def _err() -> Console:
+    """Standard error's console, made on first use."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def escape(markup: str) -> str:
+    """``markup`` with rich's markup escaped (:func:`rich.markup.escape`, loaded on first use)."""
+    from rich.markup import escape as escape_markup
+
+    return escape_markup(markup)
 
 
 class LedgerGroup(click.Group):
@@ -111,16 +105,34 @@ class LedgerGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except EventLogError as exc:
-            _fail(from_eventlog(exc))
-        except SessionLedgerError as exc:
-            _fail(exc)
-        except BrokenPipeError:  # `sessionledger events … | head`: the reader left
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            raise click.exceptions.Exit(1) from None
+        except Exception as exc:
+            failure = _application_error(exc)
+            if failure is not None:
+                _fail(failure)
+            if isinstance(exc, BrokenPipeError):  # `sessionledger events … | head`: reader left
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                raise click.exceptions.Exit(1) from None
+            raise
 
 
-def _fail(exc: SessionLedgerError) -> None:
+def _application_error(exc: Exception) -> SessionLedgerError | None:
+    """What the user is told of ``exc``: a log error translated, an application error as it
+    is, ``None`` for anything else. Neither is imported to ask (a subcommand's ``--help`` ends
+    in an exception too): both need :mod:`eventlog`, so without it ``exc`` is neither."""
+    if "eventlog" not in sys.modules:
+        return None
+    from eventlog import EventLogError
+
+    from .errors import SessionLedgerError
+
+    if isinstance(exc, EventLogError):
+        from .ledger import from_eventlog
+
+        return from_eventlog(exc)
+    return exc if isinstance(exc, SessionLedgerError) else None
+
+
+def _fail(exc: SessionLedgerError) -> NoReturn:
     click.echo(f"error: {exc.message}", err=True)
     raise click.exceptions.Exit(exc.exit_code)
 
@@ -137,6 +149,8 @@ def db_option(command: F) -> F:
 @contextmanager
 def _service(db: str | None, workspace: Path | None = None) -> Iterator[SessionService]:
     """A service over the store ``--db`` names, closed when the command ends."""
+    from .service.sessions import SessionService
+
     service = SessionService.open(resolve_store_url(db), workspace_root=workspace or Path.cwd())
     try:
         yield service
@@ -154,8 +168,10 @@ def _progress(
     ``say(markup)`` prints a line to standard output above the bar.
     """
     if not (show and console.is_terminal):
-        yield None, _out.print
+        yield None, _out().print
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     columns = (TextColumn(label), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task(label, total=total)
@@ -163,7 +179,7 @@ def _progress(
         def tick(done: int, of: int) -> None:
             progress.update(task, completed=done, total=of)
 
-        say = progress.console.print if console is _out else _out.print
+        say = progress.console.print if console is _out() else _out().print
         yield tick, say
 
 
@@ -207,7 +223,9 @@ def serve(
         question_grace_s=question_grace_s, question_deadline_s=question_deadline_s,
         token=token, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
     )
+    from .config.workspace import load_workspace_config
     from .http import serve as run_server  # FastAPI and uvicorn only when serving
+    from .service.sessions import SessionService
 
     load_workspace_config(settings.workspace_root)  # TR-4: never start on invalid rules
     service = SessionService.open(
@@ -232,6 +250,8 @@ def demo(db: str | None) -> None:
     service in process, in a temporary workspace, in a few seconds. Exit 0 when every step
     went as expected, 1 naming the step that did not.
     """
+    from rich.console import Console
+
     from .demo import run_demo
 
     console = Console(highlight=False, width=_DEMO_WIDTH if _piped else None, soft_wrap=_piped)
@@ -248,8 +268,10 @@ def sessions(db: str | None, include_deleted: bool) -> None:
     with _service(db) as service:
         rows = service.summaries(include_deleted=include_deleted)
     if not rows:
-        _out.print("no sessions")
+        _out().print("no sessions")
         return
+    from rich.table import Table
+
     table = Table()
     table.add_column("session", no_wrap=True, overflow="fold")
     table.add_column("mode")
@@ -261,7 +283,7 @@ def sessions(db: str | None, include_deleted: bool) -> None:
         table.add_row(
             row.session_id, mode, str(row.version), row.updated_at, row.parent_session_id or ""
         )
-    _out.print(table)
+    _out().print(table)
 
 
 @main.command()
@@ -270,6 +292,8 @@ def sessions(db: str | None, include_deleted: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
 def state(db: str | None, session_id: str, as_json: bool) -> None:
     """Show a session's execution state, display mode and version."""
+    from .service.documents import state_document
+
     with _service(db) as service:
         summary = service.summary(session_id, allow_deleted=True)
     if as_json:
@@ -287,7 +311,7 @@ def state(db: str | None, session_id: str, as_json: bool) -> None:
     if summary.deleted:
         rows.append(("deleted", "yes: its events stay until `sessionledger purge`"))
     for name, value in rows:
-        _out.print(f"{name:<8} {escape(value)}")
+        _out().print(f"{name:<8} {escape(value)}")
 
 
 _STATUS_STYLE = {"completed": "green", "in_progress": "bold yellow", "pending": ""}
@@ -305,10 +329,12 @@ def todos(db: str | None, session_id: str, as_json: bool) -> None:
         click.echo(json.dumps(current.to_json(), ensure_ascii=False))
         return
     when = f", updated {current.updated_at}" if current.updated_at else ""
-    _out.print(f"{current.session_id}: {current.progress}{when}")
+    _out().print(f"{current.session_id}: {current.progress}{when}")
     if not current.items:
-        _out.print("no todos")
+        _out().print("no todos")
         return
+    from rich.table import Table
+
     table = Table()
     table.add_column("#", justify="right")
     table.add_column("status")
@@ -318,10 +344,14 @@ def todos(db: str | None, session_id: str, as_json: bool) -> None:
         style = _STATUS_STYLE.get(item.status, "")
         table.add_row(str(number), f"[{style}]{item.status}[/]" if style else item.status,
                       item.priority, escape(item.content))
-    _out.print(table)
+    _out().print(table)
 
 
 def _event_line(event: RecordedEvent) -> Text:
+    from rich.text import Text
+
+    from .tui.shown import shown
+
     data = json.dumps(event.to_wire()["data"], ensure_ascii=False, separators=(",", ":"))
     line = Text(f"{event.seq:>6}  {event.recorded_at}  {event.actor:<6}  ")
     line.append(event.type, style="bold")
@@ -343,11 +373,17 @@ def events(db: str | None, session_id: str, after: int, as_json: bool) -> None:
             if as_json:
                 click.echo(json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":")))
             else:
-                _out.print(_event_line(event))
+                _out().print(_event_line(event))
 
 
-_TYPE_WIDTH = max(len(name) for name in CATALOG)
-"""``replay``'s type column: as wide as the longest type name, so the notes line up."""
+@cache
+def _type_width() -> int:
+    """``replay``'s type column: as wide as the longest type name, so the notes line up."""
+    from eventlog import CATALOG
+
+    return max(len(name) for name in CATALOG)
+
+
 _WHEN_WIDTH = len("2025-01-01T00:00:00.000Z")
 
 
@@ -356,10 +392,15 @@ def _timeline_line(event: RecordedEvent) -> Text:
     an event with its own time names when the ledger recorded it at the end of the line.
     The note is shown by the terminal's one rule (:func:`shown`, EG-7): markup and HTML as
     typed, a character that would show as nothing or steer the terminal marked."""
+    from rich.text import Text
+
+    from .service.documents import describe_event, occurred_at
+    from .tui.shown import shown
+
     occurred = occurred_at(event)
     when = (occurred or event.recorded_at).ljust(_WHEN_WIDTH)
     line = Text(f"{event.seq:>6}  {when}  {event.actor:<6}  ")
-    line.append(event.type.ljust(_TYPE_WIDTH), style="bold")
+    line.append(event.type.ljust(_type_width()), style="bold")
     line.append("  ")
     line.append_text(shown(describe_event(event)))
     if occurred is not None:
@@ -391,6 +432,12 @@ def _question_lines(payload: dict[str, Any]) -> list[str]:
 def _in_full(event: RecordedEvent) -> Text | None:
     """EG-7: what a person was asked to approve or answer, in full under its timeline line —
     a submitted plan line for line, a question with all its options and previews."""
+    from rich.text import Text
+
+    from eventlog import InteractionRequested, PlanSubmitted
+
+    from .tui.shown import plan_text, shown
+
     data = event.data
     if isinstance(data, PlanSubmitted):
         body = plan_text(data.plan)
@@ -431,6 +478,11 @@ def replay(db: str | None, session_id: str, until: int | None) -> None:
     question asked are printed in full under their line, as typed: HTML and markup as text,
     a character that would show as nothing as its `<U+XXXX>` mark (EG-7).
     """
+    from projections.session import fold
+
+    from .errors import CorruptLog, InvalidInput
+    from .service.documents import client_note, state_note
+
     with _service(db) as service:
         service.require_session(session_id)
         version = service.store.version(session_id)
@@ -443,15 +495,15 @@ def replay(db: str | None, session_id: str, until: int | None) -> None:
         origin = (client_note(created.client, created.external_session_id)
                   if created is not None else None)
         if origin is not None:  # CC-9: a session Claude Code created says so first
-            _out.print(f"{session_id}: {escape(origin)}")
+            _out().print(f"{session_id}: {escape(origin)}")
         show = last > REPLAY_PROGRESS_THRESHOLD
-        with _progress("replaying", console=_out, show=show, total=last) as (tick, say):
+        with _progress("replaying", console=_out(), show=show, total=last) as (tick, say):
             events = service.iter_events(session_id, until=last)
             summary = fold(_printed(events, say, tick, last))
     if summary is None:
         raise CorruptLog(f"session {session_id} has no SessionCreated event before seq {last}")
     gone = ", deleted" if summary.deleted else ""
-    _out.print(f"\nstate as of seq {summary.version} ({summary.updated_at}): "
+    _out().print(f"\nstate as of seq {summary.version} ({summary.updated_at}): "
                f"{escape(state_note(summary.execution))}{gone}")
 
 
@@ -460,7 +512,7 @@ def replay(db: str | None, session_id: str, until: int | None) -> None:
 
 def _audit_all(service: SessionService) -> list[AuditReport]:
     total = len(service.store.session_heads())
-    with _progress("auditing", console=_err, show=total > PROGRESS_THRESHOLD) as (tick, _say):
+    with _progress("auditing", console=_err(), show=total > PROGRESS_THRESHOLD) as (tick, _say):
         return service.audit_all(progress=tick)
 
 
@@ -494,26 +546,26 @@ def audit(db: str | None, session_id: str | None, as_json: bool, strict: bool) -
         return
     for report in reports:
         if not report.chain_ok:
-            _out.print(f"FAIL {report.session_id}: chain broken at seq {report.first_bad_seq}"
+            _out().print(f"FAIL {report.session_id}: chain broken at seq {report.first_bad_seq}"
                        f" ({escape(report.reason or 'unknown reason')})")
         for undecodable in report.undecodable:
-            _out.print(f"FAIL {report.session_id}: {escape(str(undecodable))}")
+            _out().print(f"FAIL {report.session_id}: {escape(str(undecodable))}")
         for difference in report.differences:
-            _out.print(f"FAIL {report.session_id}: projection differs: {escape(difference)}")
+            _out().print(f"FAIL {report.session_id}: projection differs: {escape(difference)}")
         for note in report.notes:
-            _out.print(f"NOTE {report.session_id}: {escape(note)}")
+            _out().print(f"NOTE {report.session_id}: {escape(note)}")
     if all(r.ok for r in reports):
         events_total = sum(r.events for r in reports)
         noun = "session" if len(reports) == 1 else "sessions"
         events_noun = "event" if events_total == 1 else "events"
-        _out.print(f"OK: {len(reports)} {noun}, {events_total} {events_noun}, every hash chain "
+        _out().print(f"OK: {len(reports)} {noun}, {events_total} {events_noun}, every hash chain "
                    "verifies and every projection equals a fresh fold of the log")
     for report in reports:  # after the verdict: findings are not faults (CC-10)
         for finding in report.findings:
-            _out.print(f"FINDING {report.session_id}: {escape(str(finding))}")
+            _out().print(f"FINDING {report.session_id}: {escape(str(finding))}")
     if found:
         with_findings = sum(1 for r in reports if r.findings)
-        _out.print(f"{found} finding{'' if found == 1 else 's'} in {with_findings} "
+        _out().print(f"{found} finding{'' if found == 1 else 's'} in {with_findings} "
                    f"session{'' if with_findings == 1 else 's'}"
                    + (" (--strict: exit 1)" if strict else ""))
     if failed:
@@ -524,12 +576,14 @@ def audit(db: str | None, session_id: str | None, as_json: bool, strict: bool) -
 @db_option
 def rebuild(db: str | None) -> None:
     """Drop every projection and rebuild it from the log."""
-    with _service(db) as service, _progress("rebuilding", console=_err, show=True) as (tick, _):
+    from .tools.plan_files import restore_plan_files
+
+    with _service(db) as service, _progress("rebuilding", console=_err(), show=True) as (tick, _):
         folded = service.rebuild_projections(progress=tick)
         restored = restore_plan_files(service.store, service.summaries())
-    _out.print(f"rebuilt every projection: {folded} events folded")
+    _out().print(f"rebuilt every projection: {folded} events folded")
     for path in restored:
-        _out.print(f"restored the approved plan file {escape(path)}")
+        _out().print(f"restored the approved plan file {escape(path)}")
 
 
 @main.command()
@@ -539,7 +593,7 @@ def purge(db: str | None, session_id: str) -> None:
     """Remove a deleted session's events; other sessions' chains are untouched."""
     with _service(db) as service:
         removed = service.purge_session(session_id)
-    _out.print(f"purged {session_id}: {removed} events removed")
+    _out().print(f"purged {session_id}: {removed} events removed")
 
 
 @main.command()
@@ -558,12 +612,16 @@ def backup(db: str | None, dest: Path, overwrite: bool) -> None:
     SQLite or missing, DEST exists (without --overwrite), is the store, or its directory is
     missing; 1 when the copy fails.
     """
+    from eventlog import BackupRefused, backup_store
+
+    from .errors import InvalidInput
+
     try:
         report = backup_store(resolve_store_url(db), dest, overwrite=overwrite)
     except BackupRefused as exc:
         raise InvalidInput(str(exc)) from exc
     noun = "session" if report.sessions == 1 else "sessions"
-    _out.print(
+    _out().print(
         f"backed up {report.events} events of {report.sessions} {noun} (through global "
         f"position {report.head_position}, {report.size_bytes} bytes) to "
         f"{escape(str(report.destination))}"
@@ -585,6 +643,12 @@ def migrate(db: str | None, source: str | None, target: str) -> None:
     unless everything verified. Exit 1 when the source's chains break or the destination is
     not empty, 2 when --to is not a PostgreSQL URL.
     """
+    from eventlog import backend_of
+    from eventlog.migrate import MigrationRefused
+    from eventlog.migrate import migrate as copy_log
+
+    from .errors import Conflict, InvalidInput
+
     from_url = source or resolve_store_url(db)
     if backend_of(target) != "postgresql":
         raise InvalidInput(f"--to must name a postgresql:// store, not {target!r}")
@@ -595,7 +659,7 @@ def migrate(db: str | None, source: str | None, target: str) -> None:
     with _service(target):
         pass  # opening the service builds the destination's projections from the copy
     noun = "session" if report.sessions == 1 else "sessions"
-    _out.print(
+    _out().print(
         f"migrated {report.events} events of {report.sessions} {noun} to "
         f"{escape(_without_password(target))}; every chain verified on arrival"
     )
@@ -625,6 +689,11 @@ def call(db: str | None, session_id: str, tool: str, input_json: str, call_id: s
     Prints the text the model would get. Exit 0 when the call completed successfully, 1 when
     it was denied or failed, 2 for bad input (nothing is appended then).
     """
+    from eventlog import JsonShapeError, loads_json
+
+    from .errors import InvalidInput
+    from .ledger import shape_refused
+
     try:
         raw = loads_json(input_json)  # EG-1: the edges' strict decoder
     except JsonShapeError as exc:
@@ -636,7 +705,7 @@ def call(db: str | None, session_id: str, tool: str, input_json: str, call_id: s
     with _service(db) as service:
         answer = service.tools.call(session_id, tool, raw, call_id=call_id, host="headless")
     document = answer.document
-    _out.print(escape(str(document.get("modelContent", ""))), soft_wrap=True)
+    _out().print(escape(str(document.get("modelContent", ""))), soft_wrap=True)
     ok = document["status"] == "completed" and document.get("success") is True
     raise SystemExit(0 if ok else 1)
 
@@ -673,7 +742,9 @@ def mcp(
     naming the web page where a person can answer, and InteractionStatus reports the outcome.
     See docs/mcp.md.
     """
+    from .config.workspace import load_workspace_config
     from .mcp import LedgerMcp, McpOptions, run_stdio  # the mcp SDK only for this command
+    from .service.sessions import SessionService
     from .service.timers import TimerScheduler
 
     settings = ServerSettings(  # the checks serve makes of the root and the durations
@@ -681,7 +752,7 @@ def mcp(
         question_deadline_s=question_deadline_s,
     )
     load_workspace_config(settings.workspace_root)  # TR-4: never start on invalid rules
-    options = McpOptions(session_id=session_id, host=cast(HostKind, host_kind), web_url=web_url)
+    options = McpOptions(session_id=session_id, host=cast("HostKind", host_kind), web_url=web_url)
     service = SessionService.open(
         resolve_store_url(db), workspace_root=settings.workspace_root,
         timer_config=settings.timer_config,
@@ -803,6 +874,7 @@ def import_claude_code(
     """
     from .claude_code.recorder import Recorder
     from .claude_code.transcripts import NotATranscript, find_transcripts
+    from .errors import InvalidInput
 
     root = (workspace or Path.cwd()).resolve()
     if into is not None and not into.resolve().is_relative_to(root):
@@ -853,7 +925,7 @@ def _import_transcript(
             report["parentSessionId"] = ledger_session_id(origin.session_id)
         show = not as_json and len(transcript.seen) > IMPORT_PROGRESS_THRESHOLD
         total = len(transcript.seen)
-        with _progress(f"importing {file.path.name}", console=_err, show=show,
+        with _progress(f"importing {file.path.name}", console=_err(), show=show,
                        total=total) as (tick, _say):
             done = 0
 
@@ -873,11 +945,11 @@ def _import_transcript(
     report["skipped"] = [{"line": line, "reason": reason} for line, reason in skipped]
     if not as_json:
         for line, reason in skipped:
-            _err.print(escape(f"{name}:{line}: {reason}"))
+            _err().print(escape(f"{name}:{line}: {reason}"))
     if report.get("notImported"):
         _say_not_imported(report, as_json)
     elif not as_json:
-        _out.print(escape(_import_line(report)))
+        _out().print(escape(_import_line(report)))
     return report
 
 
@@ -895,7 +967,7 @@ def _import_line(report: dict[str, Any]) -> str:
 
 def _say_not_imported(report: dict[str, Any], as_json: bool) -> None:
     if not as_json:
-        _err.print(escape(f"{report['path']}: not imported: {report['notImported']}"))
+        _err().print(escape(f"{report['path']}: not imported: {report['notImported']}"))
 
 
 def _refusal(cwd: str | None, root: Path, into: Path | None) -> str:

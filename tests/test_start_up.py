@@ -27,8 +27,9 @@ import pytest
 from claude_hooks_support import REPO, hook_event, this_repo_env
 from server_support import ServerProcess, running_server
 
+from eventlog import DEFAULT_STORE_URL
 from eventlog.store import sqlite_path_from_url
-from sessionledger.claude_code.forward import parse_hook_args
+from sessionledger.claude_code.forward import DEFAULT_DB_URL, parse_hook_args
 from sessionledger.claude_code.wire import DISCOVERY_SUFFIX, discovery_path
 
 HEAVY = ("fastapi", "starlette", "uvicorn", "mcp", "mcp_types", "textual", "rich", "httpx",
@@ -126,6 +127,11 @@ def test_a_hook_that_records_itself_imports_no_server_and_no_terminal_ui(
 
 
 # -- finding the server -------------------------------------------------------------------------
+
+
+def test_the_hook_defaults_to_the_store_the_service_opens() -> None:
+    # forward.py keeps eventlog's default store URL so that forwarding loads no catalog
+    assert DEFAULT_DB_URL == DEFAULT_STORE_URL
 
 
 @pytest.mark.parametrize("url", [
@@ -428,3 +434,21 @@ def test_a_call_that_asked_for_progress_is_kept_alive_until_the_sdk_has_it(
     values = [m["params"]["progress"] for m in beats]
     assert values == sorted(set(values)) and values[-1] < 1
     assert seen[marker + 1:] == []  # nothing once the SDK server has the wire
+
+
+# -- help: click and the command line, none of the service ------------------------------------
+
+HELP_NEEDS = ("click", "sessionledger.cli")
+"""What ``--help`` loads of :data:`SERVICE`: the parser and the commands it describes."""
+
+
+@pytest.mark.parametrize("args", [
+    ["--help"], ["serve", "--help"], ["sessions", "--help"], ["hook", "claude-code", "--help"],
+    ["import", "claude-code", "--help"], ["events", "--help"], ["replay", "--help"],
+], ids=" ".join)
+def test_help_imports_nothing_of_the_service(args: list[str], tmp_path: Path) -> None:
+    modules, done = modules_after(args, tmp_path)
+    usage = " ".join(["Usage: sessionledger", *args[:-1]]).encode()
+    assert done.returncode == 0 and done.stdout.startswith(usage), done.stderr
+    light = tuple(p for p in SERVICE if p not in HELP_NEEDS)
+    assert heavy_in(modules, HEAVY + light) == []

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from ..config import DB_ENV, TOKEN_ENV
 from .wire import HOOK_PATH, PROBLEM_HEADER, discovery_path
 
 __all__ = [
@@ -43,9 +44,9 @@ __all__ = [
 
 URL_ENV = "SESSIONLEDGER_URL"
 """The environment variable naming a ``serve`` for the command hook to forward to."""
-DB_ENV = "SESSIONLEDGER_DB"  # config.DB_ENV; here so the hot path imports no config
-TOKEN_ENV = "SESSIONLEDGER_TOKEN"  # config.TOKEN_ENV, likewise
-DEFAULT_DB_URL = "sqlite:///.sessionledger/ledger.db"  # eventlog.DEFAULT_STORE_URL, likewise
+DEFAULT_DB_URL = "sqlite:///.sessionledger/ledger.db"
+"""``eventlog.DEFAULT_STORE_URL`` (a test keeps the two the same): importing ``eventlog`` loads
+the event catalog, which the forwarding path does without."""
 DEFAULT_TIMEOUT_S = 5.0
 """How long the hook waits for a server's answer: under the 10 s the documented hook settings
 give Claude Code to wait for the hook (its own default is 60 s)."""

@@ -5,6 +5,10 @@ beats the embedded default, SPEC EL-8 and §11; :meth:`sessionledger.ledger.Ledg
 it with its inline projections attached) and how ``serve`` runs (:class:`ServerSettings`:
 address, workspace root, question timer durations, bearer token). Settings are validated when
 built, so a server never starts on values it cannot honour.
+
+Importing this module loads only the standard library (issue 38: ``sessionledger --help``
+shows the defaults below): the log's default URL, the timer settings and the error raised are
+imported where they are used.
 """
 
 from __future__ import annotations
@@ -16,16 +20,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from eventlog import DEFAULT_STORE_URL
-from statemachine.interaction import TimerConfig
-
-from ..errors import (
-    ConfigurationError,
-)
+if TYPE_CHECKING:
+    from statemachine.interaction import TimerConfig
 
 __all__ = [
     "DB_ENV",
+    "MAX_CURSOR",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "DEFAULT_QUESTION_DEADLINE_S",
@@ -44,6 +46,9 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_QUESTION_GRACE_S = 60.0
 DEFAULT_QUESTION_DEADLINE_S = 300.0
+MAX_CURSOR = 2**63 - 1
+"""The largest ``seq`` or global position SQLite can store; larger cursors are bad input (here,
+where the command line's options can name it without loading the service)."""
 
 
 def resolve_store_url(option: str | None, *, env: Mapping[str, str] | None = None) -> str:
@@ -53,6 +58,8 @@ def resolve_store_url(option: str | None, *, env: Mapping[str, str] | None = Non
     the SQLite backend creates the directory and file on first use. An empty option or
     variable counts as unset.
     """
+    from eventlog import DEFAULT_STORE_URL
+
     if option:
         return option
     environ = os.environ if env is None else env
@@ -112,6 +119,8 @@ def parse_origin(text: str) -> tuple[str, str, int]:
 
 
 def _check_duration(name: str, value: float) -> None:
+    from ..errors import ConfigurationError
+
     if not math.isfinite(value) or value < 0:
         raise ConfigurationError(f"{name} must be a finite number of seconds >= 0, not {value}")
 
@@ -144,6 +153,8 @@ class ServerSettings:
     allowed_origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        from ..errors import ConfigurationError
+
         if not 0 <= self.port <= 65535:
             raise ConfigurationError(f"port must be between 0 and 65535, not {self.port}")
         for name in ("question_grace_s", "question_deadline_s"):
@@ -177,4 +188,6 @@ class ServerSettings:
     @property
     def timer_config(self) -> TimerConfig:
         """The question timer durations of HO-4 (grace, deadline)."""
+        from statemachine.interaction import TimerConfig
+
         return TimerConfig(grace_s=self.question_grace_s, deadline_s=self.question_deadline_s)

@@ -36,6 +36,7 @@ from projections.session import fold
 from statemachine.execution import Command, Cycle, EndGoal, LeavePlan, SetMode, StartGoal
 from statemachine.interaction import TimerConfig
 
+from ..config import MAX_CURSOR
 from ..errors import (
     InvalidInput,
     SessionNotDeleted,
@@ -72,8 +73,6 @@ DEFAULT_EVENTS_LIMIT = 1000
 MAX_EVENTS_LIMIT = 10000
 DEFAULT_TIMELINE_LIMIT = 200
 MAX_TIMELINE_LIMIT = 1000
-MAX_CURSOR = 2**63 - 1
-"""The largest ``seq`` or global position SQLite can store; larger cursors are bad input."""
 
 
 def check_cursor(value: int, *, name: str = "after") -> int:
