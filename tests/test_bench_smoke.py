@@ -224,3 +224,30 @@ def test_startup_bench_quick_prints_every_row_with_no_errors(tmp_path: Path) -> 
         labels)
     assert all(row.split()[-1] == "0" for row in rows), rows  # no errors
     assert not list(tmp_path.iterdir()), "scratch files left behind"
+
+
+def test_claude_code_session_bench_quick_runs_each_kind_with_no_errors(tmp_path: Path) -> None:
+    # Issue 38, acceptance 5: a real Claude Code session against a scripted model, without
+    # hooks, with the HTTP hooks and with the command hooks of docs/claude-code.md, and the
+    # floors (hooks that start python or sh and do nothing); shape and errors only.
+    import host_support
+
+    reason = host_support.unavailable()
+    if reason is not None:
+        host_support.skip_or_fail(reason)
+    done = _run("claude_code_session.py", "--quick", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    for text in ("5 Read calls a session", "p50 s", "mean s", "p50 / HTTP",
+                 "per call vs none ms", "errors", "(target <= 1.3)"):
+        assert text in out, text
+    labels = ("no hooks", "HTTP hooks (serve)", "command hooks (forwarded to serve)",
+              "floor: python -c that reads, prints {}", "floor: sh that reads, prints {}")
+    rows = [line for line in out.splitlines() if line.startswith(labels)]
+    assert [next(label for label in labels if row.startswith(label)) for row in rows] == list(
+        labels)
+    assert all(row.split()[-1] == "0" for row in rows), rows  # no errors
+    assert all(row.split()[len(label.split())] == "1" for row, label in zip(
+        rows, labels, strict=True)), rows  # one timed session each
+    assert out.count("PASS") + out.count("MISS") == 1
+    assert not list(tmp_path.iterdir()), "scratch files left behind"

@@ -1,0 +1,222 @@
+"""The real agent hosts, installed from a lock file and run offline (Claude Code).
+
+``tests/hosts/package.json`` pins Claude Code (npm ``@anthropic-ai/claude-code``) exactly and
+``tests/hosts/package-lock.json`` pins the whole tree with integrity hashes (the wrapper and
+its per-platform native packages). :func:`install` runs ``npm ci`` from the lock file into
+:data:`INSTALL_DIR` — a cache directory outside the repository (``$SESSIONLEDGER_HOSTS_DIR``,
+else ``$XDG_CACHE_HOME/sessionledger/hosts``, else ``~/.cache/sessionledger/hosts``: the
+native binary is a few hundred megabytes) — once, and reuses it while the lock file, the
+manifest, the node version and the platform are the same (their hash is kept in
+:data:`STAMP`); an ``flock`` keeps concurrent callers from installing at once.
+
+:func:`host_environment` is the environment a host runs in: ``PATH``, a throwaway ``HOME``
+the caller gives, the model server's address (``tests/anthropic_model.py``) and the switches
+that keep the binary from reaching anything else; nothing else of this process's environment.
+
+Without ``node``/``npm`` (or with a node older than the package's engines) the tests that ask
+for the install are skipped with the reason — unless ``CI=true``, where they fail, as in
+``tests/node_support.py``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+__all__ = [
+    "HOST_PROJECT", "INSTALL_DIR", "ClaudeCode", "InstallError", "claude_headless",
+    "host_environment", "install", "node_version", "skip_or_fail", "unavailable",
+]
+
+ROOT = Path(__file__).resolve().parents[1]
+HOST_PROJECT = ROOT / "tests" / "hosts"
+CLAUDE_PACKAGE = "@anthropic-ai/claude-code"
+
+
+def _cache_dir() -> Path:
+    explicit = os.environ.get("SESSIONLEDGER_HOSTS_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "sessionledger" / "hosts"
+
+
+INSTALL_DIR = _cache_dir()
+STAMP = ".installed-sha256"
+MIN_NODE = (18, 0)  # the engines of @anthropic-ai/claude-code 2.1
+INSTALL_TIMEOUT_S = 900
+VERSION_TIMEOUT_S = 60
+PROJECT_FILES = ("package.json", "package-lock.json")
+API_KEY = "sk-ant-scripted-0000000000000000000000000000"
+"""Any key does: the model server is ours and does not check it."""
+
+
+def node_version() -> tuple[int, int] | None:
+    """The ``node`` on the path as (major, minor), or None without one."""
+    node = shutil.which("node")
+    if node is None:
+        return None
+    out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30,
+                         check=False)
+    match = re.match(r"v(\d+)\.(\d+)", out.stdout.strip())
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def unavailable() -> str | None:
+    """Why the hosts cannot be installed here, or None when they can."""
+    for tool in ("node", "npm"):
+        if shutil.which(tool) is None:
+            return f"no {tool} on the path (apt-get install nodejs npm)"
+    version = node_version()
+    if version is None:
+        return "node --version answered nothing readable"
+    if version < MIN_NODE:
+        return (f"node {version[0]}.{version[1]} is older than the {MIN_NODE[0]}.{MIN_NODE[1]}"
+                f" {CLAUDE_PACKAGE} needs")
+    return None
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip locally; fail under ``CI=true``, where the real hosts must run."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"the agent hosts must run on CI: {reason}", pytrace=False)
+    pytest.skip(f"agent hosts skipped: {reason}")
+
+
+def _digest() -> str:
+    digest = hashlib.sha256()
+    for name in PROJECT_FILES:
+        digest.update((HOST_PROJECT / name).read_bytes())
+    digest.update(repr((node_version(), platform.system(), platform.machine())).encode())
+    return digest.hexdigest()
+
+
+def _npm_environment() -> dict[str, str]:
+    return {
+        **os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false",
+        "npm_config_audit": "false",
+    }
+
+
+def _which(tool: str) -> str:
+    found = shutil.which(tool)
+    assert found is not None, f"no {tool} on the path"
+    return found
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class InstallError(Exception):
+    """``npm ci`` did not install the lock file, or the binary it installed does not run."""
+
+
+@dataclass(frozen=True)
+class ClaudeCode:
+    """The installed Claude Code."""
+
+    root: Path
+    """Where ``npm ci`` installed the lock file (holds ``node_modules``)."""
+    installed_now: bool
+    """Whether this call ran ``npm ci`` (False: the stamp matched and it was reused)."""
+
+    @property
+    def claude(self) -> Path:
+        """The ``claude`` executable (the native binary the package's postinstall put there)."""
+        return self.root / "node_modules" / ".bin" / "claude"
+
+    @property
+    def version(self) -> str:
+        """The installed version of the package."""
+        manifest = self.root / "node_modules" / CLAUDE_PACKAGE / "package.json"
+        return str(json.loads(manifest.read_text(encoding="utf-8"))["version"])
+
+
+def _npm_ci(root: Path) -> None:
+    for name in PROJECT_FILES:
+        shutil.copyfile(HOST_PROJECT / name, root / name)
+    (root / STAMP).unlink(missing_ok=True)
+    done = subprocess.run(
+        [_which("npm"), "ci", "--no-audit", "--no-fund"], cwd=root, env=_npm_environment(),
+        capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False,
+    )
+    if done.returncode != 0:
+        raise InstallError(f"npm ci failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+
+
+def _check_runs(host: ClaudeCode, home: Path) -> None:
+    done = subprocess.run(
+        [str(host.claude), "--version"], capture_output=True, text=True, check=False,
+        env=host_environment(home, "http://127.0.0.1:9"), timeout=VERSION_TIMEOUT_S,
+    )
+    if done.returncode != 0 or host.version not in done.stdout:
+        raise InstallError(f"{host.claude} --version answered {done.returncode}:\n"
+                           f"{done.stdout}\n{done.stderr}")
+
+
+def install(root: Path = INSTALL_DIR) -> ClaudeCode:
+    """The lock file installed at ``root``: by ``npm ci`` unless the stamp says it already is
+    (a fresh install is checked to run: ``claude --version``)."""
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root.parent / f"{root.name}.lock"):
+        wanted = _digest()
+        stamp = root / STAMP
+        current = stamp.read_text(encoding="utf-8").strip() if stamp.exists() else None
+        host = ClaudeCode(root, installed_now=current != wanted
+                          or not (root / "node_modules").is_dir())
+        if host.installed_now:
+            _npm_ci(root)
+            home = root / ".check-home"
+            try:
+                _check_runs(host, home)
+            finally:
+                shutil.rmtree(home, ignore_errors=True)
+            stamp.write_text(wanted + "\n", encoding="utf-8")
+    return host
+
+
+def host_environment(home: Path, base_url: str, *, path: str | None = None,
+                     extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of a headless host run: ``PATH`` (this process's unless given),
+    ``HOME`` (created, the caller's throwaway directory), the model server at ``base_url``, a
+    made-up key, and no telemetry, auto-update or other traffic. As root, ``IS_SANDBOX=1``
+    (Claude Code refuses ``bypassPermissions`` to root otherwise). ``extra`` is added last."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = {
+        "PATH": path if path is not None else os.environ.get("PATH", os.defpath),
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": API_KEY,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        env["IS_SANDBOX"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def claude_headless(host: ClaudeCode, prompt: str, *args: str) -> list[str]:
+    """``claude -p PROMPT --output-format stream-json --verbose`` and ``args``."""
+    return [str(host.claude), "-p", prompt, "--output-format", "stream-json", "--verbose", *args]
