@@ -452,3 +452,24 @@ def test_help_imports_nothing_of_the_service(args: list[str], tmp_path: Path) ->
     assert done.returncode == 0 and done.stdout.startswith(usage), done.stderr
     light = tuple(p for p in SERVICE if p not in HELP_NEEDS)
     assert heavy_in(modules, HEAVY + light) == []
+
+
+def test_serve_builds_its_app_without_the_mcp_sdk(tmp_path: Path) -> None:
+    # /mcp loads the SDK at its first request (tests/test_mcp_*.py use it); a server that is
+    # never asked for MCP never imports it.
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from sessionledger import ServerSettings, SessionService\n"
+        "from sessionledger.http import create_app\n"
+        "root = Path(sys.argv[1])\n"
+        "service = SessionService.open(f'sqlite:///{root / \"ledger.db\"}', workspace_root=root)\n"
+        "create_app(service=service, settings=ServerSettings(workspace_root=root))\n"
+        "service.close()\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                          cwd=tmp_path, env=this_repo_env(), timeout=120, check=True)
+    names = set(json.loads(done.stdout))
+    assert heavy_in(names | {n.split(".")[0] for n in names}, ("mcp", "mcp_types")) == []
+    assert "fastapi" in names  # the app was built
