@@ -11,12 +11,14 @@ not pay for the service): the names below load on first use.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 """The version; ``pyproject.toml`` reads it from here (no package metadata read at start)."""
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing on the hot paths
 if TYPE_CHECKING:
+    from typing import Any
+
     from .config import ServerSettings, resolve_store_url
     from .errors import SessionLedgerError
     from .service.sessions import SessionService

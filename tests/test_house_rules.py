@@ -258,6 +258,7 @@ FLOORS: dict[str, int] = {
     "config": 2,  # where settings come from: the store URL, serve's settings, the workspace
     "permission": 1,  # pure rules and the tool descriptors they read
     "errors": 0, "logs": 0,  # what every floor raises and logs
+    "environment": 0,  # the environment variables the commands read
 }
 """Each room of ``sessionledger/`` (a subpackage or a top-level module) and its floor: a module
 imports its own room and lower floors only (faces may use one another)."""

@@ -140,7 +140,7 @@ def test_the_hook_defaults_to_the_store_the_service_opens() -> None:
 ])
 def test_the_discovery_file_lies_beside_the_database_the_store_opens(url: str) -> None:
     database, _ = sqlite_path_from_url(url)
-    assert discovery_path(url) == database.with_name(database.name + DISCOVERY_SUFFIX)
+    assert discovery_path(url) == str(database.with_name(database.name + DISCOVERY_SUFFIX))
 
 
 @pytest.mark.parametrize("url", ["memory://", "postgresql://u@h/db", "sqlite://host/x.db"])
@@ -150,8 +150,9 @@ def test_other_stores_have_no_discovery_file(url: str) -> None:
 
 def test_serve_writes_where_it_listens_and_removes_it_when_it_stops(tmp_path: Path) -> None:
     with running_server(tmp_path) as server:
-        path = discovery_path(server.db_url)
-        assert path is not None
+        found = discovery_path(server.db_url)
+        assert found is not None
+        path = Path(found)
         record = json.loads(path.read_text())
         assert record == {"url": server.base_url, "pid": server.process.pid, "token": False}
         server.process.send_signal(signal.SIGTERM)
@@ -278,8 +279,8 @@ def test_a_forwarded_problem_is_said_on_stderr_as_when_recorded_here(
 def test_a_token_server_is_forwarded_to_with_the_token_only(tmp_path: Path) -> None:
     token = "s3cret-token-for-the-hook"
     with running_server(tmp_path, env={"SESSIONLEDGER_TOKEN": token}) as server:
-        path = discovery_path(server.db_url)
-        assert path is not None and json.loads(path.read_text())["token"] is True
+        found = discovery_path(server.db_url)
+        assert found is not None and json.loads(Path(found).read_text())["token"] is True
         project = server.workspace / "p"
         project.mkdir()
         body = json.dumps(hook_event("UserPromptSubmit", str(uuid.uuid4()), project,

@@ -24,13 +24,15 @@ import os
 import socket
 import sys
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..config import DB_ENV, TOKEN_ENV
+from ..environment import DB_ENV, TOKEN_ENV
 from .wire import HOOK_PATH, PROBLEM_HEADER, discovery_path
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (a few ms here)
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -54,15 +56,20 @@ MAX_TIMEOUT_S = 3600.0
 
 
 
-@dataclass(frozen=True)
 class HookOptions:
-    """``sessionledger hook claude-code``'s options."""
+    """``sessionledger hook claude-code``'s options (a plain class: ``dataclasses`` imports
+    ``inspect``, a seventh of the forwarding hook's start)."""
 
-    db: str | None = None
-    workspace: Path | None = None
-    url: str | None = None
-    direct: bool = False
-    timeout: float = DEFAULT_TIMEOUT_S
+    __slots__ = ("db", "direct", "timeout", "url", "workspace")
+
+    def __init__(self, *, db: str | None = None, workspace: str | Path | None = None,
+                 url: str | None = None, direct: bool = False,
+                 timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        self.db = db
+        self.workspace = None if workspace is None else str(workspace)
+        self.url = url
+        self.direct = direct
+        self.timeout = timeout
 
 
 def parse_hook_args(args: list[str]) -> HookOptions | None:
@@ -94,7 +101,7 @@ def parse_hook_args(args: list[str]) -> HookOptions | None:
     if not 0 < timeout <= MAX_TIMEOUT_S:
         return None
     workspace = values.get("workspace")
-    return HookOptions(db=values.get("db"), workspace=Path(workspace) if workspace else None,
+    return HookOptions(db=values.get("db"), workspace=workspace or None,
                        url=values.get("url"), direct=bool(values.get("direct")),
                        timeout=timeout)
 
@@ -102,11 +109,13 @@ def parse_hook_args(args: list[str]) -> HookOptions | None:
 # -- finding a server ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class _Server:
-    url: str
-    discovered: bool  # from the discovery file: a refused connection means it is gone
-    token: str | None
+    __slots__ = ("discovered", "token", "url")
+
+    def __init__(self, url: str, discovered: bool, token: str | None) -> None:
+        self.url = url
+        self.discovered = discovered  # from the discovery file: refused means it is gone
+        self.token = token
 
 
 def _server(options: HookOptions) -> _Server | None:
@@ -118,7 +127,8 @@ def _server(options: HookOptions) -> _Server | None:
     if path is None:
         return None
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as file:
+            record = json.load(file)
         url = record["url"]
         needs_token = bool(record.get("token"))
     except (OSError, ValueError, KeyError, TypeError):
@@ -189,7 +199,7 @@ def _post(host: str, port: int, path: str, body: bytes, headers: dict[str, str],
 
     head = [f"POST {path or '/'} HTTP/1.1", f"Host: {host}:{port}", "Connection: close",
             f"Content-Length: {len(body)}", *(f"{k}: {v}" for k, v in headers.items())]
-    with socket.create_connection((host, port), timeout=left()) as sock:
+    with _connected(host, port, left()) as sock:
         sock.settimeout(left())
         sock.sendall("\r\n".join(head).encode("latin-1") + b"\r\n\r\n" + body)
         received = bytearray()
@@ -220,6 +230,24 @@ def _post(host: str, port: int, path: str, body: bytes, headers: dict[str, str],
     return int(code[:3]), answer_headers, rest
 
 
+def _connected(host: str, port: int, timeout: float) -> socket.socket:
+    """A connection to ``host``: an address as it is (``socket.create_connection`` resolves
+    even those, which loads the ``idna`` codec), a name through the resolver."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        socket.inet_pton(family, host)
+    except OSError:
+        return socket.create_connection((host, port), timeout=timeout)
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 def _unchunked(data: bytes) -> bytes:
     """A chunked body's bytes."""
     out = bytearray()
@@ -239,13 +267,16 @@ def _unchunked(data: bytes) -> bytes:
 def answer_directly(body: bytes, options: HookOptions) -> tuple[dict[str, Any], str | None]:
     """Open the store, record the event and answer it (the leanest path with no server): the
     output and what went wrong, if anything, for stderr."""
+    from pathlib import Path as PathType
+
     from ..config import resolve_store_url
     from ..service.sessions import SessionService
     from .hooks import answer_hook
     from .recorder import Recorder
 
     service = SessionService.open(resolve_store_url(options.db),
-                                  workspace_root=options.workspace or Path.cwd())
+                                  workspace_root=PathType(options.workspace) if options.workspace
+                                  else PathType.cwd())
     try:
         answer = answer_hook(Recorder(service), body)
     finally:

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from urllib.parse import urlsplit
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "DISCOVERY_SUFFIX",
@@ -27,26 +30,29 @@ command hook prints it on stderr, as it would have recording the event itself.""
 DISCOVERY_SUFFIX = ".serve.json"
 
 
-def discovery_path(store_url: str) -> Path | None:
+def discovery_path(store_url: str) -> str | None:
     """Where ``serve`` on the SQLite store ``store_url`` says where it listens: beside the
     database, ``<database>.serve.json`` (``None`` for other stores). The path is read from the
-    URL as ``eventlog.sqlite_path_from_url`` reads it (a test keeps the two the same)."""
+    URL as ``eventlog.sqlite_path_from_url`` reads it (a test keeps the two the same); a string,
+    since ``pathlib`` would cost the forwarding hook a tenth of its start."""
     parts = urlsplit(store_url)
     if parts.scheme != "sqlite" or parts.netloc:
         return None
     raw = parts.path[1:] if parts.path.startswith("/") else parts.path
     if not raw:
         return None
-    database = Path(raw)
-    return database.with_name(database.name + DISCOVERY_SUFFIX)
+    return os.path.normpath(raw) + DISCOVERY_SUFFIX
 
 
 def write_discovery(store_url: str, url: str, *, token: bool) -> Path | None:
     """Record that this process serves ``store_url`` at ``url`` (atomically: a hook never
     reads half a file); ``token``: whether requests need the bearer token."""
-    path = discovery_path(store_url)
-    if path is None:
+    from pathlib import Path
+
+    found = discovery_path(store_url)
+    if found is None:
         return None
+    path = Path(found)
     record = {"url": url, "pid": os.getpid(), "token": token}
     partial = path.with_name(f".{path.name}.{os.getpid()}")
     partial.write_text(json.dumps(record), encoding="utf-8")

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..environment import DB_ENV, TOKEN_ENV
+
 if TYPE_CHECKING:
     from statemachine.interaction import TimerConfig
 
@@ -40,8 +42,6 @@ __all__ = [
     "resolve_store_url",
 ]
 
-DB_ENV = "SESSIONLEDGER_DB"
-TOKEN_ENV = "SESSIONLEDGER_TOKEN"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_QUESTION_GRACE_S = 60.0
