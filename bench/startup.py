@@ -11,6 +11,8 @@ times each (30), so a busy moment falls on every row alike:
 - ``sessionledger hook claude-code`` on a ``PreToolUse`` of a ``Read`` (Claude Code's event,
   on stdin) to its exit, *forwarded* (a ``serve`` runs on the database, found by the
   discovery file beside it) and *direct* (no server: the hook records the event itself);
+- ``python -c "import eventlog"``: the event log and its catalog of pydantic models, which
+  every append validates against — the floor of a hook that records the event itself;
 - ``sessionledger mcp`` (a new session, no configuration) to its ``initialize`` answer, and to
   its ``tools/list`` answer asked right after (``notifications/initialized`` between, as
   clients do); the process is then let go and waited for outside the timing;
@@ -64,6 +66,7 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("version", "sessionledger --version", "<= 2x"),
     ("forwarded", "hook claude-code PreToolUse Read, forwarded", "<= 3x"),
     ("direct", "hook claude-code PreToolUse Read, direct", "<= 6x"),
+    ("catalog", "python -c 'import eventlog' (the catalog)", ""),
     ("initialize", "sessionledger mcp: initialize answered", "<= 10x"),
     ("tools/list", "sessionledger mcp: tools/list answered", "right after"),
     ("serve", "sessionledger serve: first /healthz 200", "<= 1500 ms"),
@@ -287,6 +290,7 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Samples]:
                                        check=lambda out: out.startswith(version)),
         "forwarded": lambda: hook(served_dir),
         "direct": lambda: hook(direct_dir),
+        "catalog": lambda: run_to_exit([py, "-c", "import eventlog"]),
         "initialize": mcp,
         "serve": lambda: serve_start(serve_dir),
     }

@@ -218,7 +218,8 @@ def test_startup_bench_quick_prints_every_row_with_no_errors(tmp_path: Path) -> 
             and not line.startswith(("workload", "targets"))]
     labels = ("python -c pass (anchor)", "python -S -c pass", "bash -c true",
               "sessionledger --version", "hook claude-code PreToolUse Read, forwarded",
-              "hook claude-code PreToolUse Read, direct", "sessionledger mcp: initialize",
+              "hook claude-code PreToolUse Read, direct",
+              "python -c 'import eventlog' (the catalog)", "sessionledger mcp: initialize",
               "sessionledger mcp: tools/list", "sessionledger serve: first /healthz 200")
     assert [next(label for label in labels if row.startswith(label)) for row in rows] == list(
         labels)
