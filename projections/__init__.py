@@ -20,7 +20,6 @@ from eventlog import (
     open_store,
 )
 
-from .pg_tables import PgDocTable, PgSummaryTable, PgTimerTable, PgTodoTable
 from .session import (
     ExecutionStateProjection,
     SummaryFold,
@@ -175,7 +174,10 @@ def open_projected_store(
 
 
 def _on_postgres() -> Projections:
-    """The projections with their PostgreSQL tables (:mod:`projections.pg_tables`)."""
+    """The projections with their PostgreSQL tables (:mod:`projections.pg_tables`, imported
+    here: a process on SQLite, like a command hook, never loads it)."""
+    from .pg_tables import PgDocTable, PgSummaryTable, PgTimerTable, PgTodoTable
+
     summaries = ExecutionStateProjection(PgSummaryTable())
     return Projections(
         summaries,

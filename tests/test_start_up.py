@@ -122,7 +122,8 @@ def test_a_hook_that_records_itself_imports_no_server_and_no_terminal_ui(
                                   cwd=project)  # the same event again, on the file made
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
-    assert heavy_in(modules, (*HEAVY, "asyncio", "http.client", "sqlite_utils")) == []
+    assert heavy_in(modules, (*HEAVY, "asyncio", "http.client", "sqlite_utils",
+                              "projections.pg_tables", "psycopg")) == []
     assert "sessionledger.cli" not in modules
 
 
