@@ -61,7 +61,6 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
-import re  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
 import statistics  # noqa: E402
@@ -78,16 +77,15 @@ from anthropic_model import ScriptedModel, ToolUse  # noqa: E402
 from host_support import (  # noqa: E402
     ClaudeCode,
     claude_headless,
+    documented_settings,
     host_environment,
     install,
     node_version,
+    settings_file,
     unavailable,
 )
 
 ROOT = _HERE.parent
-DOC = ROOT / "docs" / "claude-code.md"
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-DOC_DB, DOC_BASE = "sqlite:///path/to/ledger.db", "http://127.0.0.1:8765"
 FILES = 20
 PROMPT = "Read the project's files one by one, then say done."
 STARTUP_TIMEOUT_S = 30.0
@@ -116,39 +114,19 @@ that starts this interpreter (or a shell) and does nothing costs the same sessio
 # The settings: the page's snippets.
 
 
-def doc_settings() -> dict[str, str]:
-    """The settings snippets of docs/claude-code.md by hook type (``http``, ``command``)."""
-    found: dict[str, list[str]] = {"http": [], "command": []}
-    for language, body in FENCE.findall(DOC.read_text(encoding="utf-8")):
-        if language != "json":
-            continue
-        value = json.loads(body)
-        if not isinstance(value, dict) or "hooks" not in value:
-            continue
-        kinds = {hook["type"] for entries in value["hooks"].values() for entry in entries
-                 for hook in entry["hooks"]}
-        (kind,) = kinds
-        found[kind].append(body)
-    for kind, bodies in found.items():
-        if len(bodies) != 1:
-            raise RuntimeError(f"docs/claude-code.md has {len(bodies)} {kind} settings snippets")
-    return {kind: bodies[0] for kind, bodies in found.items()}
-
-
 def settings_for(kind: str, base_url: str, db: Path) -> str:
     """The project's ``.claude/settings.json`` for ``kind``: the page's snippet with only the
     places that name a machine changed."""
     if kind == "none":
         return "{}\n"
     if kind in FLOORS:
-        settings = json.loads(doc_settings()["command"])
+        settings = json.loads(documented_settings()["command"])
         for entries in settings["hooks"].values():
             for entry in entries:
                 for hook in entry["hooks"]:
                     hook["command"] = FLOORS[kind]
         return json.dumps(settings, indent=2) + "\n"
-    snippet = doc_settings()[kind]
-    return snippet.replace(DOC_BASE, base_url).replace(DOC_DB, f"sqlite:///{db}")
+    return settings_file(kind, base_url, f"sqlite:///{db}")
 
 
 # --------------------------------------------------------------------------------------------

@@ -37,7 +37,8 @@ import pytest
 
 __all__ = [
     "HOST_PROJECT", "INSTALL_DIR", "ClaudeCode", "InstallError", "claude_headless",
-    "host_environment", "install", "node_version", "skip_or_fail", "unavailable",
+    "documented_settings", "host_environment", "install", "node_version", "settings_file",
+    "skip_or_fail", "unavailable",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,3 +221,36 @@ def host_environment(home: Path, base_url: str, *, path: str | None = None,
 def claude_headless(host: ClaudeCode, prompt: str, *args: str) -> list[str]:
     """``claude -p PROMPT --output-format stream-json --verbose`` and ``args``."""
     return [str(host.claude), "-p", prompt, "--output-format", "stream-json", "--verbose", *args]
+
+
+# -- the hooks as docs/claude-code.md gives them -------------------------------------------------
+
+DOC = ROOT / "docs" / "claude-code.md"
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+DOC_DB, DOC_BASE = "sqlite:///path/to/ledger.db", "http://127.0.0.1:8765"
+
+
+def documented_settings() -> dict[str, str]:
+    """The settings snippets of docs/claude-code.md by hook type (``http``, ``command``)."""
+    found: dict[str, list[str]] = {"http": [], "command": []}
+    for language, body in FENCE.findall(DOC.read_text(encoding="utf-8")):
+        if language != "json":
+            continue
+        value = json.loads(body)
+        if not isinstance(value, dict) or "hooks" not in value:
+            continue
+        kinds = {hook["type"] for entries in value["hooks"].values() for entry in entries
+                 for hook in entry["hooks"]}
+        (kind,) = kinds
+        found[kind].append(body)
+    for kind, bodies in found.items():
+        if len(bodies) != 1:
+            raise RuntimeError(f"docs/claude-code.md has {len(bodies)} {kind} settings snippets")
+    return {kind: bodies[0] for kind, bodies in found.items()}
+
+
+def settings_file(kind: str, base_url: str, db_url: str) -> str:
+    """A project's ``.claude/settings.json`` with the page's ``kind`` snippet (``http`` or
+    ``command``), only the places that name a machine changed: the server's address and its
+    database."""
+    return documented_settings()[kind].replace(DOC_BASE, base_url).replace(DOC_DB, db_url)

@@ -331,6 +331,40 @@ def test_plan_denies_writes_under_bypass_permissions(
         "mode": "yolo", "planEnabled": True, "goal": None}
 
 
+TASK_TOOLS = {  # Claude Code 2.1's task list, with inputs as its tools declare them
+    "TaskCreate": {"subject": "Add the parser", "description": "Parse the config",
+                   "activeForm": "Adding the parser"},
+    "TaskUpdate": {"taskId": "1", "status": "in_progress"},
+    "TaskGet": {"taskId": "1"},
+    "TaskList": {},
+    "TaskOutput": {"task_id": "b1"},
+    "TaskStop": {"task_id": "b1"},
+}
+
+
+@pytest.mark.parametrize("mode", ["plan", "default", "acceptEdits", "bypassPermissions"])
+def test_claude_codes_task_tools_are_allowed_in_every_mode(
+        hooks: Hooks, project: Path, mode: str) -> None:  # CC-4, issue 39
+    # Claude Code 2.1 keeps its todo list with the Task* tools: refusing them (headless runs
+    # turn "ask" into a refusal) leaves the agent without a list.
+    session = new_session()
+    answers = {tool: decision(hooks.send("http", pre_tool(
+        session, project, tool, tool_input, mode=mode, use=f"toolu_{tool}")))[0]
+        for tool, tool_input in TASK_TOOLS.items()}
+    assert answers == dict.fromkeys(TASK_TOOLS, "allow")
+
+
+def test_plan_still_denies_claude_codes_worktree_and_workflow_tools(
+        hooks: Hooks, project: Path) -> None:  # CC-4, issue 39
+    session = new_session()
+    calls = {"EnterWorktree": {"name": "feature"}, "ExitWorktree": {"action": "remove"},
+             "Workflow": {"script": "run()", "name": "w"}}
+    answers = {tool: decision(hooks.send("http", pre_tool(
+        session, project, tool, tool_input, mode="plan", use=f"toolu_{tool}")))[0]
+        for tool, tool_input in calls.items()}
+    assert answers == dict.fromkeys(calls, "deny")
+
+
 @pytest.mark.parametrize("way", WAY_PARAMS)
 def test_default_asks_before_what_is_not_read_only(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-4

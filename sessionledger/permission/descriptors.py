@@ -113,6 +113,28 @@ HOST_TOOLS: dict[str, ToolDescriptor] = {
             name="NotebookEdit", kind="host", read_only=False, side_effect_scope="workspace",
             needs_approval=True, file_edit=True,
         ),
+        # Claude Code 2.1 (the tools the pinned binary offers, D200): its task list is the
+        # session's todo list, allowed in every mode as TodoWrite is; what only touches the
+        # session (a subagent, a message to one, a schedule, a skill's instructions, a report
+        # to its UI) is read-only, the calls it leads to being checked each in turn
+        ToolDescriptor(name="Agent", kind="host", read_only=True),
+        *(ToolDescriptor(name=name, kind="host", read_only=True, side_effect_scope="session",
+                         allowed_in_plan_mode=True)
+          for name in ("TaskCreate", "TaskUpdate", "TaskStop")),
+        ToolDescriptor(name="TaskGet", kind="host", read_only=True),
+        ToolDescriptor(name="TaskList", kind="host", read_only=True),
+        ToolDescriptor(name="TaskOutput", kind="host", read_only=True),
+        *(ToolDescriptor(name=name, kind="host", read_only=True, side_effect_scope="session")
+          for name in ("CronCreate", "CronDelete", "ScheduleWakeup", "SendMessage", "Skill",
+                       "ReportFindings")),
+        ToolDescriptor(name="CronList", kind="host", read_only=True),
+        # a git worktree is made or removed in the workspace; a workflow runs a script of its
+        # own: neither is read-only
+        *(ToolDescriptor(name=name, kind="host", read_only=False,
+                         side_effect_scope="workspace", needs_approval=True)
+          for name in ("EnterWorktree", "ExitWorktree")),
+        ToolDescriptor(name="Workflow", kind="host", read_only=False, side_effect_scope="system",
+                       needs_approval=True),
     )
 }
 """Built-in descriptors for the host's usual coding tools (TR-3), Claude Code's among them."""

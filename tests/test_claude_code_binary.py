@@ -1,0 +1,117 @@
+"""The real Claude Code binary against a scripted model, with the hooks of docs/claude-code.md
+(issue 39).
+
+Claude Code (the version ``tests/hosts/package-lock.json`` pins, installed by
+``tests/host_support.py``) runs headless against ``tests/anthropic_model.py`` on 127.0.0.1 and
+the HTTP hooks of the page on a real ``serve``. Slow-marked: ``make verify`` runs them (and
+``CI=true`` fails them where the host cannot be installed).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from anthropic_model import ScriptedModel, ToolUse
+from host_support import (
+    ClaudeCode,
+    claude_headless,
+    host_environment,
+    install,
+    settings_file,
+    skip_or_fail,
+    unavailable,
+)
+from server_support import ServerProcess, running_server
+
+from sessionledger.permission.descriptors import HOST_TOOLS, SERVICE_TOOLS
+
+pytestmark = pytest.mark.slow
+
+RUN_TIMEOUT_S = 180
+
+
+@pytest.fixture(scope="module")
+def claude() -> ClaudeCode:
+    reason = unavailable()
+    if reason is not None:
+        skip_or_fail(reason)
+    return install()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    with running_server(tmp_path_factory.mktemp("claude-binary")) as server:
+        yield server
+
+
+def project_in(server: ServerProcess) -> Path:
+    """A new project inside the server's workspace root (a ``cwd`` outside it is not
+    recorded)."""
+    project = server.workspace / f"project-{uuid.uuid4().hex[:8]}"
+    project.mkdir()
+    return project
+
+
+def run_claude(claude: ClaudeCode, server: ServerProcess, project: Path,
+               script: list[list[Any]], *args: str) -> tuple[ScriptedModel, list[Any]]:
+    """One headless session in ``project`` with the page's HTTP hooks on ``server``: the model
+    server (its requests) and the stream-json lines Claude Code printed."""
+    (project / ".claude").mkdir(parents=True, exist_ok=True)
+    (project / ".claude" / "settings.json").write_text(
+        settings_file("http", server.base_url, server.db_url), encoding="utf-8")
+    with ScriptedModel(script) as model:
+        env = host_environment(project / ".home", model.url)
+        done = subprocess.run(claude_headless(claude, "Keep a task list.", *args), cwd=project,
+                              env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                              check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return model, [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+def test_every_tool_the_pinned_version_offers_is_classified(
+        claude: ClaudeCode, served: ServerProcess) -> None:
+    # The first request's tool list is what the model may call: a tool the ledger has no
+    # descriptor for would be treated as an unknown write (asked, refused headless).
+    model, _lines = run_claude(claude, served, project_in(served), [])
+    offered = model.tools_offered()
+    assert "Read" in offered and "Bash" in offered, offered
+    unknown = sorted(set(offered) - set(HOST_TOOLS) - set(SERVICE_TOOLS))
+    assert unknown == [], (
+        f"Claude Code {claude.version} offers tools the ledger does not classify: {unknown} "
+        "(give each a descriptor in sessionledger/permission/descriptors.py)")
+
+
+def test_the_task_tools_run_in_plan(
+        claude: ClaudeCode, served: ServerProcess) -> None:
+    # Claude Code 2.1 keeps its todo list with TaskCreate/TaskUpdate; in Plan the ledger
+    # allows them, and Claude Code runs them.
+    script: list[list[Any]] = [
+        [ToolUse("TaskCreate", {"subject": "Read the config", "description": "Read it",
+                                "activeForm": "Reading the config"})],
+        [ToolUse("TaskList", {})],
+        [ToolUse("TaskUpdate", {"taskId": "1", "status": "in_progress"})],
+    ]
+    model, lines = run_claude(claude, served, project_in(served), script,
+                              "--permission-mode", "plan")
+    results = model.tool_results()
+    assert len(results) == 3, results
+    refused = [r for r in results.values() if r.get("is_error")]
+    assert refused == [], refused
+    claude_session = next(line["session_id"] for line in lines if line.get("type") == "result")
+    with httpx.Client(base_url=served.base_url, timeout=30) as http:
+        (ledger_session,) = [s["sessionId"] for s in http.get("/v1/sessions").json()["sessions"]
+                             if s.get("externalSessionId") == claude_session]
+        events = http.get(f"/v1/sessions/{ledger_session}/events",
+                          params={"limit": 1000}).json()["events"]
+    requested = {e["data"]["callId"]: e["data"]["tool"] for e in events
+                 if e["type"] == "ToolCallRequested"}
+    decided = [(requested[e["data"]["callId"]], e["data"]["decision"]["behavior"])
+               for e in events if e["type"] == "PermissionDecided"]
+    assert decided == [("TaskCreate", "allow"), ("TaskList", "allow"), ("TaskUpdate", "allow")]
