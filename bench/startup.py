@@ -208,45 +208,17 @@ def _healthz(port: int) -> bool:
         return False
 
 
-def serve_start(directory: Path) -> tuple[float, bool]:
-    port = _free_port()
-    command = [_sessionledger(), "serve", "--port", str(port), "--workspace", str(directory),
-               "--db", f"sqlite:///{directory / 'ledger.db'}"]
-    t0 = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=ENV)
-    seconds, ok = float("nan"), False
-    try:
-        while time.perf_counter() - t0 < ANSWER_TIMEOUT_S and process.poll() is None:
-            if _healthz(port):
-                seconds, ok = time.perf_counter() - t0, True
-                break
-            time.sleep(0.005)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=ANSWER_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    return seconds, ok
-
-
 @contextmanager
-def running_server(directory: Path) -> Iterator[Path]:
-    """A ``serve`` on the database in ``directory`` (its discovery file beside it)."""
+def serving(directory: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """``sessionledger serve`` on the database in ``directory`` on a free port, started now
+    and stopped (SIGTERM, then SIGKILL) at the end: the process and its port."""
     port = _free_port()
     process = subprocess.Popen(
         [_sessionledger(), "serve", "--port", str(port), "--workspace", str(directory),
          "--db", f"sqlite:///{directory / 'ledger.db'}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     try:
-        deadline = time.perf_counter() + ANSWER_TIMEOUT_S
-        while not (_healthz(port) and (directory / "ledger.db.serve.json").exists()):
-            if process.poll() is not None or time.perf_counter() > deadline:
-                raise RuntimeError("serve did not start")
-            time.sleep(0.05)
-        yield directory
+        yield process, port
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -254,6 +226,28 @@ def running_server(directory: Path) -> Iterator[Path]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def serve_start(directory: Path) -> tuple[float, bool]:
+    t0 = time.perf_counter()
+    with serving(directory) as (process, port):
+        while time.perf_counter() - t0 < ANSWER_TIMEOUT_S and process.poll() is None:
+            if _healthz(port):
+                return time.perf_counter() - t0, True
+            time.sleep(0.005)
+    return float("nan"), False
+
+
+@contextmanager
+def running_server(directory: Path) -> Iterator[Path]:
+    """A ``serve`` on the database in ``directory`` (its discovery file beside it)."""
+    with serving(directory) as (process, port):
+        deadline = time.perf_counter() + ANSWER_TIMEOUT_S
+        while not (_healthz(port) and (directory / "ledger.db.serve.json").exists()):
+            if process.poll() is not None or time.perf_counter() > deadline:
+                raise RuntimeError("serve did not start")
+            time.sleep(0.05)
+        yield directory
 
 
 # --------------------------------------------------------------------------------------------

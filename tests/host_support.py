@@ -20,7 +20,6 @@ for the install are skipped with the reason — unless ``CI=true``, where they f
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -28,12 +27,11 @@ import platform
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+import node_support
+from node_support import locked, node_missing, node_version, npm_environment, which
 
 __all__ = [
     "HOST_PROJECT", "INSTALL_DIR", "ClaudeCode", "InstallError", "claude_headless",
@@ -64,36 +62,14 @@ API_KEY = "sk-ant-scripted-0000000000000000000000000000"
 """Any key does: the model server is ours and does not check it."""
 
 
-def node_version() -> tuple[int, int] | None:
-    """The ``node`` on the path as (major, minor), or None without one."""
-    node = shutil.which("node")
-    if node is None:
-        return None
-    out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30,
-                         check=False)
-    match = re.match(r"v(\d+)\.(\d+)", out.stdout.strip())
-    return (int(match.group(1)), int(match.group(2))) if match else None
-
-
 def unavailable() -> str | None:
     """Why the hosts cannot be installed here, or None when they can."""
-    for tool in ("node", "npm"):
-        if shutil.which(tool) is None:
-            return f"no {tool} on the path (apt-get install nodejs npm)"
-    version = node_version()
-    if version is None:
-        return "node --version answered nothing readable"
-    if version < MIN_NODE:
-        return (f"node {version[0]}.{version[1]} is older than the {MIN_NODE[0]}.{MIN_NODE[1]}"
-                f" {CLAUDE_PACKAGE} needs")
-    return None
+    return node_missing(MIN_NODE, CLAUDE_PACKAGE)
 
 
 def skip_or_fail(reason: str) -> None:
     """Skip locally; fail under ``CI=true``, where the real hosts must run."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"the agent hosts must run on CI: {reason}", pytrace=False)
-    pytest.skip(f"agent hosts skipped: {reason}")
+    node_support.skip_or_fail(reason, "agent hosts")
 
 
 def _digest() -> str:
@@ -102,30 +78,6 @@ def _digest() -> str:
         digest.update((HOST_PROJECT / name).read_bytes())
     digest.update(repr((node_version(), platform.system(), platform.machine())).encode())
     return digest.hexdigest()
-
-
-def _npm_environment() -> dict[str, str]:
-    return {
-        **os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false",
-        "npm_config_audit": "false",
-    }
-
-
-def _which(tool: str) -> str:
-    found = shutil.which(tool)
-    assert found is not None, f"no {tool} on the path"
-    return found
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class InstallError(Exception):
@@ -158,7 +110,7 @@ def _npm_ci(root: Path) -> None:
         shutil.copyfile(HOST_PROJECT / name, root / name)
     (root / STAMP).unlink(missing_ok=True)
     done = subprocess.run(
-        [_which("npm"), "ci", "--no-audit", "--no-fund"], cwd=root, env=_npm_environment(),
+        [which("npm"), "ci", "--no-audit", "--no-fund"], cwd=root, env=npm_environment(),
         capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False,
     )
     if done.returncode != 0:
@@ -179,7 +131,7 @@ def install(root: Path = INSTALL_DIR) -> ClaudeCode:
     """The lock file installed at ``root``: by ``npm ci`` unless the stamp says it already is
     (a fresh install is checked to run: ``claude --version``)."""
     root.mkdir(parents=True, exist_ok=True)
-    with _locked(root.parent / f"{root.name}.lock"):
+    with locked(root.parent / f"{root.name}.lock"):
         wanted = _digest()
         stamp = root / STAMP
         current = stamp.read_text(encoding="utf-8").strip() if stamp.exists() else None

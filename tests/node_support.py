@@ -33,8 +33,9 @@ from typing import Any
 import pytest
 
 __all__ = [
-    "INSTALL_DIR", "NODE_PROJECT", "InstallError", "NodeClients", "install", "node_version",
-    "RunningHost", "run_json_lines", "running_host", "skip_or_fail", "unavailable",
+    "INSTALL_DIR", "NODE_PROJECT", "InstallError", "NodeClients", "install", "locked",
+    "node_missing", "node_version", "npm_environment", "RunningHost", "run_json_lines",
+    "running_host", "skip_or_fail", "unavailable", "which",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,23 +61,29 @@ def node_version() -> tuple[int, int] | None:
 
 def unavailable() -> str | None:
     """Why the Node clients cannot run here, or None when they can."""
+    return node_missing(MIN_NODE, "the pinned @modelcontextprotocol/client")
+
+
+def node_missing(least: tuple[int, int], needed_by: str) -> str | None:
+    """Why ``node`` and ``npm`` cannot serve ``needed_by`` here (absent, or a node older than
+    ``least``), or None when they can (also for tests/host_support.py)."""
     for tool in ("node", "npm"):
         if shutil.which(tool) is None:
             return f"no {tool} on the path (apt-get install nodejs npm)"
     version = node_version()
     if version is None:
         return "node --version answered nothing readable"
-    if version < MIN_NODE:
-        return (f"node {version[0]}.{version[1]} is older than the {MIN_NODE[0]}.{MIN_NODE[1]}"
-                " the pinned @modelcontextprotocol/client needs")
+    if version < least:
+        return (f"node {version[0]}.{version[1]} is older than the {least[0]}.{least[1]}"
+                f" {needed_by} needs")
     return None
 
 
-def skip_or_fail(reason: str) -> None:
-    """Skip locally; fail under ``CI=true``, where the third-party clients must run."""
+def skip_or_fail(reason: str, what: str = "Node MCP clients") -> None:
+    """Skip locally; fail under ``CI=true``, where the third-party programs must run."""
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"the Node MCP clients must run on CI: {reason}", pytrace=False)
-    pytest.skip(f"Node MCP clients skipped: {reason}")
+        pytest.fail(f"the {what} must run on CI: {reason}", pytrace=False)
+    pytest.skip(f"{what} skipped: {reason}")
 
 
 def _digest() -> str:
@@ -87,7 +94,7 @@ def _digest() -> str:
     return digest.hexdigest()
 
 
-def _npm_environment() -> dict[str, str]:
+def npm_environment() -> dict[str, str]:
     return {
         **os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false",
         "npm_config_audit": "false",
@@ -114,17 +121,17 @@ class NodeClients:
 
     def host(self, scenario: dict[str, Any]) -> list[str]:
         """``node host.mjs`` running ``scenario`` (see ``tests/node/host.mjs``)."""
-        return [_which("node"), str(self.root / HOST_SCRIPT), json.dumps(scenario)]
+        return [which("node"), str(self.root / HOST_SCRIPT), json.dumps(scenario)]
 
 
-def _which(tool: str) -> str:
+def which(tool: str) -> str:
     found = shutil.which(tool)
     assert found is not None, f"no {tool} on the path"
     return found
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -139,7 +146,7 @@ def _npm_ci(root: Path) -> None:
         shutil.copyfile(NODE_PROJECT / name, root / name)
     (root / STAMP).unlink(missing_ok=True)
     done = subprocess.run(
-        [_which("npm"), "ci", "--no-audit", "--no-fund"], cwd=root, env=_npm_environment(),
+        [which("npm"), "ci", "--no-audit", "--no-fund"], cwd=root, env=npm_environment(),
         capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False,
     )
     if done.returncode != 0:
@@ -155,7 +162,7 @@ def install(root: Path = INSTALL_DIR) -> NodeClients:
 
     The host script is copied in every time (it is small and may have changed)."""
     root.mkdir(parents=True, exist_ok=True)
-    with _locked(root.parent / f"{root.name}.lock"):
+    with locked(root.parent / f"{root.name}.lock"):
         wanted = _digest()
         stamp = root / STAMP
         current = stamp.read_text(encoding="utf-8").strip() if stamp.exists() else None
