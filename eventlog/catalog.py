@@ -208,9 +208,12 @@ TodoPriority = Literal["high", "medium", "low"]
 
 
 class TodoItemData(_Payload):
-    """One todo: what, how far along, how important (SPEC TD-1; no id)."""
+    """One todo: what, how far along, how important (SPEC TD-1). ``id`` only where the host
+    names its items (Claude Code's task ids); TodoWrite's items have none."""
 
     content: str = Field(min_length=1)
+    id: str | None = Optional
+    """The host's own id of the item (Claude Code's ``taskId``), as given."""
     priority: TodoPriority
     status: TodoStatus
 

@@ -254,7 +254,8 @@ def transcript_hooks(path: Path, cwd: Path) -> list[dict[str, Any]]:
     each typed user prompt → UserPromptSubmit (with the line's ``permissionMode``); each
     assistant ``tool_use`` → PreToolUse; each ``tool_result`` → PostToolUse with
     ``tool_response`` = the line's ``toolUseResult``, or PostToolUseFailure with ``error`` =
-    the result's text when ``is_error``; a ``compact_boundary`` → PreCompact. Every event
+    the result's text when ``is_error`` — none for a call this ledger's hook refused (its
+    text begins ``sessionledger:``), as Claude Code sends none; a ``compact_boundary`` → PreCompact. Every event
     carries the mode the last prompt named (Claude Code sends its current one), none after
     an approved ExitPlanMode until a prompt names one again; ``cwd`` is ``cwd``."""
     events: list[dict[str, Any]] = []
@@ -287,6 +288,9 @@ def transcript_hooks(path: Path, cwd: Path) -> list[dict[str, Any]]:
                 tool, tool_input = uses[block["tool_use_id"]]
                 common = {"tool_name": tool, "tool_input": tool_input,
                           "tool_use_id": block["tool_use_id"]}
+                if block.get("is_error") and _shown(block.get("content")).startswith(
+                        "sessionledger: "):
+                    continue  # refused by this ledger's hook: Claude Code reports nothing
                 if block.get("is_error"):
                     event("PostToolUseFailure", **common, error=_shown(block.get("content")),
                           is_interrupt=False)

@@ -439,6 +439,99 @@ def test_todo_write_records_the_list_and_what_it_dropped(
     assert [t["content"] for t in hooks.document(session)["todos"]] == ["Read the parser"]
 
 
+def task_calls(hooks: Hooks, session: str, project: Path, way: Way,
+               calls: list[tuple[str, dict[str, Any], Any]], *, mode: str = "default") -> None:
+    """Each task tool call as Claude Code 2.1 hooks it: PreToolUse, then PostToolUse with the
+    response it really gives (TaskCreate: ``{"task": {"id", "subject"}}``)."""
+    for tool, tool_input, response in calls:
+        use = f"toolu_{uuid.uuid4().hex}"
+        assert decision(hooks.send(way, pre_tool(session, project, tool, tool_input,
+                                                 mode=mode, use=use)))[0] == "allow"
+        hooks.send(way, post_tool(session, project, tool, tool_input, response, mode=mode,
+                                  use=use))
+
+
+def created(task_id: str, subject: str) -> tuple[str, dict[str, Any], Any]:
+    return ("TaskCreate", {"subject": subject, "description": subject,
+                           "activeForm": f"Doing: {subject}"},
+            {"task": {"id": task_id, "subject": subject}})
+
+
+def updated(task_id: str, status: str) -> tuple[str, dict[str, Any], Any]:
+    return ("TaskUpdate", {"taskId": task_id, "status": status},
+            {"success": True, "taskId": task_id, "updatedFields": ["status"],
+             "statusChange": {"from": "pending", "to": status}})
+
+
+@pytest.mark.parametrize("way", WAY_PARAMS)
+def test_claude_codes_task_list_is_the_sessions_todo_list(
+        hooks: Hooks, project: Path, way: Way) -> None:  # CC-5, issue 39
+    session = new_session()
+    task_calls(hooks, session, project, way, [
+        created("1", "Read the parser"), created("2", "Write the tests"),
+        created("3", "Tidy up"), updated("1", "completed"), updated("2", "in_progress"),
+        updated("3", "deleted"),
+    ], mode="plan")
+    events = hooks.events(session)
+    written = of_type(events, "TodosWritten")
+    assert len(written) == 6
+    assert written[-1]["todos"] == [
+        {"id": "1", "content": "Read the parser", "status": "completed", "priority": "medium"},
+        {"id": "2", "content": "Write the tests", "status": "in_progress",
+         "priority": "medium"}]
+    assert written[-1]["droppedUnfinished"] == [
+        {"id": "3", "content": "Tidy up", "status": "pending", "priority": "medium"}]
+    assert [(t["content"], t["status"]) for t in hooks.document(session)["todos"]] == [
+        ("Read the parser", "completed"), ("Write the tests", "in_progress")]
+    # The deleted unfinished task is pointed out on the next prompt, once.
+    warned = hooks.send(way, prompt(session, project, "go on", mode="plan"))
+    assert '"Tidy up"' in warned["hookSpecificOutput"]["additionalContext"]
+    # A listing adds what the ledger had not seen and takes the statuses it shows.
+    task_calls(hooks, session, project, way, [("TaskList", {}, {"tasks": [
+        {"id": "2", "subject": "Write the tests", "status": "completed", "blockedBy": []},
+        {"id": "4", "subject": "Made elsewhere", "status": "pending", "blockedBy": []}]})])
+    last = of_type(hooks.events(session), "TodosWritten")[-1]
+    assert [(t["id"], t["status"]) for t in last["todos"]] == [
+        ("1", "completed"), ("2", "completed"), ("4", "pending")]
+
+
+@pytest.mark.parametrize("way", WAY_PARAMS)
+def test_a_refused_call_is_closed_by_the_next_event(
+        hooks: Hooks, project: Path, way: Way) -> None:  # CC-5, issue 39
+    # Claude Code sends no PostToolUse for a call a hook denied, nor for one it asked about
+    # and the user refused: the ledger closes a deny at the next event, an ask at the
+    # turn's end (a Notification while Claude Code's own prompt is up does not close it).
+    session = new_session()
+    denied, reason = decision(hooks.send(way, pre_tool(
+        session, project, "Write", {"file_path": str(project / "a.txt"), "content": "x"},
+        mode="plan", use="toolu_denied")))
+    assert denied == "deny"
+    asked = decision(hooks.send(way, pre_tool(
+        session, project, "Bash", {"command": "rm -rf build"}, use="toolu_asked")))[0]
+    assert asked == "ask"
+    granted = decision(hooks.send(way, pre_tool(
+        session, project, "Bash", {"command": "rm -rf dist"}, use="toolu_granted")))[0]
+    assert granted == "ask"
+    hooks.send(way, hook_event("Notification", session, project,
+                               message="Claude needs your permission to use Bash"))
+    hooks.send(way, post_tool(session, project, "Bash", {"command": "rm -rf dist"},
+                              {"stdout": "", "stderr": ""}, use="toolu_granted"))
+    closed = {c["callId"]: c for c in of_type(hooks.events(session), "ToolCallCompleted")}
+    assert set(closed) == {"toolu_denied", "toolu_granted"}
+    assert (closed["toolu_denied"]["status"], closed["toolu_denied"]["success"],
+            closed["toolu_denied"]["modelContent"]) == ("denied", False, reason)
+    assert closed["toolu_granted"]["status"] == "completed"
+    hooks.send(way, hook_event("Stop", session, project, stop_hook_active=False))
+    hooks.send(way, hook_event("Stop", session, project, stop_hook_active=False))  # again
+    closed = {c["callId"]: c for c in of_type(hooks.events(session), "ToolCallCompleted")}
+    assert len(closed) == 3 and closed["toolu_asked"]["status"] == "denied"
+    assert len(of_type(hooks.events(session), "ToolCallCompleted")) == 3
+    # Refused calls never ran: the audit finds no write in Plan.
+    audit = hooks.http.get(f"/v1/sessions/{ledger_session_id(session)}/audit")
+    assert audit.status_code == 200, audit.text
+    assert audit.json()["findings"] == []
+
+
 @pytest.mark.parametrize("way", WAY_PARAMS)
 def test_ask_user_question_records_the_answers(
         hooks: Hooks, project: Path, way: Way) -> None:  # CC-5
@@ -641,14 +734,21 @@ def test_the_real_hook_log_is_answered_event_by_event(
     # Nothing was planned or listed: the SessionStart after the compaction has nothing to add.
     assert answers["SessionStart"] == [{}, {}]
     assert all(a == {} for name, got in answers.items() if name != "PreToolUse" for a in got)
-    # The session holds what the log holds: 5 prompts, 10 calls (8 with a result), one
-    # compaction; each subagent that stopped is a child session.
+    # The session holds what the log holds: 5 prompts, 10 calls (8 with a result, and the
+    # `python` call asked about and never run, closed as refused at the turn's Stop; the
+    # allowed `cat` that failed without a PostToolUseFailure stays open), one compaction;
+    # each subagent that stopped is a child session.
     events = hooks.events(session)
     kinds = Counter(e["type"] for e in events)
     assert kinds["MessageRecorded"] == 5 and kinds["ContextCompacted"] == 1
     assert Counter(d["tool"] for d in of_type(events, "ToolCallRequested")) == {
         "Bash": 5, "Write": 3, "Read": 2}
-    assert (kinds["PermissionDecided"], kinds["ToolCallCompleted"]) == (10, 8)
+    assert (kinds["PermissionDecided"], kinds["ToolCallCompleted"]) == (10, 9)
+    [closed] = [e for e in of_type(events, "ToolCallCompleted") if e["status"] == "denied"]
+    assert closed["callId"] == next(
+        d["callId"] for d in of_type(events, "ToolCallRequested")
+        if d["input"].get("command") == f"python {project}/number_generator.py")
+    assert closed["modelContent"].startswith("sessionledger: ")
     agents = {line["agent_id"] for line in lines if "agent_id" in line}
     assert len(agents) == 4
     for agent in agents:
@@ -670,7 +770,8 @@ def real(session: str) -> Path:
 
 def own_transcript(directory: Path) -> Path:
     """A session Claude Code could have written but the real data lacks: Plan on from the
-    first prompt (``permissionMode: "plan"``), a write that ran in Plan, a plan rejected, one
+    first prompt (``permissionMode: "plan"``), a write that ran in Plan, one this ledger
+    refused (never run, no finding), a plan rejected, one
     answered with feedback, one approved, a todo dropped, a compaction."""
     lines: list[dict[str, Any]] = []
 
@@ -709,6 +810,10 @@ def own_transcript(directory: Path) -> Path:
                                    "content": "def parse(): ..."}})
     call("toolu_w0", "Write", {"file_path": notes, "content": "notes"}, "File created",
          {"type": "create", "filePath": notes, "content": "notes"})
+    refused = ("sessionledger: Plan mode is on: Write is not allowed until a plan is "
+               "approved (plan_mode)")
+    call("toolu_wd", "Write", {"file_path": "/home/dev/parser/parser.py", "content": "x"},
+         refused, f"Error: {refused}", error=True)
     call("toolu_t1", "TodoWrite", {"todos": first}, "Todos have been modified",
          {"oldTodos": [], "newTodos": first})
     call("toolu_p1", "ExitPlanMode", {"plan": PLAN}, REJECTED, f"Error: {REJECTED}", error=True)
@@ -815,6 +920,8 @@ def test_a_hooked_session_agrees_with_its_imported_transcript(
     assert [item["content"] for _, dropped in outcomes(hooked)["todos"] if dropped
             for item in dropped] == expected["dropped"]
     assert [kind for kind, *_ in outcomes(hooked)["plans"]] == expected["plans"]
+    if claude_session == OWN:  # refused here, never run: closed as refused either way
+        assert ("toolu_wd", "denied", False) in outcomes(alone)["results"]
     found = without_seq(hooks.http.get(f"/v1/sessions/{session}/audit").json())
     with opened(other_db) as service:
         assert found == without_seq(service.audit(session))

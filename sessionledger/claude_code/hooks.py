@@ -56,7 +56,7 @@ from .observations import (
     ToolUse,
     digest,
 )
-from .recorder import Recorder, Tally, approved_plan
+from .recorder import Recorder, Tally, approved_plan, refusal_text
 from .wire import HOOK_PATH
 
 __all__ = [
@@ -75,10 +75,11 @@ MAX_HOOK_BYTES = 8 * 1024 * 1024
 route takes bodies up to this size (other routes: 1 MiB)."""
 
 DROPPED_WARNING = (
-    "Your last TodoWrite dropped unfinished todos without completing them: {items}. "
+    "The last change to your todo list dropped unfinished todos without completing them: "
+    "{items}. "
     "If they still matter, add them back; if not, say why they were dropped."
 )
-TODOS_CARRIED = "The todo list of this session, as the last TodoWrite left it:"
+TODOS_CARRIED = "The todo list of this session, as its last change left it:"
 NO_OPINION: dict[str, Any] = {}
 
 
@@ -233,12 +234,13 @@ def _pre_tool_use(verdict: PermissionVerdict) -> dict[str, Any]:
     return {"hookSpecificOutput": {
         "hookEventName": "PreToolUse",
         "permissionDecision": verdict.behavior,
-        "permissionDecisionReason": f"sessionledger: {verdict.reason} ({verdict.rule_id})",
+        "permissionDecisionReason": refusal_text(verdict.reason, verdict.rule_id),
     }}
 
 
 def _dropped_warning(recorder: Recorder, session_id: str, *, again: bool) -> str | None:
-    """CC-6: a warning naming the unfinished todos the last TodoWrite dropped, recorded as a
+    """CC-6: a warning naming the unfinished todos the last change of the list (TodoWrite, a
+    deleted task) dropped, recorded as a
     ``todo_reminder`` once per drop (a retried prompt gets the same warning again)."""
     service = recorder.service
     summary = service.find_summary(session_id)

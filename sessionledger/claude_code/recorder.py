@@ -105,7 +105,17 @@ REJECTED = "The user doesn't want to proceed with this tool use"
 FEEDBACK = "the user said:"
 """What precedes the user's words when they refused with feedback."""
 
+REFUSED_HERE = "sessionledger: "
+"""How the reason this ledger gives Claude Code for a refusal begins, which Claude Code shows
+the model as the call's result: a transcript's error result that begins so was refused here
+and never ran."""
+
 PlanOutcome = Literal["approved", "rejected", "feedback"]
+
+
+def refusal_text(reason: str, rule_id: str) -> str:
+    """The reason Claude Code is given for a ``deny`` or ``ask`` (and shows the model)."""
+    return f"{REFUSED_HERE}{reason} ({rule_id})"
 
 
 def call_id_of(observation: ToolUse | ToolResult) -> str:
@@ -142,6 +152,11 @@ class Tally:
     todos: tuple[TodoItemData, ...] = ()
     calls: int = 0
     known_calls: set[str] = field(default_factory=set)
+    done_calls: set[str] = field(default_factory=set)
+    """Calls the session holds an outcome of (completed, refused, cancelled)."""
+    refused: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    """Calls refused here (``deny``, or ``ask``, which a headless run refuses) with no
+    outcome yet: their tool, the decision and what Claude Code showed the model."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,20 +223,28 @@ class Recorder:
         """The session's tally from the read models (a hook's view, read afresh)."""
         with eventlog_errors(payloads=True):
             summary = self._ledger.live(session_id)
-            rows = self._ledger.todo_rows(session_id)
+            written = None if summary.todos_seq is None else next(iter(
+                self._service.store.read_session(session_id, after=summary.todos_seq - 1,
+                                                 limit=1)), None)
             calls = self._service.store.read_view(
                 lambda tx: self._service.projections.tool_calls.of_session(tx, session_id)
             )
-        todos = tuple(
-            TodoItemData.model_validate(
-                {"content": r.content, "status": r.status, "priority": r.priority}
-            )
-            for r in rows
-        )
+        todos = written.data.todos if written is not None and isinstance(
+            written.data, TodosWritten) else ()
+        refused = {}
+        for doc in calls:
+            permission = doc.body.get("permission") or {}
+            if doc.status == "pending" and permission.get("behavior") in ("deny", "ask"):
+                refused[doc.body["callId"]] = (
+                    doc.body["tool"], permission["behavior"], refusal_text(
+                        permission.get("reason", ""), permission.get("ruleId", "")),
+                )
         return Tally(
             session_id=session_id, version=summary.version, workspace=Path(summary.workspace),
             host=summary.host, execution=summary.execution, todos=todos, calls=len(calls),
             known_calls={d.body["callId"] for d in calls},
+            done_calls={d.body["callId"] for d in calls if d.status != "pending"},
+            refused=refused,
         )
 
     # -- one observation (hooks) -----------------------------------------------------------
@@ -319,6 +342,7 @@ def batch_for(
     at = seen.origin.occurred_at
     key = observation_key(observation, tally.calls)
     events = _mirrored_mode(tally, seen.origin.permission_mode, at)
+    events += _closed_refusals(tally, observation, at)
     match observation:
         case Prompt(text=text):
             if text.strip():
@@ -335,10 +359,13 @@ def batch_for(
             if decide is not None and observation.tool not in _ASKS_ITSELF:
                 verdict = decide(tally, observation)
                 call_id = call_id_of(observation)
+                if verdict.behavior != "allow":
+                    tally.refused[call_id] = (observation.tool, verdict.behavior, refusal_text(
+                        verdict.reason, verdict.rule_id))
                 events.append(NewEvent(PermissionDecided(
                     call_id=call_id, tool=observation.tool, decision=verdict, occurred_at=at,
                 ), actor="system", causation_id=call_id))
-        case ToolResult():
+        case ToolResult() if call_id_of(observation) not in tally.done_calls:
             events += _requested(tally, observation, at)
             events += _completed(tally, observation, at)
         case Compacted():
@@ -367,6 +394,33 @@ def _mirrored_mode(tally: Tally, mode: str | None, at: str | None) -> list[NewEv
     tally.execution = state
     host_mode = None if mode in MODES else mode
     return [NewEvent(_stamped(e, at, host_mode=host_mode), actor="host") for e in events]
+
+
+_TURN_ENDS = frozenset({"Stop", "SubagentStop", "SessionEnd"})
+"""Events after which no call of the turn is still waiting for its user's yes."""
+
+
+def _closed_refusals(tally: Tally, observation: Any, at: str | None) -> list[NewEvent]:
+    """Outcomes for the calls refused here that Claude Code will never report (it sends no
+    PostToolUse for a refused call): a ``deny`` is closed by the session's next event, an
+    ``ask`` — which an interactive user may still grant at Claude Code's own prompt — by the
+    end of the turn (``Stop``), the next prompt, a compaction or a (re)start."""
+    if not tally.refused:
+        return []
+    ended = isinstance(observation, Prompt | Compacted | SessionBegan) or (
+        isinstance(observation, Noted) and observation.event in _TURN_ENDS)
+    own = call_id_of(observation) if isinstance(observation, ToolUse | ToolResult) else None
+    closed: list[NewEvent] = []
+    for call_id, (tool, behavior, shown) in list(tally.refused.items()):
+        if call_id == own or not (behavior == "deny" or ended):
+            continue
+        del tally.refused[call_id]
+        tally.done_calls.add(call_id)
+        closed.append(NewEvent(_stamped(ToolCallCompleted(
+            call_id=call_id, tool=tool, status="denied", success=False, result={},
+            model_content=shown,
+        ), at), actor="host", causation_id=call_id))
+    return closed
 
 
 def _stamped(event: Event, at: str | None, *, host_mode: str | None = None) -> Event:
@@ -402,11 +456,16 @@ def _completed(tally: Tally, result: ToolResult, at: str | None) -> list[NewEven
     """The result's events: what the tool carried (todos, questions, a plan), then the
     completion of the call (CC-5)."""
     call_id = call_id_of(result)
+    tally.done_calls.add(call_id)
+    tally.refused.pop(call_id, None)
     carried: list[Event] = []
-    refused = result.error and result.content.startswith(REJECTED)
+    here = result.error and result.content.startswith(REFUSED_HERE)
+    refused = here or (result.error and result.content.startswith(REJECTED))
     match result.tool:
         case "TodoWrite" if not result.error:
             carried += _todos(tally, result)
+        case "TaskCreate" | "TaskUpdate" | "TaskList" if not result.error:
+            carried += _tasks(tally, result)
         case "AskUserQuestion":
             carried += _question(call_id, result)
         case "ExitPlanMode":
@@ -419,7 +478,7 @@ def _completed(tally: Tally, result: ToolResult, at: str | None) -> list[NewEven
                 carried += entered[1]
     completed = ToolCallCompleted(
         call_id=call_id, tool=result.tool, status="denied" if refused else "completed",
-        success=not result.error, result=_result_data(result.response),
+        success=not result.error, result={} if here else _result_data(result.response),
         model_content=result.content, occurred_at=at,
     )
     return [NewEvent(_stamped(e, at), actor="host", causation_id=call_id)
@@ -444,6 +503,64 @@ def _todos(tally: Tally, result: ToolResult) -> list[Event]:
     dropped = tuple(dropped_unfinished(tally.todos, items))
     tally.todos = items
     return [TodosWritten(todos=items, dropped_unfinished=dropped)]
+
+
+_TASK_STATUSES = frozenset({"pending", "in_progress", "completed"})
+
+
+def _tasks(tally: Tally, result: ToolResult) -> list[Event]:
+    """Claude Code's task list (TaskCreate, TaskUpdate, TaskList) as the session's todo list,
+    each item with its task id: a created task is added ``pending``; an update changes its
+    status or subject, and ``deleted`` takes it out (dropped, if unfinished); a listing adds
+    the tasks this ledger had not seen and takes the statuses it shows."""
+    items = list(tally.todos)
+    at = {item.id: n for n, item in enumerate(items) if item.id is not None}
+    response = result.response if isinstance(result.response, Mapping) else {}
+    dropped: list[TodoItemData] = []
+    deleted: set[int] = set()
+
+    def put(task_id: Any, subject: Any, status: Any) -> None:
+        if not isinstance(task_id, str | int) or isinstance(task_id, bool):
+            return
+        key = str(task_id)
+        known = at.get(key)
+        if status == "deleted":
+            if known is not None and known not in deleted:
+                deleted.add(known)
+                if items[known].status != "completed":
+                    dropped.append(items[known])
+            return
+        update: dict[str, Any] = {}
+        if isinstance(subject, str) and subject.strip():
+            update["content"] = subject
+        if status in _TASK_STATUSES:
+            update["status"] = status
+        if known is not None:
+            items[known] = items[known].model_copy(update=update)
+        elif "content" in update:
+            at[key] = len(items)
+            items.append(TodoItemData(id=key, content=update["content"],
+                                      status=update.get("status", "pending"), priority="medium"))
+
+    match result.tool:
+        case "TaskCreate":
+            task = response.get("task")
+            if isinstance(task, Mapping):
+                put(task.get("id"), task.get("subject") or result.input.get("subject"),
+                    "pending")
+        case "TaskUpdate":
+            put(result.input.get("taskId"), result.input.get("subject"),
+                result.input.get("status"))
+        case "TaskList":
+            listed = response.get("tasks")
+            for task in listed if isinstance(listed, list) else ():
+                if isinstance(task, Mapping):
+                    put(task.get("id"), task.get("subject"), task.get("status"))
+    kept = tuple(item for n, item in enumerate(items) if n not in deleted)
+    if kept == tally.todos and not dropped:
+        return []
+    tally.todos = kept
+    return [TodosWritten(todos=kept, dropped_unfinished=tuple(dropped))]
 
 
 def _question(call_id: str, result: ToolResult) -> list[Event]:
