@@ -59,7 +59,7 @@ class PgSummaryTable:
             "parent_session_id TEXT, mode TEXT NOT NULL, plan_enabled BOOLEAN NOT NULL, "
             "goal TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, "
             "deleted BOOLEAN NOT NULL, todos_seq BIGINT, todos_updated_at TEXT, client TEXT, "
-            "external_session_id TEXT, first_message TEXT, waiting BIGINT NOT NULL)"
+            "external_session_id TEXT, first_message TEXT, waiting BIGINT NOT NULL, plan_by TEXT)"
         )
 
     def is_present(self, tx: Any) -> bool:

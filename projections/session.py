@@ -156,7 +156,15 @@ def _created(summary: SessionSummary | None, event: RecordedEvent) -> SessionSum
         goal=state.goal.objective if state.goal else None,
         created_at=event.recorded_at, updated_at=event.recorded_at,
         client=data.client, external_session_id=data.external_session_id,
+        plan_by=(data.client or "created") if state.plan_enabled else None,
     )
+
+
+def _plan_by(summary: SessionSummary, data: SessionModeChanged) -> str | None:
+    """Who holds Plan after ``data``: whoever turned it on, until it is off."""
+    if not data.plan_enabled:
+        return None
+    return summary.plan_by if data.previous_plan_enabled else data.via
 
 
 def _mode_changed(summary: SessionSummary | None, event: RecordedEvent) -> SessionSummary | None:
@@ -170,6 +178,7 @@ def _mode_changed(summary: SessionSummary | None, event: RecordedEvent) -> Sessi
         summary.goal, summary.created_at, summary.updated_at, summary.deleted,
         summary.todos_seq, summary.todos_updated_at, summary.client,
         summary.external_session_id, summary.first_message, summary.waiting,
+        _plan_by(summary, data),
     )
 
 
@@ -190,7 +199,7 @@ def _with_goal(summary: SessionSummary, goal: str | None) -> SessionSummary:
         summary.host, summary.parent_session_id, summary.mode, summary.plan_enabled, goal,
         summary.created_at, summary.updated_at, summary.deleted, summary.todos_seq,
         summary.todos_updated_at, summary.client, summary.external_session_id,
-        summary.first_message, summary.waiting,
+        summary.first_message, summary.waiting, summary.plan_by,
     )
 
 
@@ -237,7 +246,7 @@ def _todos_written(
         summary.host, summary.parent_session_id, summary.mode, summary.plan_enabled,
         summary.goal, summary.created_at, summary.updated_at, summary.deleted, event.seq,
         event.recorded_at, summary.client, summary.external_session_id, summary.first_message,
-        summary.waiting,
+        summary.waiting, summary.plan_by,
     )
 
 
@@ -261,7 +270,7 @@ def _stamped(summary: SessionSummary, event: RecordedEvent) -> SessionSummary:
         summary.parent_session_id, summary.mode, summary.plan_enabled, summary.goal,
         summary.created_at, event.recorded_at, summary.deleted, summary.todos_seq,
         summary.todos_updated_at, summary.client, summary.external_session_id,
-        summary.first_message, summary.waiting,
+        summary.first_message, summary.waiting, summary.plan_by,
     )
 
 
@@ -315,10 +324,10 @@ class ExecutionStateProjection(TableBacked[SummaryTable]):
     """The inline projection the store runs: fold events, save the touched summaries."""
 
     name = "execution_state"
-    version = 4
+    version = 5
     """2: the todo list's seq and time (D70); no index on ``last_position`` (D74); 3: the
     creating client and its own session id (CC-2); 4: the first user message and the count
-    of waiting interactions (issue 23.4, 23.6)."""
+    of waiting interactions (issue 23.4, 23.6); 5: who turned Plan on (issue 39)."""
 
     def __init__(self, table: SummaryTable) -> None:
         self.table = table

@@ -111,6 +111,11 @@ class SessionSummary:
     waiting: int = 0
     """How many interactions wait for the user (requested, not resolved; 0 once deleted): a
     session list reads the timers of these sessions only (issue 23.4)."""
+    plan_by: str | None = None
+    """While Plan is on: the path that turned it on (a ``SessionModeChanged``'s ``via``;
+    ``created`` when the session began in Plan, ``claude-code`` when Claude Code created it
+    so): Plan a host turned on follows the host's modes, Plan turned on here stays on whatever
+    mode the host reports until it is turned off here (issue 39)."""
 
     @property
     def execution(self) -> ExecutionState:
@@ -167,7 +172,7 @@ class SqliteSummaryTable:
             "parent_session_id TEXT, mode TEXT NOT NULL, plan_enabled INTEGER NOT NULL, "
             "goal TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, "
             "deleted INTEGER NOT NULL, todos_seq INTEGER, todos_updated_at TEXT, client TEXT, "
-            "external_session_id TEXT, first_message TEXT, waiting INTEGER NOT NULL)"
+            "external_session_id TEXT, first_message TEXT, waiting INTEGER NOT NULL, plan_by TEXT)"
         )
         # No index on last_position: every append moves the session's entry in it (one more
         # page per commit), and listing the sessions newest first reads every row anyway.

@@ -46,6 +46,7 @@ __all__ = [
     "Refusal",
     "SetMode",
     "StartGoal",
+    "UnderPlan",
     "build_machine",
     "decide",
     "decide_events",
@@ -102,6 +103,8 @@ def _transitions() -> list[dict[str, Any]]:
         for target in MODES:
             table.append({"trigger": f"set_{target}", "source": [plain, plan], "dest": target})
             table.append({"trigger": f"set_{target}", "source": goal, "dest": f"{target}_goal"})
+        table.append({"trigger": f"host_{m}", "source": [f"{o}_plan" for o in MODES],
+                      "dest": plan})
         table.append({"trigger": "enter_plan", "source": [plain, plan], "dest": plan})
         table.append({"trigger": "leave_plan", "source": plan, "dest": plain})
         table.append({"trigger": "start_goal", "source": plain, "dest": goal})
@@ -134,6 +137,10 @@ class ExecutionModel:
     def start_goal(self) -> bool: raise NotImplementedError
     def end_goal(self) -> bool: raise NotImplementedError
     def cycle(self) -> bool: raise NotImplementedError
+    def host_build(self) -> bool: raise NotImplementedError
+    def host_edit(self) -> bool: raise NotImplementedError
+    def host_yolo(self) -> bool: raise NotImplementedError
+    def host_auto(self) -> bool: raise NotImplementedError
 
 
 def build_machine(model: ExecutionModel | None = None, *, initial: str = "build") -> Machine:
@@ -155,6 +162,14 @@ class SetMode:
     """``/mode X`` (and ``POST …/mode``): ``plan`` enters Plan, anything else leaves it."""
 
     mode: PermissionMode | Literal["plan"]
+
+
+@dataclass(frozen=True, slots=True)
+class UnderPlan:
+    """A host reports ``mode`` while Plan, turned on here, stays on: the mode underneath
+    changes, Plan does not (issue 39). Refused when Plan is off."""
+
+    mode: PermissionMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +199,7 @@ class EndGoal:
     """End the active goal."""
 
 
-Command: TypeAlias = SetMode | Cycle | EnterPlan | LeavePlan | StartGoal | EndGoal
+Command: TypeAlias = SetMode | UnderPlan | Cycle | EnterPlan | LeavePlan | StartGoal | EndGoal
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +220,8 @@ def _trigger(command: Command) -> str:
             return "enter_plan"
         case SetMode(mode=mode):
             return f"set_{mode}"
+        case UnderPlan(mode=mode):
+            return f"host_{mode}"
         case Cycle():
             return "cycle"
         case LeavePlan():

@@ -255,9 +255,10 @@ def transcript_hooks(path: Path, cwd: Path) -> list[dict[str, Any]]:
     assistant ``tool_use`` → PreToolUse; each ``tool_result`` → PostToolUse with
     ``tool_response`` = the line's ``toolUseResult``, or PostToolUseFailure with ``error`` =
     the result's text when ``is_error`` — none for a call this ledger's hook refused (its
-    text begins ``sessionledger:``), as Claude Code sends none; a ``compact_boundary`` → PreCompact. Every event
-    carries the mode the last prompt named (Claude Code sends its current one), none after
-    an approved ExitPlanMode until a prompt names one again; ``cwd`` is ``cwd``."""
+    text begins ``sessionledger:``), as Claude Code sends none; a ``compact_boundary`` →
+    PreCompact. Every event carries the mode the last prompt named (Claude Code sends its
+    current one), none after an approved ExitPlanMode until a prompt names one again;
+    ``cwd`` is ``cwd``."""
     events: list[dict[str, Any]] = []
     uses: dict[str, tuple[str, dict[str, Any]]] = {}
     mode: str | None = None

@@ -331,6 +331,78 @@ def test_plan_denies_writes_under_bypass_permissions(
         "mode": "yolo", "planEnabled": True, "goal": None}
 
 
+@pytest.mark.parametrize("way", WAY_PARAMS)
+def test_plan_turned_on_here_holds_under_the_hosts_mode(
+        hooks: Hooks, project: Path, way: Way) -> None:  # CC-3, CC-4, issue 39
+    session = new_session()
+    hooks.send(way, prompt(session, project, "start", mode="default"))
+    ledger = ledger_session_id(session)
+    turned = hooks.http.post(f"/v1/sessions/{ledger}/mode", json={"mode": "plan"})
+    assert turned.status_code == 200, turned.text
+    # Claude Code runs on under bypassPermissions: its mode is recorded underneath, Plan
+    # stays, and every later event keeps it.
+    for n in range(2):
+        output = hooks.send(way, pre_tool(
+            session, project, "Write", {"file_path": str(project / f"a{n}.py"), "content": "x"},
+            mode="bypassPermissions"))
+        assert decision(output)[0] == "deny"
+    assert hooks.document(session)["executionState"] == {
+        "mode": "yolo", "planEnabled": True, "goal": None}
+    # Turned off here, Claude Code's mode is mirrored again.
+    assert hooks.http.post(f"/v1/sessions/{ledger}/mode",
+                           json={"mode": "build"}).status_code == 200
+    hooks.send(way, hook_event("Stop", session, project, mode="bypassPermissions"))
+    assert hooks.document(session)["executionState"]["planEnabled"] is False
+    changes = [(c["mode"], c["planEnabled"], c["via"])
+               for c in of_type(hooks.events(session), "SessionModeChanged")]
+    assert changes == [("build", True, "mode_command"), ("yolo", True, "claude-code"),
+                       ("build", False, "mode_command"), ("yolo", False, "claude-code")]
+    # Plan Claude Code turned on follows Claude Code.
+    hooks.send(way, hook_event("Stop", session, project, mode="plan"))
+    hooks.send(way, hook_event("Stop", session, project, mode="acceptEdits"))
+    assert hooks.document(session)["executionState"] == {
+        "mode": "edit", "planEnabled": False, "goal": None}
+
+
+@pytest.mark.parametrize("way", WAY_PARAMS)
+def test_claude_codes_own_plan_file_is_written_in_plan(
+        hooks: Hooks, project: Path, way: Way) -> None:  # CC-4, CC-5, issue 39
+    # Claude Code 2.1 has the model write its plan to <config>/plans/<name>.md (the hook's
+    # transcript_path names <config>/projects/…) and adds the file's text to ExitPlanMode.
+    session = new_session()
+    plans = "/home/dev/.claude/plans"
+    writes = {
+        f"{plans}/lazy-parser.md": "allow",
+        f"{plans}/../settings.json": "deny",
+        f"{plans}/../plans-elsewhere/x.md": "deny",
+        f"{plans}/nested/x.md": "deny",
+        str(project / ".claude" / "plans" / "x.md"): "deny",
+    }
+    for n, (path, expected) in enumerate(writes.items()):
+        output = hooks.send(way, pre_tool(session, project, "Write",
+                                          {"file_path": path, "content": PLAN}, mode="plan",
+                                          use=f"toolu_w{n}"))
+        assert decision(output)[0] == expected, path
+    hooks.send(way, post_tool(session, project, "Write",
+                              {"file_path": f"{plans}/lazy-parser.md", "content": PLAN},
+                              {"type": "create", "filePath": f"{plans}/lazy-parser.md"},
+                              mode="plan", use="toolu_w0"))
+    exit_input = {"allowedPrompts": [], "plan": PLAN,
+                  "planFilePath": f"{plans}/lazy-parser.md"}
+    assert hooks.send(way, pre_tool(session, project, "ExitPlanMode", exit_input, mode="plan",
+                                    use="toolu_exit")) == {}
+    hooks.send(way, post_tool(session, project, "ExitPlanMode", exit_input,
+                              {"plan": PLAN, "isAgent": False,
+                               "filePath": f"{plans}/lazy-parser.md"},
+                              mode="plan", use="toolu_exit"))
+    events = hooks.events(session)
+    [approved] = of_type(events, "PlanApproved")
+    assert (approved["plan"], approved["path"]) == (PLAN, f"{plans}/lazy-parser.md")
+    assert of_type(events, "PlanSubmitted")[0]["plan"] == PLAN
+    audit = hooks.http.get(f"/v1/sessions/{ledger_session_id(session)}/audit").json()
+    assert audit["findings"] == []
+
+
 TASK_TOOLS = {  # Claude Code 2.1's task list, with inputs as its tools declare them
     "TaskCreate": {"subject": "Add the parser", "description": "Parse the config",
                    "activeForm": "Adding the parser"},
@@ -770,8 +842,8 @@ def real(session: str) -> Path:
 
 def own_transcript(directory: Path) -> Path:
     """A session Claude Code could have written but the real data lacks: Plan on from the
-    first prompt (``permissionMode: "plan"``), a write that ran in Plan, one this ledger
-    refused (never run, no finding), a plan rejected, one
+    first prompt (``permissionMode: "plan"``), its plan file written in Plan (no finding), a
+    write this ledger refused (never run, no finding), a plan rejected, one
     answered with feedback, one approved, a todo dropped, a compaction."""
     lines: list[dict[str, Any]] = []
 
@@ -893,7 +965,7 @@ EXPECTED = {
     OWN: {"todo lists": 2, "dropped": ["Write the tests"],
           "plans": ["PlanSubmitted", "PlanRejected", "PlanSubmitted", "PlanFeedbackGiven",
                     "PlanSubmitted", "PlanApproved"],
-          "findings": {"write_in_plan", "dropped_unfinished_todos"}},
+          "findings": {"dropped_unfinished_todos"}},
 }
 
 

@@ -121,8 +121,20 @@ def read_hook(body: bytes | str | Any) -> tuple[str, Seen]:
     origin = Origin(
         session_id=session, cwd=_text(raw, "cwd"), agent_id=_text(raw, "agent_id"),
         permission_mode=_text(raw, "permission_mode"),
+        claude_dir=_claude_dir(_text(raw, "transcript_path")),
     )
     return name, Seen(origin, _observation(name, raw), where=name)
+
+
+def _claude_dir(transcript: str | None) -> str | None:
+    """Claude Code's configuration directory from a transcript's path
+    (``<dir>/projects/<project>/<session>.jsonl``), if it is one."""
+    if transcript is None:
+        return None
+    path = Path(transcript)
+    if not path.is_absolute() or len(path.parents) < 3 or path.parents[1].name != "projects":
+        return None
+    return str(path.parents[2])
 
 
 def _text(raw: Mapping[str, Any], key: str) -> str | None:
@@ -199,7 +211,7 @@ def answer_hook(recorder: Recorder, body: bytes | str | Any) -> HookAnswer:
 def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen) -> HookAnswer:
     observation = seen.observation
     if isinstance(observation, ToolUse):
-        recorded = recorder.record(session_id, seen, decide=_decider(recorder))
+        recorded = recorder.record(session_id, seen, decide=_decider(recorder, seen.origin))
         verdict = next((e.data.decision for e in recorded.events
                         if isinstance(e.data, PermissionDecided)), None)
         if verdict is None:  # AskUserQuestion, ExitPlanMode: Claude Code asks its user
@@ -218,13 +230,14 @@ def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen) -> Hoo
     }}, session_id=session_id)
 
 
-def _decider(recorder: Recorder) -> Any:
+def _decider(recorder: Recorder, origin: Origin) -> Any:
     permissions = recorder.service.tools.permissions
+    plans = None if origin.claude_dir is None else Path(origin.claude_dir) / "plans"
 
     def decide(tally: Tally, use: ToolUse) -> PermissionVerdict:
         return permissions.decide(
             tool=named_tool(use.tool), input=use.input, state=tally.execution,
-            workspace=tally.workspace,
+            workspace=tally.workspace, plan_files=plans,
         )
 
     return decide

@@ -80,6 +80,9 @@ class Origin:
     """Claude Code's mode on this event or line, when it gives one (CC-3)."""
     occurred_at: str | None = None
     """When it happened by the transcript's own clock (ISO, ``Z``); ``None`` from a hook."""
+    claude_dir: str | None = None
+    """Claude Code's configuration directory (``~/.claude``), where it keeps its plan files,
+    when the event says (a hook's ``transcript_path`` lies in its ``projects`` folder)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -56,6 +56,7 @@ from statemachine.execution import (
     LeavePlan,
     Refusal,
     SetMode,
+    UnderPlan,
     decide_events,
 )
 
@@ -152,6 +153,8 @@ class Tally:
     todos: tuple[TodoItemData, ...] = ()
     calls: int = 0
     known_calls: set[str] = field(default_factory=set)
+    plan_by: str | None = None
+    """Who turned Plan on (the summary's ``plan_by``), while it is on."""
     done_calls: set[str] = field(default_factory=set)
     """Calls the session holds an outcome of (completed, refused, cancelled)."""
     refused: dict[str, tuple[str, str, str]] = field(default_factory=dict)
@@ -243,6 +246,7 @@ class Recorder:
             session_id=session_id, version=summary.version, workspace=Path(summary.workspace),
             host=summary.host, execution=summary.execution, todos=todos, calls=len(calls),
             known_calls={d.body["callId"] for d in calls},
+            plan_by=summary.plan_by,
             done_calls={d.body["callId"] for d in calls if d.status != "pending"},
             refused=refused,
         )
@@ -379,18 +383,31 @@ _ASKS_ITSELF = frozenset({"AskUserQuestion", "ExitPlanMode"})
 """Tools Claude Code asks its user about itself: no permission decision from here (CC-4)."""
 
 
+HOST_PLAN = frozenset({"claude-code", "enter_plan_tool"})
+"""How Plan was turned on when Claude Code turned it on (its mode; its EnterPlanMode): such a
+Plan follows Claude Code's mode. Plan turned on here any other way is the ledger's."""
+
+
 def _mirrored_mode(tally: Tally, mode: str | None, at: str | None) -> list[NewEvent]:
-    """CC-3: the mode change ``permission_mode`` implies, if the state differs."""
+    """CC-3: the mode change ``permission_mode`` implies, if the state differs. While Plan
+    turned on here is on, Claude Code's mode is recorded underneath it and Plan stays."""
     if mode is None:
         return []
     requested = MODES.get(mode, "build")
-    command: Command = SetMode(requested)
     if requested == "plan" and tally.execution.plan_enabled:
         return []
+    command: Command = SetMode(requested)
+    if (requested != "plan" and tally.execution.plan_enabled
+            and tally.plan_by not in HOST_PLAN):
+        command = UnderPlan(requested)
     outcome = decide_events(tally.execution, command, via="claude-code")
     if isinstance(outcome, Refusal):
         return []
     state, events = outcome
+    if state.plan_enabled and not tally.execution.plan_enabled:
+        tally.plan_by = "claude-code"
+    elif not state.plan_enabled:
+        tally.plan_by = None
     tally.execution = state
     host_mode = None if mode in MODES else mode
     return [NewEvent(_stamped(e, at, host_mode=host_mode), actor="host") for e in events]
@@ -475,6 +492,7 @@ def _completed(tally: Tally, result: ToolResult, at: str | None) -> list[NewEven
             entered = decide_events(tally.execution, SetMode("plan"), via="enter_plan_tool")
             if not isinstance(entered, Refusal):
                 tally.execution = entered[0]
+                tally.plan_by = "enter_plan_tool"
                 carried += entered[1]
     completed = ToolCallCompleted(
         call_id=call_id, tool=result.tool, status="denied" if refused else "completed",
@@ -615,6 +633,7 @@ def _plan(tally: Tally, call_id: str, result: ToolResult) -> list[Event]:
         left = decide_events(tally.execution, LeavePlan(), via="plan_approval")
         if not isinstance(left, Refusal):
             tally.execution = left[0]
+            tally.plan_by = None
             events += left[1]
     elif outcome == "feedback":
         assert words is not None

@@ -53,11 +53,14 @@ __all__ = [
     "PermissionDecision",
     "PermissionRequest",
     "PermissionService",
+    "HOST_PLAN_FILE",
+    "PLAN_FILE_TOOLS",
     "RULE_IDS",
     "RulePattern",
     "STEPS",
     "call_subjects",
     "decide",
+    "host_plan_file",
     "normalise_path",
     "parse_pattern",
     "primary_argument",
@@ -425,6 +428,9 @@ class PermissionRequest:
     input: Mapping[str, Any]
     state: ExecutionState
     workspace: Path
+    plan_files: Path | None = None
+    """Where the host keeps its own plan files (Claude Code: ``plans`` in its config
+    directory), when it has one: in Plan, the host's plan may be written there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -505,9 +511,10 @@ class PermissionConfig(BaseModel):
 # -- the ordered checks of SPEC PM-3, one small function each; the first that decides wins ---
 #
 # Order (STEPS): ``disallowedTools`` deny → plan transition policy (PM-1, PM-2) →
-# requiresUserInteraction ask (AQ-5) → project ``deny`` rules → project ``ask`` rules → Plan
-# check → project ``allow`` rules → WebFetch pre-approval → ``allowedTools`` → mode default
-# (PM-4). Every decision names its rule (RULE_IDS, ``<i>`` is the index in the list).
+# requiresUserInteraction ask (AQ-5) → project ``deny`` rules → project ``ask`` rules → the
+# host's plan file in Plan → Plan check → project ``allow`` rules → WebFetch pre-approval →
+# ``allowedTools`` → mode default (PM-4). Every decision names its rule (RULE_IDS, ``<i>``
+# is the index in the list).
 #
 # A call is *read-only* when its tool declares read-only and not destructive; for a shell tool
 # the classifier of :mod:`.shell` decides both flags instead of the descriptor. In Plan the
@@ -526,6 +533,7 @@ RULE_IDS: dict[str, str] = {
     "config.disallowedTools": "deny: the tool matches permission.disallowedTools",
     "tool.plan.enter": "allow: EnterPlanMode never needs a prompt (PM-1)",
     "mode.plan.exitOnly": "deny: ExitPlanMode outside Plan (PM-2)",
+    "mode.plan.hostPlanFile": "allow: in Plan, a write of the host's own plan file",
     "tool.requiresUserInteraction": "ask: the tool always needs the user, yolo too (AQ-5)",
     "config.deny[<i>]": "deny: project rule permission.deny[i]",
     "config.ask[<i>]": "ask: project rule permission.ask[i]",
@@ -678,6 +686,35 @@ def plan_check(_: PermissionConfig, call: Call) -> PermissionDecision | None:
     )
 
 
+PLAN_FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
+HOST_PLAN_FILE = "mode.plan.hostPlanFile"
+
+
+def host_plan_file(path: object, plan_files: Path | None) -> bool:
+    """Whether ``path`` names a plan file of the host: a ``.md`` file directly in
+    ``plan_files`` (lexically, ``..`` resolved); with no ``plan_files``, directly in a
+    ``.claude/plans`` folder, Claude Code's default (an audit of an imported transcript)."""
+    if not isinstance(path, str) or not path.endswith(".md") or "\0" in path:
+        return False
+    file = PurePosixPath(os.path.normpath(path))
+    if not file.is_absolute() or file.name.startswith("."):
+        return False
+    if plan_files is None:
+        return file.parent.name == "plans" and file.parent.parent.name == ".claude"
+    return str(file.parent) == os.path.normpath(str(plan_files))
+
+
+def plan_file(_: PermissionConfig, call: Call) -> PermissionDecision | None:
+    request = call.request
+    if (not request.state.plan_enabled or request.plan_files is None
+            or call.tool.name not in PLAN_FILE_TOOLS
+            or not host_plan_file(request.input.get("file_path"), request.plan_files)):
+        return None
+    return _decision("allow", HOST_PLAN_FILE,
+                     f"Plan mode: {call.tool.name} of the host's own plan file is allowed "
+                     f"(it is the plan being written)")
+
+
 def webfetch_preapproved(config: PermissionConfig, call: Call) -> PermissionDecision | None:
     if call.tool.name != "WebFetch" or not config.web_fetch_preapproved:
         return None
@@ -749,6 +786,7 @@ STEPS: tuple[Step, ...] = (
     user_interaction,
     _project_rule("deny", "deny"),
     _project_rule("ask", "ask"),
+    plan_file,
     plan_check,
     _project_rule("allow", "allow", every=True),
     webfetch_preapproved,

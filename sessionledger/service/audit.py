@@ -27,6 +27,7 @@ from eventlog import (
     EventStore,
     InteractionRequested,
     InteractionResolved,
+    PermissionDecided,
     PlanFileWriteFailed,
     RecordedEvent,
     SessionCreated,
@@ -41,7 +42,14 @@ from eventlog import (
 from projections import Projections, SessionFold, compare_session
 from statemachine.execution import ExecutionState
 
-from ..permission.authority import Call, PermissionRequest, primary_argument
+from ..permission.authority import (
+    HOST_PLAN_FILE,
+    PLAN_FILE_TOOLS,
+    Call,
+    PermissionRequest,
+    host_plan_file,
+    primary_argument,
+)
 from ..permission.descriptors import named_tool
 
 __all__ = [
@@ -117,7 +125,9 @@ class FindingsReader:
     """Reads a session's events in seq order, one at a time, and keeps its findings.
 
     ``write_in_plan`` — a tool call that ran (``ToolCallCompleted`` with status
-    ``completed``) whose tool is not read-only and not allowed in Plan, when Plan was on at
+    ``completed``; a call refused is ``denied``) whose tool is not read-only and not allowed
+    in Plan, and is not the host's own plan being written (allowed by
+    ``mode.plan.hostPlanFile``, or a ``.claude/plans/*.md`` file), when Plan was on at
     its ``ToolCallRequested`` *or* when its ``ToolCallCompleted`` was recorded (either is
     enough: the permission check saw the first, the run may have happened under the second).
     Plan is the ``SessionCreated`` execution state, then each ``SessionModeChanged``.
@@ -136,6 +146,7 @@ class FindingsReader:
         self._plan = False
         self._workspace = Path(".")
         self._requested: dict[str, tuple[ToolCallRequested, bool]] = {}
+        self._plan_files: set[str] = set()
         self._questions: dict[str, InteractionRequested] = {}
         self._found: list[Finding] = []
 
@@ -152,6 +163,9 @@ class FindingsReader:
             self._plan = data.plan_enabled
         elif isinstance(data, ToolCallRequested):
             self._requested[data.call_id] = (data, self._plan)
+        elif isinstance(data, PermissionDecided):
+            if data.decision.rule_id == HOST_PLAN_FILE:
+                self._plan_files.add(data.call_id)
         elif isinstance(data, ToolCallCompleted):
             self._completed(event.seq, data)
         elif isinstance(data, TodosWritten):
@@ -178,6 +192,9 @@ class FindingsReader:
         if tool.allowed_in_plan_mode:
             return
         raw: Mapping[str, Any] = requested.input if requested is not None else {}
+        if data.call_id in self._plan_files or (
+                data.tool in PLAN_FILE_TOOLS and host_plan_file(raw.get("file_path"), None)):
+            return  # the host's own plan being written
         call = Call.of(PermissionRequest(
             tool=tool, input=raw, state=ExecutionState(plan_enabled=True),
             workspace=self._workspace,

@@ -116,7 +116,7 @@ class WorkspacePermissions:
 
     def decide(
         self, *, tool: ToolDescriptor, input: Mapping[str, Any], state: ExecutionState,
-        workspace: Path,
+        workspace: Path, plan_files: Path | None = None,
     ) -> PermissionVerdict:
         rules = self._entry(workspace)
         memo = not tool.shell and primary_argument(tool, input) == _NO_ARGUMENT
@@ -124,7 +124,8 @@ class WorkspacePermissions:
             known = rules.decided.get((tool, state))
             if known is not None:
                 return known
-        request = PermissionRequest(tool=tool, input=input, state=state, workspace=workspace)
+        request = PermissionRequest(tool=tool, input=input, state=state, workspace=workspace,
+                                    plan_files=plan_files)
         verdict = rules.service.check(request).to_verdict()
         if memo:
             if len(rules.decided) >= _MEMO_LIMIT:
