@@ -826,6 +826,86 @@ def hook_claude_code(db: str | None, workspace: Path | None, url: str | None, di
     click.echo(json.dumps(output, ensure_ascii=False))
 
 
+# -- setting a host up -------------------------------------------------------------------------
+
+
+@main.group()
+def setup() -> None:
+    """Put this ledger's hooks into an agent host's settings."""
+
+
+@setup.command("claude-code")
+@click.option("--project", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR",
+              help="The project whose .claude/settings.json to change. Default: the current "
+                   "directory.")
+@click.option("--user", is_flag=True,
+              help="Change the user's settings ($CLAUDE_CONFIG_DIR, else ~/.claude) for "
+                   "every project instead.")
+@click.option("--url", "url", metavar="URL", default=None,
+              help=f"The serve the HTTP hooks post to. Default: "
+                   f"http://{DEFAULT_HOST}:{DEFAULT_PORT}.")
+@click.option("--command", "command", is_flag=True,
+              help="Command hooks for every event (no serve needed; slower per tool call).")
+@db_option
+@click.option("--remove", is_flag=True, help="Take this ledger's hooks out instead.")
+def setup_claude_code(project: Path | None, user: bool, url: str | None, command: bool,
+                      db: str | None, remove: bool) -> None:
+    """Write or merge this ledger's hooks into Claude Code's settings.json.
+
+    HTTP hooks to a running serve where Claude Code takes them, the command hook for
+    SessionStart (Claude Code runs no HTTP hook there); with --command, command hooks only.
+    Every other setting and hook in the file is kept; running it again replaces this
+    ledger's hooks rather than adding a second copy; the old file is kept beside it as
+    settings.json.bak. --remove takes exactly this ledger's hooks out. Prints what changed.
+    """
+    from .claude_code.setup import SettingsError, changes, ledger_hooks, merged, removed
+    from .errors import InvalidInput
+
+    if user and project is not None:
+        raise InvalidInput("--user and --project name two different settings files; give one")
+    if command and url is not None:
+        raise InvalidInput("--command writes no HTTP hook: it takes no --url")
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise InvalidInput(f"--url {url!r} is not an http:// or https:// address")
+    if user:
+        config = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
+        path = Path(config) / "settings.json"
+    else:
+        path = (project or Path.cwd()) / ".claude" / "settings.json"
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        before: Any = json.loads(text) if text.strip() else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInput(f"{path} cannot be read as JSON: {exc}; nothing was changed") from exc
+    if not isinstance(before, dict):
+        raise InvalidInput(f"{path} is not a JSON object; nothing was changed")
+    try:
+        if remove:
+            after = removed(before)
+        else:
+            served = None if command else (url or f"http://{DEFAULT_HOST}:{DEFAULT_PORT}")
+            after = merged(before, ledger_hooks(url=served, db=db, command=command))
+    except SettingsError as exc:
+        raise InvalidInput(f"{path}: {exc}; nothing was changed") from exc
+    lines = changes(before, after)
+    if not lines:
+        click.echo(f"{path}: unchanged")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if text:
+        backup = path.with_name(path.name + ".bak")
+        backup.write_text(text, encoding="utf-8")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(after, indent=2, ensure_ascii=False) + "\n",
+                         encoding="utf-8")
+    os.replace(temporary, path)
+    click.echo(f"{path}: " + ("hooks removed" if remove else "hooks written")
+               + (f" (the old file is {path.name}.bak)" if text else ""))
+    for line in lines:
+        click.echo(f"  {line}")
+
+
 # -- importing another host's sessions (SPEC §13) ----------------------------------------------
 
 IMPORT_PROGRESS_THRESHOLD = 2000

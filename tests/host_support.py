@@ -193,8 +193,7 @@ def documented_settings() -> dict[str, str]:
             continue
         kinds = {hook["type"] for entries in value["hooks"].values() for entry in entries
                  for hook in entry["hooks"]}
-        (kind,) = kinds
-        found[kind].append(body)
+        found["http" if "http" in kinds else "command"].append(body)
     for kind, bodies in found.items():
         if len(bodies) != 1:
             raise RuntimeError(f"docs/claude-code.md has {len(bodies)} {kind} settings snippets")

@@ -10,7 +10,9 @@ the HTTP hooks of the page on a real ``serve``. Slow-marked: ``make verify`` run
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +35,8 @@ from server_support import ServerProcess, running_server
 from sessionledger.permission.descriptors import HOST_TOOLS, SERVICE_TOOLS
 
 pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
 
 RUN_TIMEOUT_S = 180
 
@@ -60,19 +64,37 @@ def project_in(server: ServerProcess) -> Path:
 
 
 def run_claude(claude: ClaudeCode, server: ServerProcess, project: Path,
-               script: list[list[Any]], *args: str) -> tuple[ScriptedModel, list[Any]]:
+               script: list[list[Any]], *args: str, prompt: str = "Keep a task list.",
+               ) -> tuple[ScriptedModel, list[Any]]:
     """One headless session in ``project`` with the page's HTTP hooks on ``server``: the model
-    server (its requests) and the stream-json lines Claude Code printed."""
+    server (its requests) and the stream-json lines Claude Code printed. ``sessionledger`` (the
+    SessionStart command hook) is this environment's."""
     (project / ".claude").mkdir(parents=True, exist_ok=True)
     (project / ".claude" / "settings.json").write_text(
         settings_file("http", server.base_url, server.db_url), encoding="utf-8")
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     with ScriptedModel(script) as model:
-        env = host_environment(project / ".home", model.url)
-        done = subprocess.run(claude_headless(claude, "Keep a task list.", *args), cwd=project,
+        env = host_environment(project / ".home", model.url, path=path,
+                               extra={"PYTHONPATH": str(ROOT)})
+        done = subprocess.run(claude_headless(claude, prompt, *args), cwd=project,
                               env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
                               check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return model, [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+def claude_session_of(lines: list[Any]) -> str:
+    session: str = next(line["session_id"] for line in lines if line.get("type") == "result")
+    return session
+
+
+def ledger_events(server: ServerProcess, claude_session: str) -> tuple[str, list[Any]]:
+    with httpx.Client(base_url=server.base_url, timeout=30) as http:
+        (ledger_session,) = [s["sessionId"] for s in http.get("/v1/sessions").json()["sessions"]
+                             if s.get("externalSessionId") == claude_session]
+        events = http.get(f"/v1/sessions/{ledger_session}/events",
+                          params={"limit": 1000}).json()["events"]
+    return ledger_session, events
 
 
 def test_every_tool_the_pinned_version_offers_is_classified(
@@ -115,3 +137,56 @@ def test_the_task_tools_run_in_plan(
     decided = [(requested[e["data"]["callId"]], e["data"]["decision"]["behavior"])
                for e in events if e["type"] == "PermissionDecided"]
     assert decided == [("TaskCreate", "allow"), ("TaskList", "allow"), ("TaskUpdate", "allow")]
+
+
+def test_plan_set_from_the_ledger_holds_under_bypass_permissions_over_a_resume(
+        claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 2
+    project = project_in(served)
+    _model, lines = run_claude(claude, served, project, [], prompt="Start.")
+    claude_session = claude_session_of(lines)
+    ledger_session, _events = ledger_events(served, claude_session)
+    with httpx.Client(base_url=served.base_url, timeout=30) as http:
+        assert http.post(f"/v1/sessions/{ledger_session}/mode",
+                         json={"mode": "plan"}).status_code == 200
+    script: list[list[Any]] = [
+        [ToolUse("Write", {"file_path": str(project / "a.txt"), "content": "x"})],
+        [ToolUse("Bash", {"command": f"echo x > {project / 'b.txt'}"})],
+    ]
+    model, _lines = run_claude(claude, served, project, script, "--resume", claude_session,
+                               "--permission-mode", "bypassPermissions", prompt="Write them.")
+    results = list(model.tool_results().values())
+    assert len(results) == 2 and all(r.get("is_error") for r in results), results
+    assert all("Plan mode is active" in str(r["content"]) for r in results), results
+    assert not (project / "a.txt").exists() and not (project / "b.txt").exists()
+    _ledger, events = ledger_events(served, claude_session)
+    with httpx.Client(base_url=served.base_url, timeout=30) as http:
+        state = http.get(f"/v1/sessions/{ledger_session}").json()["executionState"]
+    assert (state["mode"], state["planEnabled"]) == ("yolo", True)
+    refused = [e["data"]["status"] for e in events if e["type"] == "ToolCallCompleted"]
+    assert refused == ["denied", "denied"]  # closed as refused, never run
+
+
+def test_a_deleted_unfinished_task_is_pointed_out_on_the_next_prompt(
+        claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 3
+    project = project_in(served)
+    script: list[list[Any]] = [
+        [ToolUse("TaskCreate", {"subject": "Read the config", "description": "Read it",
+                                "activeForm": "Reading the config"})],
+        [ToolUse("TaskCreate", {"subject": "Tidy the imports", "description": "Tidy",
+                                "activeForm": "Tidying"})],
+        [ToolUse("TaskUpdate", {"taskId": "1", "status": "completed"})],
+        [ToolUse("TaskUpdate", {"taskId": "2", "status": "deleted"})],
+    ]
+    _model, lines = run_claude(claude, served, project, script)
+    claude_session = claude_session_of(lines)
+    ledger_session, events = ledger_events(served, claude_session)
+    lists = [e["data"]["todos"] for e in events if e["type"] == "TodosWritten"]
+    assert [(t["id"], t["content"], t["status"]) for t in lists[-1]] == [
+        ("1", "Read the config", "completed")]
+    with httpx.Client(base_url=served.base_url, timeout=30) as http:
+        todos = http.get(f"/v1/sessions/{ledger_session}").json()["todos"]
+    assert [(t["content"], t["status"]) for t in todos] == [("Read the config", "completed")]
+    model, _lines = run_claude(claude, served, project, [], "--resume", claude_session,
+                               prompt="Go on.")
+    first = json.dumps(model.main_requests()[0].body)
+    assert "dropped unfinished todos" in first and "Tidy the imports" in first

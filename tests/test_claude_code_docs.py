@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 import pytest
-from server_support import ServerProcess
+from server_support import ServerProcess, sessionledger_command
 
 from sessionledger import SessionService
 from sessionledger.claude_code.observations import ledger_session_id
@@ -38,8 +38,8 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 DOC_DB, DOC_BASE, DOC_HOME = "sqlite:///path/to/ledger.db", "http://127.0.0.1:8765", "/home/me"
 DOC_CWD = f"{DOC_HOME}/src/app"
 HOOK_URL = f"{DOC_BASE}/v1/hooks/claude-code"
-HOOKED = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
-          "PreCompact", "Stop")
+HOOKED = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse",
+          "PostToolUseFailure", "PreCompact", "Stop")
 NO_MATCHER = {"UserPromptSubmit", "Stop"}
 RUN_TIMEOUT_S = 60.0
 
@@ -59,8 +59,7 @@ def snippets() -> dict[str, list[str]]:
             if "hooks" in value:
                 kinds = {hook["type"] for entries in value["hooks"].values()
                          for entry in entries for hook in entry["hooks"]}
-                assert len(kinds) == 1, f"a settings snippet mixes hook types: {kinds}"
-                found[kinds.pop()].append(body)
+                found["http" if "http" in kinds else "command"].append(body)
             elif "hook_event_name" in value:
                 found["event"].append(body)
             elif "hookSpecificOutput" in value:
@@ -110,12 +109,27 @@ def test_both_settings_hook_the_same_events_with_matchers_where_they_apply() -> 
             (entry,) = entries
             assert entry.get("matcher") == (None if event in NO_MATCHER else "*"), (kind, event)
             (hook,) = entry["hooks"]
-            assert hook["type"] == kind
-    http_hooks = {h["url"] for h in handlers(json.loads(the_only("http")))}
+            # Claude Code 2.1 runs no HTTP hook for SessionStart: a command there
+            assert hook["type"] == ("command" if event == "SessionStart" else kind)
+    http_hooks = {h["url"] for h in handlers(json.loads(the_only("http"))) if "url" in h}
     assert http_hooks == {HOOK_URL}
     commands = {h["command"] for h in handlers(json.loads(the_only("command")))}
     assert commands == {f'sessionledger hook claude-code --db {DOC_DB} '
                         '--workspace "$CLAUDE_PROJECT_DIR"'}
+
+
+@pytest.mark.parametrize(("kind", "args"), [
+    ("http", ["--url", DOC_BASE, "--db", DOC_DB]),
+    ("command", ["--command", "--db", DOC_DB]),
+])
+def test_the_snippets_are_what_setup_writes(
+        tmp_path: Path, kind: str, args: list[str]) -> None:  # issue 39
+    done = subprocess.run([*sessionledger_command(), "setup", "claude-code", "--project",
+                           str(tmp_path), *args], env=command_env(tmp_path),
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+    assert done.returncode == 0, done.stderr
+    written = json.loads((tmp_path / ".claude" / "settings.json").read_text(encoding="utf-8"))
+    assert written == json.loads(the_only(kind))
 
 
 def handlers(settings: dict[str, Any]) -> list[dict[str, Any]]:
@@ -258,7 +272,16 @@ def test_the_http_hooks_run_as_written(server: ServerProcess, tmp_path: Path) ->
     with httpx.Client(timeout=RUN_TIMEOUT_S) as client:
 
         def run(event: dict[str, Any], body: str) -> dict[str, Any]:
-            url = hook_of(settings, event)["url"]
+            hook = hook_of(settings, event)
+            if hook["type"] == "command":  # SessionStart: forwarded to the server
+                done = subprocess.run(
+                    hook["command"].replace(DOC_DB, server.db_url), shell=True,
+                    input=body or json.dumps(event), env=command_env(project), cwd=project,
+                    capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+                assert done.returncode == 0, done.stderr
+                answer: dict[str, Any] = json.loads(done.stdout)
+                return answer
+            url = hook["url"]
             content = body if body else json.dumps(event)
             response = client.post(url, content=content,
                                    headers={"content-type": "application/json"})

@@ -403,6 +403,36 @@ def test_claude_codes_own_plan_file_is_written_in_plan(
     assert audit["findings"] == []
 
 
+@pytest.mark.parametrize("way", WAY_PARAMS)
+def test_permission_request_is_answered_by_the_same_authority(
+        hooks: Hooks, project: Path, way: Way) -> None:  # CC-4, issue 39
+    # Claude Code raises PermissionRequest before showing its own prompt; another hook's
+    # "allow" there would let a write through Plan, so the ledger denies it there too.
+    session = new_session()
+
+    def permission(tool: str, tool_input: dict[str, Any], use: str, mode: str) -> Any:
+        return hooks.send(way, hook_event(
+            "PermissionRequest", session, project, mode=mode, tool_name=tool,
+            tool_input=tool_input, tool_use_id=use, permission_suggestions=[]))
+
+    write = {"file_path": str(project / "a.py"), "content": "x"}
+    denied = permission("Write", write, "toolu_w", "plan")["hookSpecificOutput"]
+    assert denied["hookEventName"] == "PermissionRequest"
+    assert denied["decision"]["behavior"] == "deny"
+    assert denied["decision"]["message"].startswith("sessionledger: Plan mode is active")
+    assert permission("Write", write, "toolu_w", "plan") == {"hookSpecificOutput": denied}
+    hooks.send(way, hook_event("Stop", session, project, mode="default"))
+    assert permission("Bash", {"command": "rm -rf build"}, "toolu_rm", "default") == {}
+    allowed = permission("Bash", {"command": "ls"}, "toolu_ls", "default")
+    assert allowed["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+    events = hooks.events(session)
+    assert [(d["callId"], d["decision"]["behavior"])
+            for d in of_type(events, "PermissionDecided")] == [
+        ("toolu_w", "deny"), ("toolu_ls", "allow")]
+    assert [(d["callId"], d["status"]) for d in of_type(events, "ToolCallCompleted")] == [
+        ("toolu_w", "denied")]
+
+
 TASK_TOOLS = {  # Claude Code 2.1's task list, with inputs as its tools declare them
     "TaskCreate": {"subject": "Add the parser", "description": "Parse the config",
                    "activeForm": "Adding the parser"},

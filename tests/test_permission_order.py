@@ -29,6 +29,7 @@ from sessionledger.permission import (
     PermissionService,
     parse_pattern,
 )
+from sessionledger.permission.descriptors import named_tool
 from sessionledger.tools import HOST_TOOLS, SERVICE_TOOLS, ToolDescriptor, mcp_tool
 from statemachine.execution import ExecutionState
 
@@ -173,6 +174,15 @@ def test_tr3_every_rule_id_the_table_produces_is_documented(tmp_path: Path) -> N
         decision = check(case, mode=mode, plan=plan, config=config, workspace=tmp_path)
         seen.add(re.sub(r"\[\d+\]", "[<i>]", decision.rule_id))
         assert decision.reason
+    # The host's own plan file: only a request that names the host's plans folder reaches it.
+    plans = tmp_path / "claude" / "plans"
+    for plan, expected in ((True, "mode.plan.hostPlanFile"), (False, "mode.build.askWrites")):
+        request = PermissionRequest(
+            tool=named_tool("Write"), input={"file_path": str(plans / "p.md"), "content": "x"},
+            state=ExecutionState(plan_enabled=plan), workspace=tmp_path, plan_files=plans)
+        decision = PermissionService(PermissionConfig()).check(request)
+        assert decision.rule_id == expected, decision
+        seen.add(decision.rule_id)
     assert seen == set(RULE_IDS)
 
 

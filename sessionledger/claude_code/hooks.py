@@ -9,6 +9,9 @@ the :class:`~.recorder.Recorder` at most once, and answered:
   session's workspace rules; Plan denies every write, under ``bypassPermissions`` too) and the
   decision is recorded and returned as ``permissionDecision``; ``AskUserQuestion`` and
   ``ExitPlanMode`` get none, since Claude Code asks its user itself (CC-4).
+- ``PermissionRequest`` (Claude Code is about to ask its user): the same authority answers
+  for the user where it decides — ``deny`` (Plan's writes) or ``allow`` — and records it; an
+  ``ask`` is no decision, and Claude Code's prompt asks.
 - ``UserPromptSubmit``: the prompt is recorded; the answer warns of unfinished todos the last
   ``TodoWrite`` dropped, once per drop (CC-6).
 - ``SessionStart`` after a compaction or on resume: the approved plan and the todo list, so
@@ -49,6 +52,7 @@ from .observations import (
     Noted,
     Observation,
     Origin,
+    PermissionAsked,
     Prompt,
     Seen,
     SessionBegan,
@@ -65,8 +69,8 @@ __all__ = [
 ]
 
 HOOK_EVENTS = (
-    "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
-    "PreCompact", "Stop", "SubagentStop", "Notification", "SessionEnd",
+    "SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse",
+    "PostToolUseFailure", "PreCompact", "Stop", "SubagentStop", "Notification", "SessionEnd",
 )
 """The events :func:`answer_hook` reads for what they hold; any other is :class:`Noted`."""
 
@@ -149,7 +153,8 @@ def _object(raw: Mapping[str, Any], key: str) -> dict[str, Any]:
 
 def _observation(name: str, raw: Mapping[str, Any]) -> Observation:
     tool = _text(raw, "tool_name")
-    if name in ("PreToolUse", "PostToolUse", "PostToolUseFailure") and tool is None:
+    if name in ("PreToolUse", "PermissionRequest", "PostToolUse",
+                "PostToolUseFailure") and tool is None:
         raise MalformedHook(f"a {name} event names no tool_name")
     tool_input = _object(raw, "tool_input")
     use_id = _text(raw, "tool_use_id")
@@ -164,6 +169,10 @@ def _observation(name: str, raw: Mapping[str, Any]) -> Observation:
             assert tool is not None
             return ToolUse(tool=tool, input=tool_input, tool_use_id=use_id,
                            fallback_key=fallback)
+        case "PermissionRequest":
+            assert tool is not None
+            return PermissionAsked(tool=tool, input=tool_input, tool_use_id=use_id,
+                                   fallback_key=fallback)
         case "PostToolUse":
             assert tool is not None
             response = raw.get("tool_response")
@@ -217,6 +226,13 @@ def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen) -> Hoo
         if verdict is None:  # AskUserQuestion, ExitPlanMode: Claude Code asks its user
             return HookAnswer(NO_OPINION, session_id=session_id)
         return HookAnswer(_pre_tool_use(verdict), session_id=session_id)
+    if isinstance(observation, PermissionAsked):
+        recorded = recorder.record(session_id, seen, decide=_decider(recorder, seen.origin))
+        verdict = next((e.data.decision for e in recorded.events
+                        if isinstance(e.data, PermissionDecided)), None)
+        if verdict is None:  # ask: Claude Code's own prompt asks its user
+            return HookAnswer(NO_OPINION, session_id=session_id)
+        return HookAnswer(_permission_request(verdict), session_id=session_id)
     recorded = recorder.record(session_id, seen)
     context: str | None = None
     if isinstance(observation, Prompt):
@@ -249,6 +265,13 @@ def _pre_tool_use(verdict: PermissionVerdict) -> dict[str, Any]:
         "permissionDecision": verdict.behavior,
         "permissionDecisionReason": refusal_text(verdict.reason, verdict.rule_id),
     }}
+
+
+def _permission_request(verdict: PermissionVerdict) -> dict[str, Any]:
+    decided: dict[str, Any] = {"behavior": verdict.behavior}
+    if verdict.behavior == "deny":
+        decided["message"] = refusal_text(verdict.reason, verdict.rule_id)
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decided}}
 
 
 def _dropped_warning(recorder: Recorder, session_id: str, *, again: bool) -> str | None:

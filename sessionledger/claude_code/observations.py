@@ -28,6 +28,7 @@ __all__ = [
     "Noted",
     "Observation",
     "Origin",
+    "PermissionAsked",
     "Prompt",
     "Seen",
     "SessionBegan",
@@ -116,6 +117,17 @@ class ToolUse:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PermissionAsked:
+    """Claude Code is about to ask its user to permit a call (PermissionRequest, hooks only):
+    a hook may answer for the user."""
+
+    tool: str
+    input: dict[str, Any]
+    tool_use_id: str | None = None
+    fallback_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult:
     """A tool call's outcome (PostToolUse / PostToolUseFailure; a user ``tool_result``)."""
 
@@ -156,7 +168,8 @@ class Noted:
 
 
 Observation: TypeAlias = (
-    Prompt | AssistantText | ToolUse | ToolResult | Compacted | SessionBegan | Noted
+    Prompt | AssistantText | ToolUse | PermissionAsked | ToolResult | Compacted | SessionBegan
+    | Noted
 )
 
 
@@ -178,6 +191,10 @@ def observation_key(observation: Observation, calls_before: int) -> str | None:
         case ToolUse(tool_use_id=str(use)) | ToolResult(tool_use_id=str(use)):
             part = "use" if isinstance(observation, ToolUse) else "result"
             return f"cc:{part}:{use}"
+        case PermissionAsked(tool_use_id=str(use)):
+            return f"cc:permission:{use}"
+        case PermissionAsked(fallback_key=str(fallback)):
+            return f"cc:permission:~{fallback}"
         case ToolUse(fallback_key=str(fallback)):
             return f"cc:use:~{fallback}"
         case ToolResult(fallback_key=str(fallback)):

@@ -70,6 +70,7 @@ from .observations import (
     Compacted,
     Noted,
     Origin,
+    PermissionAsked,
     Prompt,
     Seen,
     SessionBegan,
@@ -119,7 +120,7 @@ def refusal_text(reason: str, rule_id: str) -> str:
     return f"{REFUSED_HERE}{reason} ({rule_id})"
 
 
-def call_id_of(observation: ToolUse | ToolResult) -> str:
+def call_id_of(observation: ToolUse | PermissionAsked | ToolResult) -> str:
     """The ledger call id of a Claude Code tool call: its ``tool_use_id`` (or the hook's
     digest where it has none)."""
     if observation.tool_use_id:
@@ -369,6 +370,10 @@ def batch_for(
                 events.append(NewEvent(PermissionDecided(
                     call_id=call_id, tool=observation.tool, decision=verdict, occurred_at=at,
                 ), actor="system", causation_id=call_id))
+        case PermissionAsked():
+            events += _requested(tally, observation, at)
+            if decide is not None and observation.tool not in _ASKS_ITSELF:
+                events += _permission_asked(tally, observation, decide, at)
         case ToolResult() if call_id_of(observation) not in tally.done_calls:
             events += _requested(tally, observation, at)
             events += _completed(tally, observation, at)
@@ -377,6 +382,28 @@ def batch_for(
         case SessionBegan() | Noted():
             pass
     return events, key if events else None
+
+
+def _permission_asked(
+    tally: Tally, asked: PermissionAsked, decide: Decider, at: str | None
+) -> list[NewEvent]:
+    """PermissionRequest: the same authority as PreToolUse decides. A ``deny`` or ``allow``
+    is recorded (and answered for the user); an ``ask`` leaves the question to Claude Code's
+    own prompt, with nothing new to record."""
+    call_id = call_id_of(asked)
+    verdict = decide(tally, ToolUse(tool=asked.tool, input=asked.input,
+                                    tool_use_id=asked.tool_use_id,
+                                    fallback_key=asked.fallback_key))
+    if verdict.behavior == "ask":
+        return []
+    if verdict.behavior == "deny":
+        tally.refused[call_id] = (asked.tool, "deny", refusal_text(verdict.reason,
+                                                                    verdict.rule_id))
+    else:
+        tally.refused.pop(call_id, None)
+    return [NewEvent(PermissionDecided(
+        call_id=call_id, tool=asked.tool, decision=verdict, occurred_at=at,
+    ), actor="system", causation_id=call_id)]
 
 
 _ASKS_ITSELF = frozenset({"AskUserQuestion", "ExitPlanMode"})
@@ -426,7 +453,8 @@ def _closed_refusals(tally: Tally, observation: Any, at: str | None) -> list[New
         return []
     ended = isinstance(observation, Prompt | Compacted | SessionBegan) or (
         isinstance(observation, Noted) and observation.event in _TURN_ENDS)
-    own = call_id_of(observation) if isinstance(observation, ToolUse | ToolResult) else None
+    own = call_id_of(observation) if isinstance(
+        observation, ToolUse | PermissionAsked | ToolResult) else None
     closed: list[NewEvent] = []
     for call_id, (tool, behavior, shown) in list(tally.refused.items()):
         if call_id == own or not (behavior == "deny" or ended):
@@ -449,7 +477,9 @@ def _stamped(event: Event, at: str | None, *, host_mode: str | None = None) -> E
     return event.model_copy(update=update) if update else event
 
 
-def _requested(tally: Tally, call: ToolUse | ToolResult, at: str | None) -> list[NewEvent]:
+def _requested(
+    tally: Tally, call: ToolUse | PermissionAsked | ToolResult, at: str | None
+) -> list[NewEvent]:
     """``ToolCallRequested`` unless the session holds the call already."""
     call_id = call_id_of(call)
     if call_id in tally.known_calls:

@@ -1,0 +1,169 @@
+"""``sessionledger setup claude-code``: this ledger's hooks in a Claude Code settings file.
+
+:func:`ledger_hooks` is the ``hooks`` table docs/claude-code.md shows (its snippets are checked
+against it): HTTP hooks to a running ``serve`` for every event Claude Code posts, and the
+command hook for ``SessionStart``, which Claude Code runs only as a command ("HTTP hooks are not
+supported for SessionStart") — or, with ``command``, the command hook for every event.
+
+:func:`merged` puts them into a settings document and :func:`removed` takes exactly them out:
+a hook is this ledger's when it posts to :data:`~.wire.HOOK_PATH` or runs
+``sessionledger hook claude-code``; everything else in the file — other hooks, other events,
+other settings — is kept as it was. Merging twice gives the same document (the old copies of
+this ledger's hooks are replaced, not repeated).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from .wire import HOOK_PATH
+
+__all__ = [
+    "HOOK_TIMEOUT_S",
+    "LEDGER_EVENTS",
+    "SettingsError",
+    "changes",
+    "is_ledger_hook",
+    "ledger_hooks",
+    "merged",
+    "removed",
+]
+
+LEDGER_EVENTS: tuple[str, ...] = (
+    "SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse",
+    "PostToolUseFailure", "PreCompact", "Stop",
+)
+"""The events this ledger hooks, in the order the settings list them."""
+
+COMMAND_ONLY = frozenset({"SessionStart"})
+"""Events Claude Code hooks only with a command (2.1: "HTTP hooks are not supported for
+SessionStart")."""
+
+MATCHED = frozenset({"SessionStart", "PreToolUse", "PermissionRequest", "PostToolUse",
+                     "PostToolUseFailure", "PreCompact"})
+"""Events that take a ``matcher`` (a tool, a source, a trigger): ``*`` matches all."""
+
+HOOK_TIMEOUT_S = 10
+"""Seconds Claude Code waits for each hook."""
+
+COMMAND = "sessionledger hook claude-code"
+
+
+class SettingsError(ValueError):
+    """A settings file this command cannot change without losing something: not a JSON
+    object, or a ``hooks`` table not shaped as Claude Code reads it."""
+
+
+def _command(url: str | None, db: str | None) -> str:
+    parts = [COMMAND]
+    if url is not None:
+        parts += ["--url", shlex.quote(url)]
+    if db is not None:
+        parts += ["--db", shlex.quote(db)]
+    parts += ["--workspace", '"$CLAUDE_PROJECT_DIR"']
+    return " ".join(parts)
+
+
+def ledger_hooks(*, url: str | None, db: str | None = None,
+                 command: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """The ``hooks`` table: HTTP hooks to ``url`` (a ``serve``'s ``http://HOST:PORT``) where
+    Claude Code takes them and the command hook elsewhere; every hook a command with
+    ``command`` (or without ``url``). The command names ``url`` (forwarding to the server)
+    and ``db`` (where it records when no server answers) when given."""
+    table: dict[str, list[dict[str, Any]]] = {}
+    for event in LEDGER_EVENTS:
+        hook: dict[str, Any]
+        if command or url is None or event in COMMAND_ONLY:
+            hook = {"type": "command", "command": _command(url, db)}
+        else:
+            hook = {"type": "http", "url": url.rstrip("/") + HOOK_PATH}
+        hook["timeout"] = HOOK_TIMEOUT_S
+        entry: dict[str, Any] = {"matcher": "*"} if event in MATCHED else {}
+        entry["hooks"] = [hook]
+        table[event] = [entry]
+    return table
+
+
+def is_ledger_hook(hook: Any) -> bool:
+    """Whether one hook of a settings file is this ledger's."""
+    if not isinstance(hook, Mapping):
+        return False
+    if hook.get("type") == "http":
+        url = hook.get("url")
+        return isinstance(url, str) and url.split("?", 1)[0].endswith(HOOK_PATH)
+    if hook.get("type") == "command":
+        text = hook.get("command")
+        if not isinstance(text, str):
+            return False
+        words = text.split()
+        return len(words) >= 3 and words[0].endswith("sessionledger") and words[1:3] == [
+            "hook", "claude-code"]
+    return False
+
+
+def _table(settings: Mapping[str, Any]) -> dict[str, Any]:
+    hooks = settings.get("hooks", {})
+    if not isinstance(hooks, Mapping):
+        raise SettingsError('"hooks" is not a JSON object')
+    for event, entries in hooks.items():
+        if not isinstance(entries, list) or not all(
+                isinstance(e, Mapping) and isinstance(e.get("hooks", []), list)
+                for e in entries):
+            raise SettingsError(f'"hooks.{event}" is not a list of {{"matcher", "hooks"}} '
+                                "objects")
+    return dict(hooks)
+
+
+def removed(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` without this ledger's hooks: an entry left with no hook goes, an event
+    left with no entry goes, and ``hooks`` goes when nothing is left in it."""
+    document = copy.deepcopy(dict(settings))
+    table = _table(document)
+    kept: dict[str, Any] = {}
+    for event, entries in table.items():
+        left = []
+        for entry in entries:
+            hooks = entry.get("hooks", [])
+            others = [h for h in hooks if not is_ledger_hook(h)]
+            if len(others) == len(hooks):
+                left.append(entry)
+            elif others:
+                left.append({**entry, "hooks": others})
+        if left:
+            kept[event] = left
+    if kept:
+        document["hooks"] = kept
+    else:
+        document.pop("hooks", None)
+    return document
+
+
+def merged(settings: Mapping[str, Any], hooks: Mapping[str, list[dict[str, Any]]]
+           ) -> dict[str, Any]:
+    """``settings`` with this ledger's hooks replaced by ``hooks`` (added after the user's own
+    entries of each event); everything else kept."""
+    document = removed(settings)
+    table = dict(document.get("hooks", {}))
+    for event, entries in hooks.items():
+        table[event] = [*table.get(event, []), *copy.deepcopy(entries)]
+    document["hooks"] = table
+    return document
+
+
+def changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """What changed between two settings documents, one line per hook event."""
+    lines = []
+    old = before.get("hooks", {}) if isinstance(before.get("hooks"), Mapping) else {}
+    new = after.get("hooks", {}) if isinstance(after.get("hooks"), Mapping) else {}
+    for event in [*old, *(e for e in new if e not in old)]:
+        if event not in new:
+            lines.append(f"- {event}: removed")
+        elif event not in old:
+            lines.append(f"+ {event}: added")
+        elif json.dumps(old[event], sort_keys=True) != json.dumps(new[event], sort_keys=True):
+            lines.append(f"~ {event}: changed")
+    return lines
