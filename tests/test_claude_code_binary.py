@@ -190,3 +190,20 @@ def test_a_deleted_unfinished_task_is_pointed_out_on_the_next_prompt(
                                prompt="Go on.")
     first = json.dumps(model.main_requests()[0].body)
     assert "dropped unfinished todos" in first and "Tidy the imports" in first
+
+
+def test_the_todo_list_comes_back_on_resume_through_the_sessionstart_command_hook(
+        claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 4
+    # Claude Code runs no HTTP hook for SessionStart: the settings `setup claude-code` writes
+    # make it a command hook forwarding to the server, whose answer is the list.
+    project = project_in(served)
+    script: list[list[Any]] = [
+        [ToolUse("TaskCreate", {"subject": "Port the parser", "description": "Port it",
+                                "activeForm": "Porting the parser"})],
+    ]
+    _model, lines = run_claude(claude, served, project, script)
+    claude_session = claude_session_of(lines)
+    model, _lines = run_claude(claude, served, project, [], "--resume", claude_session,
+                               prompt="Go on.")
+    first = json.dumps(model.main_requests()[0].body)
+    assert "The todo list of this session" in first and "Port the parser" in first
