@@ -31,7 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import node_support
-from node_support import locked, node_missing, node_version, npm_environment, which
+from node_support import (
+    InstallError,
+    locked,
+    node_missing,
+    node_version,
+    npm_ci,
+)
 
 __all__ = [
     "HOST_PROJECT", "INSTALL_DIR", "ClaudeCode", "InstallError", "claude_headless",
@@ -80,10 +86,6 @@ def _digest() -> str:
     return digest.hexdigest()
 
 
-class InstallError(Exception):
-    """``npm ci`` did not install the lock file, or the binary it installed does not run."""
-
-
 @dataclass(frozen=True)
 class ClaudeCode:
     """The installed Claude Code."""
@@ -103,18 +105,6 @@ class ClaudeCode:
         """The installed version of the package."""
         manifest = self.root / "node_modules" / CLAUDE_PACKAGE / "package.json"
         return str(json.loads(manifest.read_text(encoding="utf-8"))["version"])
-
-
-def _npm_ci(root: Path) -> None:
-    for name in PROJECT_FILES:
-        shutil.copyfile(HOST_PROJECT / name, root / name)
-    (root / STAMP).unlink(missing_ok=True)
-    done = subprocess.run(
-        [which("npm"), "ci", "--no-audit", "--no-fund"], cwd=root, env=npm_environment(),
-        capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False,
-    )
-    if done.returncode != 0:
-        raise InstallError(f"npm ci failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
 
 
 def _check_runs(host: ClaudeCode, home: Path) -> None:
@@ -138,7 +128,7 @@ def install(root: Path = INSTALL_DIR) -> ClaudeCode:
         host = ClaudeCode(root, installed_now=current != wanted
                           or not (root / "node_modules").is_dir())
         if host.installed_now:
-            _npm_ci(root)
+            npm_ci(root, HOST_PROJECT, timeout_s=INSTALL_TIMEOUT_S)
             home = root / ".check-home"
             try:
                 _check_runs(host, home)

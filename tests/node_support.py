@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 __all__ = [
-    "INSTALL_DIR", "NODE_PROJECT", "InstallError", "NodeClients", "install", "locked",
+    "INSTALL_DIR", "NODE_PROJECT", "InstallError", "NodeClients", "install", "locked", "npm_ci",
     "node_missing", "node_version", "npm_environment", "RunningHost", "run_json_lines",
     "running_host", "skip_or_fail", "unavailable", "which",
 ]
@@ -141,20 +141,23 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _npm_ci(root: Path) -> None:
+def npm_ci(root: Path, project: Path = NODE_PROJECT, *,
+           timeout_s: float = INSTALL_TIMEOUT_S) -> None:
+    """``npm ci`` of ``project``'s lock file into ``root`` (its stamp removed first, so a
+    failed install is never taken for a finished one)."""
     for name in PROJECT_FILES:
-        shutil.copyfile(NODE_PROJECT / name, root / name)
+        shutil.copyfile(project / name, root / name)
     (root / STAMP).unlink(missing_ok=True)
     done = subprocess.run(
         [which("npm"), "ci", "--no-audit", "--no-fund"], cwd=root, env=npm_environment(),
-        capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False,
+        capture_output=True, text=True, timeout=timeout_s, check=False,
     )
     if done.returncode != 0:
         raise InstallError(f"npm ci failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
 
 
 class InstallError(Exception):
-    """``npm ci`` did not install the lock file."""
+    """``npm ci`` did not install the lock file (or what it installed does not run)."""
 
 
 def install(root: Path = INSTALL_DIR) -> NodeClients:
@@ -168,7 +171,7 @@ def install(root: Path = INSTALL_DIR) -> NodeClients:
         current = stamp.read_text(encoding="utf-8").strip() if stamp.exists() else None
         installed_now = current != wanted or not (root / "node_modules").is_dir()
         if installed_now:
-            _npm_ci(root)
+            npm_ci(root)
             stamp.write_text(wanted + "\n", encoding="utf-8")
         shutil.copyfile(NODE_PROJECT / HOST_SCRIPT, root / HOST_SCRIPT)
     return NodeClients(root, installed_now)

@@ -55,6 +55,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         yield server
 
 
+def created(subject: str) -> ToolUse:
+    """The model creating a task in Claude Code's task list."""
+    return ToolUse("TaskCreate", {"subject": subject, "description": subject,
+                                  "activeForm": f"Working on: {subject}"})
+
+
 def project_in(server: ServerProcess) -> Path:
     """A new project inside the server's workspace root (a ``cwd`` outside it is not
     recorded)."""
@@ -115,8 +121,7 @@ def test_the_task_tools_run_in_plan(
     # Claude Code 2.1 keeps its todo list with TaskCreate/TaskUpdate; in Plan the ledger
     # allows them, and Claude Code runs them.
     script: list[list[Any]] = [
-        [ToolUse("TaskCreate", {"subject": "Read the config", "description": "Read it",
-                                "activeForm": "Reading the config"})],
+        [created("Read the config")],
         [ToolUse("TaskList", {})],
         [ToolUse("TaskUpdate", {"taskId": "1", "status": "in_progress"})],
     ]
@@ -170,10 +175,8 @@ def test_a_deleted_unfinished_task_is_pointed_out_on_the_next_prompt(
         claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 3
     project = project_in(served)
     script: list[list[Any]] = [
-        [ToolUse("TaskCreate", {"subject": "Read the config", "description": "Read it",
-                                "activeForm": "Reading the config"})],
-        [ToolUse("TaskCreate", {"subject": "Tidy the imports", "description": "Tidy",
-                                "activeForm": "Tidying"})],
+        [created("Read the config")],
+        [created("Tidy the imports")],
         [ToolUse("TaskUpdate", {"taskId": "1", "status": "completed"})],
         [ToolUse("TaskUpdate", {"taskId": "2", "status": "deleted"})],
     ]
@@ -198,8 +201,7 @@ def test_the_todo_list_comes_back_on_resume_through_the_sessionstart_command_hoo
     # make it a command hook forwarding to the server, whose answer is the list.
     project = project_in(served)
     script: list[list[Any]] = [
-        [ToolUse("TaskCreate", {"subject": "Port the parser", "description": "Port it",
-                                "activeForm": "Porting the parser"})],
+        [created("Port the parser")],
     ]
     _model, lines = run_claude(claude, served, project, script)
     claude_session = claude_session_of(lines)

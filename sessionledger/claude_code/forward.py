@@ -26,7 +26,7 @@ import sys
 import time
 from urllib.parse import unquote, urlsplit
 
-from ..environment import DB_ENV, TOKEN_ENV
+from ..environment import DB_ENV, TOKEN_ENV, read_options
 from .wire import HOOK_PATH, PROBLEM_HEADER, discovery_path
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (a few ms here)
@@ -76,34 +76,23 @@ def parse_hook_args(args: list[str]) -> HookOptions | None:
     """The options after ``hook claude-code``, or ``None`` for anything this reader does not
     know (``--help``, a typo, a bad number): the full command line parses those and says what
     is wrong."""
-    values: dict[str, Any] = {}
-    names = {"--db": "db", "--workspace": "workspace", "--url": "url", "--timeout": "timeout"}
-    index = 0
-    while index < len(args):
-        word = args[index]
-        index += 1
-        if word == "--direct":
-            values["direct"] = True
-            continue
-        name, has_value, value = word.partition("=")
-        if name not in names:
-            return None
-        if not has_value:
-            if index >= len(args):
-                return None
-            value = args[index]
-            index += 1
-        values[names[name]] = value
+    values = read_options(args, _VALUED, frozenset({"--direct"}))
+    if values is None:
+        return None
     try:
-        timeout = float(values.get("timeout", DEFAULT_TIMEOUT_S))
+        timeout = float(values.get("--timeout", DEFAULT_TIMEOUT_S))
     except ValueError:
         return None
     if not 0 < timeout <= MAX_TIMEOUT_S:
         return None
-    workspace = values.get("workspace")
-    return HookOptions(db=values.get("db"), workspace=workspace or None,
-                       url=values.get("url"), direct=bool(values.get("direct")),
-                       timeout=timeout)
+    db, workspace, url = (values.get(n) for n in ("--db", "--workspace", "--url"))
+    return HookOptions(db=db if isinstance(db, str) else None,
+                       workspace=workspace if isinstance(workspace, str) and workspace else None,
+                       url=url if isinstance(url, str) else None,
+                       direct=bool(values.get("--direct")), timeout=timeout)
+
+
+_VALUED = frozenset({"--db", "--workspace", "--url", "--timeout"})
 
 
 # -- finding a server ----------------------------------------------------------------------------

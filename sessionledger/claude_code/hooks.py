@@ -219,20 +219,14 @@ def answer_hook(recorder: Recorder, body: bytes | str | Any) -> HookAnswer:
 
 def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen) -> HookAnswer:
     observation = seen.observation
-    if isinstance(observation, ToolUse):
+    if isinstance(observation, ToolUse | PermissionAsked):
         recorded = recorder.record(session_id, seen, decide=_decider(recorder, seen.origin))
         verdict = next((e.data.decision for e in recorded.events
                         if isinstance(e.data, PermissionDecided)), None)
-        if verdict is None:  # AskUserQuestion, ExitPlanMode: Claude Code asks its user
-            return HookAnswer(NO_OPINION, session_id=session_id)
-        return HookAnswer(_pre_tool_use(verdict), session_id=session_id)
-    if isinstance(observation, PermissionAsked):
-        recorded = recorder.record(session_id, seen, decide=_decider(recorder, seen.origin))
-        verdict = next((e.data.decision for e in recorded.events
-                        if isinstance(e.data, PermissionDecided)), None)
-        if verdict is None:  # ask: Claude Code's own prompt asks its user
-            return HookAnswer(NO_OPINION, session_id=session_id)
-        return HookAnswer(_permission_request(verdict), session_id=session_id)
+        if verdict is None:  # AskUserQuestion, ExitPlanMode, a PermissionRequest's ask:
+            return HookAnswer(NO_OPINION, session_id=session_id)  # Claude Code asks its user
+        answer = _pre_tool_use if isinstance(observation, ToolUse) else _permission_request
+        return HookAnswer(answer(verdict), session_id=session_id)
     recorded = recorder.record(session_id, seen)
     context: str | None = None
     if isinstance(observation, Prompt):

@@ -69,6 +69,7 @@ from .observations import (
     AssistantText,
     Compacted,
     Noted,
+    Observation,
     Origin,
     PermissionAsked,
     Prompt,
@@ -444,7 +445,9 @@ _TURN_ENDS = frozenset({"Stop", "SubagentStop", "SessionEnd"})
 """Events after which no call of the turn is still waiting for its user's yes."""
 
 
-def _closed_refusals(tally: Tally, observation: Any, at: str | None) -> list[NewEvent]:
+def _closed_refusals(
+    tally: Tally, observation: Observation, at: str | None
+) -> list[NewEvent]:
     """Outcomes for the calls refused here that Claude Code will never report (it sends no
     PostToolUse for a refused call): a ``deny`` is closed by the session's next event, an
     ``ask`` — which an interactive user may still grant at Claude Code's own prompt — by the

@@ -33,6 +33,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from ..environment import read_options
+
 __all__ = ["PROGRESS_S", "EarlyWire", "HANDSHAKE_FILE", "active", "start"]
 
 HANDSHAKE_FILE = Path(__file__).with_name("handshake.json")
@@ -70,20 +72,11 @@ def start(args: list[str]) -> None:
 def _workspace(args: list[str]) -> Path | None:
     """The workspace root of options this reader knows, or ``None`` (anything else: the
     command line decides, and nothing is answered early)."""
-    workspace = Path.cwd()
-    index = 0
-    while index < len(args):
-        name, has_value, value = args[index].partition("=")
-        index += 1
-        if name not in _OPTIONS:
-            return None
-        if not has_value:
-            if index >= len(args):
-                return None
-            value = args[index]
-            index += 1
-        if name == "--workspace":
-            workspace = Path(value)
+    values = read_options(args, _OPTIONS)
+    if values is None:
+        return None
+    named = values.get("--workspace")
+    workspace = Path(named) if isinstance(named, str) else Path.cwd()
     return workspace if workspace.is_dir() else None
 
 
