@@ -239,6 +239,8 @@ def _typed(value: dict[str, Any]) -> str | None:
     command = _COMMAND.search(content)
     if command is not None:
         typed, args = command.group(1).strip(), (command.group(2) or "").strip()
+        if typed == "/compact":  # carried out by Claude Code itself: no UserPromptSubmit
+            return None
         return f"{typed} {args}" if args else typed
     return str(content)
 

@@ -71,13 +71,13 @@ def project_in(server: ServerProcess) -> Path:
 
 def run_claude(claude: ClaudeCode, server: ServerProcess, project: Path,
                script: list[list[Any]], *args: str, prompt: str = "Keep a task list.",
-               ) -> tuple[ScriptedModel, list[Any]]:
-    """One headless session in ``project`` with the page's HTTP hooks on ``server``: the model
-    server (its requests) and the stream-json lines Claude Code printed. ``sessionledger`` (the
-    SessionStart command hook) is this environment's."""
+               settings: str = "http") -> tuple[ScriptedModel, list[Any]]:
+    """One headless session in ``project`` with the page's hooks (``settings``: ``http`` or
+    ``command``) on ``server``: the model server (its requests) and the stream-json lines
+    Claude Code printed. ``sessionledger`` (every command hook) is this environment's."""
     (project / ".claude").mkdir(parents=True, exist_ok=True)
     (project / ".claude" / "settings.json").write_text(
-        settings_file("http", server.base_url, server.db_url), encoding="utf-8")
+        settings_file(settings, server.base_url, server.db_url), encoding="utf-8")
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     with ScriptedModel(script) as model:
         env = host_environment(project / ".home", model.url, path=path,
@@ -209,3 +209,44 @@ def test_the_todo_list_comes_back_on_resume_through_the_sessionstart_command_hoo
                                prompt="Go on.")
     first = json.dumps(model.main_requests()[0].body)
     assert "The todo list of this session" in first and "Port the parser" in first
+
+
+def log_shape(events: list[Any]) -> list[tuple[str, ...]]:
+    """A session's log without its ids and times: each event's type and what it decided."""
+    shape: list[tuple[str, ...]] = []
+    for event in events:
+        data = event["data"]
+        if event["type"] == "ToolCallRequested":
+            shape.append(("requested", data["tool"]))
+        elif event["type"] == "PermissionDecided":
+            shape.append(("decided", data["tool"], data["decision"]["behavior"]))
+        elif event["type"] == "ToolCallCompleted":
+            shape.append(("completed", data["tool"], data["status"]))
+        elif event["type"] == "TodosWritten":
+            shape.append(("todos", *(t["content"] for t in data["todos"])))
+        else:
+            shape.append((event["type"],))
+    return shape
+
+
+def test_http_hooks_and_command_hooks_give_the_same_log(
+        claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 1
+    def session(kind: str) -> list[tuple[str, ...]]:
+        project = project_in(served)
+        script: list[list[Any]] = [
+            [created("Read the notes")],
+            [ToolUse("Read", {"file_path": str(project / "notes.txt")})],
+            [ToolUse("Write", {"file_path": str(project / "a.txt"), "content": "x"})],
+            [ToolUse("Bash", {"command": "ls"})],
+        ]
+        (project / "notes.txt").write_text("notes\n", encoding="utf-8")
+        _model, lines = run_claude(claude, served, project, script, "--permission-mode",
+                                   "plan", settings=kind)
+        assert not (project / "a.txt").exists()
+        return log_shape(ledger_events(served, claude_session_of(lines))[1])
+
+    over_http = session("http")
+    assert over_http == session("command")
+    assert ("decided", "Write", "deny") in over_http
+    assert ("completed", "Write", "denied") in over_http
+    assert ("completed", "Read", "completed") in over_http

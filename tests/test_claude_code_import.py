@@ -330,6 +330,9 @@ def test_lines_claude_code_wrote_are_not_prompts(tmp_path: Path, writer: Writer)
     writer.prompt("<command-name>/model</command-name>\n<command-message>model</command-message>"
                   "\n<command-args></command-args>")
     writer.prompt("<local-command-stdout>Set model to opus</local-command-stdout>")
+    # /compact: Claude Code 2.1 compacts itself and sends no UserPromptSubmit (issue 39)
+    writer.prompt("<command-name>/compact</command-name>\n<command-message>compact"
+                  "</command-message>\n<command-args></command-args>")
     writer.prompt("This session is being continued from a previous conversation…",
                   isCompactSummary=True, isVisibleInTranscriptOnly=True)
     writer.prompt("<task-notification>\n<task-id>b1</task-id>\n</task-notification>")

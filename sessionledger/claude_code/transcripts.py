@@ -16,7 +16,8 @@ What a line becomes:
   ``<local-command-caveat>``, ``<bash-input>``…), interruption notes (``[Request interrupted
   by user…]``) and background-task notifications (``<task-notification>``). A slash command
   (``<command-name>/x</command-name>`` with ``<command-args>``) is recorded as the user typed
-  it: ``/x args``.
+  it: ``/x args`` — except ``/compact``, which Claude Code carries out itself with no
+  ``UserPromptSubmit`` (its ``compact_boundary`` is the record).
 - ``user`` with ``tool_result`` blocks: a :class:`ToolResult` each (tool and input from the
   matching ``tool_use``; ``response``: the line's ``toolUseResult`` when the line holds one
   result; ``content``: the block's text; ``error``: ``is_error``).
@@ -78,6 +79,10 @@ _NOT_PROMPTS = (
     "[Request interrupted by user",
 )
 """How text Claude Code writes as a ``user`` line without the user writing it begins."""
+
+LOCAL_COMMANDS = frozenset({"/compact"})
+"""Slash commands Claude Code carries out itself, sending no ``UserPromptSubmit``: not a
+prompt (``/compact`` is recorded as the compaction its ``compact_boundary`` line marks)."""
 
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
@@ -381,6 +386,8 @@ def _prompt_text(text: str, value: dict[str, Any]) -> str | None:
     if name is not None:
         args = _COMMAND_ARGS.search(stripped)
         typed = name.group(1).strip()
+        if typed in LOCAL_COMMANDS:
+            return None
         arguments = args.group(1).strip() if args else ""
         return f"{typed} {arguments}" if arguments else typed
     return text
