@@ -500,34 +500,44 @@ def test_soak_descriptor_exhaustion_is_503_and_one_log_line(tmp_path: Path) -> N
         process = psutil.Process(pid)
         clients = [server.client() for _ in range(8)]  # connected before the limit drops
         waiting = [socket.socket() for _ in range(200)]
+        port = int(server.base_url.rsplit(":", 1)[1])
+        limits = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        lowered: dict[str, int] = {}
+
+        def lower_limit() -> None:
+            """Run once, between every client's last answer before and first read after:
+            the connections are fresh (uvicorn closes one idle for 5 s), the limit drops to
+            the count in use, and 200 more connections wait unaccepted."""
+            lowered["inUse"] = process.num_fds()
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowered["inUse"], limits[1]))
+            for sock in waiting:
+                sock.setblocking(False)
+                try:
+                    sock.connect(("127.0.0.1", port))
+                except BlockingIOError:
+                    pass
+
+        started = threading.Barrier(len(clients), action=lower_limit)
+
+        def reads(http: httpx.Client) -> list[httpx.Response]:
+            assert http.get("/healthz").status_code == 200
+            started.wait()
+            return [http.get(f"/v1/sessions/{session_id}/events", params={"limit": 8})
+                    for _ in range(15)]
+
         try:
-            for http in clients:
-                assert http.get("/healthz").status_code == 200
             log_before = len(server.log().splitlines())
-            limits = resource.prlimit(pid, resource.RLIMIT_NOFILE)
-            in_use = process.num_fds()
-            resource.prlimit(pid, resource.RLIMIT_NOFILE, (in_use, limits[1]))
             answers: list[httpx.Response] = []
             try:
-                for sock in waiting:  # connections the server cannot accept
-                    sock.setblocking(False)
-                    try:
-                        sock.connect(("127.0.0.1", int(server.base_url.rsplit(":", 1)[1])))
-                    except BlockingIOError:
-                        pass
-
-                def reads(http: httpx.Client) -> list[httpx.Response]:
-                    return [http.get(f"/v1/sessions/{session_id}/events", params={"limit": 8})
-                            for _ in range(15)]
-
                 with ThreadPoolExecutor(len(clients)) as pool:
                     for got in pool.map(reads, clients):
                         answers += got
                 time.sleep(2.0)  # the accept loop keeps failing meanwhile
             finally:
                 resource.prlimit(pid, resource.RLIMIT_NOFILE, limits)
-            recovered = clients[0].get(f"/v1/sessions/{session_id}/events",
-                                       params={"limit": 8})
+            in_use = lowered["inUse"]
+            with server.client() as fresh:  # a new connection: accepting works again
+                recovered = fresh.get(f"/v1/sessions/{session_id}/events", params={"limit": 8})
             deadline = time.monotonic() + 10
             while '"descriptors_available"' not in server.log() and time.monotonic() < deadline:
                 time.sleep(0.2)
