@@ -30,7 +30,7 @@ import itertools
 import json
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -52,10 +52,12 @@ class Text:
 
 @dataclass(frozen=True, slots=True)
 class ToolUse:
-    """A ``tool_use`` block: the model asks for ``name`` with ``input``."""
+    """A ``tool_use`` block: the model asks for ``name`` with ``input`` — or with what
+    ``input(body)`` gives for the request's parsed body (an input that depends on what the
+    host sent, such as the plan file path Claude Code names in its system prompt)."""
 
     name: str
-    input: dict[str, Any]
+    input: dict[str, Any] | Callable[[Any], dict[str, Any]]
 
 
 Block = Text | ToolUse
@@ -209,8 +211,9 @@ def _main_turn(state: _State, body: dict[str, Any]) -> tuple[list[dict[str, Any]
     for block in turn:
         if isinstance(block, ToolUse):
             use_id = f"toolu_scripted{next(state.ids):010d}"
+            given = block.input(body) if callable(block.input) else dict(block.input)
             blocks.append({"type": "tool_use", "id": use_id, "name": block.name,
-                           "input": dict(block.input)})
+                           "input": given})
         else:
             blocks.append({"type": "text", "text": block.text})
     stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"

@@ -25,10 +25,15 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import subprocess
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 
 import node_support
 from node_support import (
@@ -40,9 +45,9 @@ from node_support import (
 )
 
 __all__ = [
-    "HOST_PROJECT", "INSTALL_DIR", "ClaudeCode", "InstallError", "claude_headless",
-    "documented_settings", "host_environment", "install", "node_version", "settings_file",
-    "skip_or_fail", "unavailable",
+    "HOST_PROJECT", "INSTALL_DIR", "ClaudeCode", "InstallError", "Terminal", "claude_headless",
+    "documented_settings", "host_environment", "install", "interactive_home", "node_version",
+    "settings_file", "skip_or_fail", "unavailable",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,3 +200,85 @@ def settings_file(kind: str, base_url: str, db_url: str) -> str:
     ``command``), only the places that name a machine changed: the server's address and its
     database."""
     return documented_settings()[kind].replace(DOC_BASE, base_url).replace(DOC_DB, db_url)
+
+
+# -- the interactive TUI in a terminal --------------------------------------------------------
+
+
+def interactive_home(home: Path, project: Path) -> None:
+    """What the interactive TUI asks once, answered in ``home``'s ``.claude.json`` (as a user
+    who has run it before has it): onboarding done, the made-up key approved (Claude Code
+    keeps its last 20 characters) and ``project`` trusted."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".claude.json").write_text(json.dumps({
+        "hasCompletedOnboarding": True,
+        "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
+        "projects": {os.path.realpath(project): {"hasTrustDialogAccepted": True}},
+    }), encoding="utf-8")
+
+
+class Terminal:
+    """A program in a tmux pane (160 columns by 50 rows) of its own tmux server (``-L``), its
+    environment exactly ``env``: what it shows (:meth:`screen`), keys typed to it. Closing
+    kills that server and everything in it."""
+
+    COLUMNS, ROWS = 160, 50
+
+    def __init__(self, command: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> None:
+        if shutil.which("tmux") is None:
+            raise InstallError("tmux is not installed")
+        self.socket = f"sessionledger-{uuid.uuid4().hex[:12]}"
+        inner = " ".join(["env", "-i", *(shlex.quote(f"{k}={v}") for k, v in env.items()),
+                          *map(shlex.quote, command)])
+        self._tmux("new-session", "-d", "-s", "main", "-x", str(self.COLUMNS),
+                   "-y", str(self.ROWS), "-c", str(cwd), inner)
+
+    def _tmux(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-L", self.socket, "-f", os.devnull, *args],
+                              capture_output=True, text=True, timeout=30, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"tmux {args[0]}: {done.stderr.strip()}")
+        return done.stdout
+
+    def screen(self, *, history: int = 0) -> str:
+        """The pane's text now (with ``history`` lines scrolled off above it)."""
+        return self._tmux("capture-pane", "-p", "-t", "main", "-S", str(-history))
+
+    def wait_for(self, shown: str | Callable[[str], bool], *, timeout_s: float = 60.0,
+                 history: int = 500) -> str:
+        """The screen once ``shown`` is on it (or ``shown(screen)`` holds); an
+        AssertionError with the screen when that does not happen within ``timeout_s``."""
+        test = shown if callable(shown) else (lambda text: shown in text)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            text = self.screen(history=history)
+            if test(text):
+                return text
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not shown within {timeout_s} s: {shown!r}\n{text}")
+            time.sleep(0.2)
+
+    def type(self, text: str) -> None:
+        """``text`` typed literally (no key names)."""
+        self._tmux("send-keys", "-t", "main", "-l", text)
+
+    def press(self, *keys: str) -> None:
+        """tmux key names: ``Enter``, ``Escape``, ``Down``, ``2``…"""
+        self._tmux("send-keys", "-t", "main", *keys)
+
+    def submit(self, text: str) -> None:
+        """``text`` typed, then Enter once the input shows it."""
+        self.type(text)
+        self.wait_for(text, timeout_s=10)
+        self.press("Enter")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True,
+                       timeout=30, check=False)
+
+    def __enter__(self) -> Terminal:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()

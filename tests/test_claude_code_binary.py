@@ -11,21 +11,25 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from anthropic_model import ScriptedModel, ToolUse
+from anthropic_model import ScriptedModel, Text, ToolUse
 from host_support import (
     ClaudeCode,
+    Terminal,
     claude_headless,
     host_environment,
     install,
+    interactive_home,
     settings_file,
     skip_or_fail,
     unavailable,
@@ -69,18 +73,28 @@ def project_in(server: ServerProcess) -> Path:
     return project
 
 
+def hooked(project: Path, server: ServerProcess, settings: str) -> None:
+    """The page's hooks (``settings``: ``http`` or ``command``) in ``project``'s
+    ``.claude/settings.json``, on ``server``."""
+    (project / ".claude").mkdir(parents=True, exist_ok=True)
+    (project / ".claude" / "settings.json").write_text(
+        settings_file(settings, server.base_url, server.db_url), encoding="utf-8")
+
+
+def this_path() -> str:
+    """``PATH`` with this environment's ``sessionledger`` first (the command hooks')."""
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
 def run_claude(claude: ClaudeCode, server: ServerProcess, project: Path,
                script: list[list[Any]], *args: str, prompt: str = "Keep a task list.",
                settings: str = "http") -> tuple[ScriptedModel, list[Any]]:
     """One headless session in ``project`` with the page's hooks (``settings``: ``http`` or
     ``command``) on ``server``: the model server (its requests) and the stream-json lines
     Claude Code printed. ``sessionledger`` (every command hook) is this environment's."""
-    (project / ".claude").mkdir(parents=True, exist_ok=True)
-    (project / ".claude" / "settings.json").write_text(
-        settings_file(settings, server.base_url, server.db_url), encoding="utf-8")
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    hooked(project, server, settings)
     with ScriptedModel(script) as model:
-        env = host_environment(project / ".home", model.url, path=path,
+        env = host_environment(project / ".home", model.url, path=this_path(),
                                extra={"PYTHONPATH": str(ROOT)})
         done = subprocess.run(claude_headless(claude, prompt, *args), cwd=project,
                               env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
@@ -250,3 +264,129 @@ def test_http_hooks_and_command_hooks_give_the_same_log(
     assert ("decided", "Write", "deny") in over_http
     assert ("completed", "Write", "denied") in over_http
     assert ("completed", "Read", "completed") in over_http
+
+
+# -- the interactive TUI in tmux ------------------------------------------------------------------
+
+PLAN_FILE = re.compile(r"(/[^\s\"\\]+/plans/[\w.-]+\.md)")
+PLAN_TEXT = "# Port the parser\n\n1. Read the grammar\n2. Port it\n"
+DIALOG_PLAN = "Would you like to proceed?"
+DIALOG_QUESTION = "Enter to select"
+QUESTION = {"questions": [{"question": "Which parser?", "header": "Parser", "multiSelect": False,
+                           "options": [{"label": "PEG", "description": "a PEG parser"},
+                                       {"label": "LALR", "description": "an LALR parser"}]}]}
+
+
+def plan_written(body: Any) -> dict[str, Any]:
+    """The model writing its plan to the file Claude Code named in its request."""
+    found = PLAN_FILE.search(json.dumps(body))
+    assert found is not None, "Claude Code named no plan file"
+    return {"file_path": found.group(1), "content": PLAN_TEXT}
+
+
+@contextmanager
+def interactive(claude: ClaudeCode, server: ServerProcess, project: Path,
+                script: list[list[Any]], *args: str) -> Iterator[tuple[Terminal, ScriptedModel]]:
+    """Claude Code's TUI in a tmux pane, in ``project`` with the page's HTTP hooks on
+    ``server``, against a model server playing ``script``; ready for a prompt."""
+    hooked(project, server, "http")
+    home = project / ".home"
+    interactive_home(home, project)
+    with ScriptedModel(script) as model:
+        env = host_environment(home, model.url, path=this_path(),
+                               extra={"PYTHONPATH": str(ROOT), "TERM": "xterm-256color"})
+        with Terminal([str(claude.claude), *args], cwd=project, env=env) as terminal:
+            terminal.wait_for("for shortcuts" if "plan" not in args else "plan mode on")
+            yield terminal, model
+
+
+def answered(model: ScriptedModel, prompt: str) -> dict[str, Any] | None:
+    """The first main-loop request that holds ``prompt``, if one came."""
+    return next((r.body for r in model.main_requests() if prompt in json.dumps(r.body)), None)
+
+
+def test_a_plan_approved_in_claude_codes_dialog_comes_back_after_compact(
+        claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 6 and 4
+    project = project_in(served)
+    script: list[list[Any]] = [
+        [created("Port the parser")],
+        [ToolUse("Write", plan_written)],
+        [ToolUse("ExitPlanMode", {})],
+    ]
+    with interactive(claude, served, project, script, "--permission-mode", "plan") as (
+            terminal, model):
+        terminal.submit("Plan the parser port.")
+        terminal.wait_for(DIALOG_PLAN)
+        terminal.press("2")  # "Yes, manually approve edits"
+        terminal.wait_for("User approved Claude's plan")
+        terminal.wait_for("Done.")
+        terminal.submit("/compact")
+        terminal.wait_for("Compacted")
+        terminal.submit("Go on.")
+        terminal.wait_for(lambda _screen: answered(model, "Go on.") is not None)
+    claude_session = json.loads(next((project / ".home").rglob("*.jsonl")).read_text(
+        encoding="utf-8").splitlines()[0])["sessionId"]
+    ledger_session, events = ledger_events(served, claude_session)
+    [approved] = [e["data"] for e in events if e["type"] == "PlanApproved"]
+    assert approved["plan"] == PLAN_TEXT and approved["path"].endswith(".md")
+    with httpx.Client(base_url=served.base_url, timeout=30) as http:
+        state = http.get(f"/v1/sessions/{ledger_session}").json()["executionState"]
+    assert (state["mode"], state["planEnabled"]) == ("build", False)
+    after = json.dumps(answered(model, "Go on."))
+    assert "The todo list of this session" in after and "Port the parser" in after, after[-3000:]
+    assert "Read the grammar" in after, after[-3000:]
+
+
+def claude_session_in(project: Path) -> str:
+    """The Claude session of the one transcript Claude Code wrote under ``project``'s
+    throwaway home."""
+    (transcript,) = (project / ".home" / ".claude" / "projects").rglob("*.jsonl")
+    return transcript.stem
+
+
+def test_questions_and_plans_answered_in_claude_codes_dialogs_are_recorded(
+        claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 6
+    project = project_in(served)
+    script: list[list[Any]] = [
+        [ToolUse("AskUserQuestion", QUESTION)],
+        [ToolUse("Write", plan_written)],
+        [ToolUse("ExitPlanMode", {})],
+        [Text("I will add one.")],  # the feedback goes back to the model in the same turn
+        [ToolUse("AskUserQuestion", QUESTION)],
+    ]
+    with interactive(claude, served, project, script, "--permission-mode", "plan") as (
+            terminal, _model):
+        terminal.submit("Plan the parser port.")
+        terminal.wait_for(DIALOG_QUESTION)
+        terminal.press("2")  # LALR
+        terminal.wait_for(DIALOG_PLAN)
+        terminal.press("3")  # "Tell Claude what to change"
+        terminal.type("Add a benchmark step")
+        terminal.wait_for("Add a benchmark step")
+        terminal.press("Enter")
+        terminal.wait_for("User rejected Claude's plan")
+        terminal.wait_for("I will add one.")
+        terminal.submit("Ask me again.")
+        terminal.wait_for(DIALOG_QUESTION)
+        terminal.press("Escape")  # dismissed: Claude Code ends the turn, no hook hears of it
+        terminal.wait_for("User declined to answer questions")
+        terminal.submit("Never mind.")
+        terminal.wait_for("Done.")
+        claude_session = claude_session_in(project)
+        ledger_session, events = ledger_events(served, claude_session)
+    calls = [(e["data"]["callId"], e["data"]["tool"]) for e in events
+             if e["type"] == "ToolCallRequested"]
+    assert [tool for _call, tool in calls] == [
+        "AskUserQuestion", "Write", "ExitPlanMode", "AskUserQuestion"]
+    resolved = [(e["data"]["decision"], e["data"].get("input") or {}, e["data"].get("feedback"))
+                for e in events if e["type"] == "InteractionResolved"]
+    assert [decision for decision, _input, _words in resolved] == ["modify", "feedback", "deny"]
+    assert resolved[0][1]["answers"] == {"Which parser?": "LALR"}
+    assert resolved[1][2] == "Add a benchmark step"
+    [feedback] = [e["data"] for e in events if e["type"] == "PlanFeedbackGiven"]
+    assert (feedback["plan"], feedback["feedback"]) == (PLAN_TEXT, "Add a benchmark step")
+    completed = {e["data"]["callId"] for e in events if e["type"] == "ToolCallCompleted"}
+    assert completed == {call for call, _tool in calls}  # every call has its outcome
+    with httpx.Client(base_url=served.base_url, timeout=30) as http:
+        state = http.get(f"/v1/sessions/{ledger_session}").json()["executionState"]
+    assert state["planEnabled"] is True

@@ -690,6 +690,67 @@ def test_a_rejected_plan_and_feedback_keep_plan(
     assert hooks.document(session)["executionState"]["planEnabled"] is True
 
 
+def transcript_line(session: str, cwd: Path, kind: str, content: list[Any],
+                    **extra: Any) -> str:
+    """One line of a transcript as Claude Code writes it (the fields the import reads)."""
+    return json.dumps({"type": kind, "sessionId": session, "cwd": str(cwd),
+                       "timestamp": "2026-12-06T10:00:00.000Z", "uuid": uuid.uuid4().hex,
+                       "message": {"role": kind, "content": content}, **extra})
+
+
+@pytest.mark.parametrize("way", WAY_PARAMS)
+def test_what_the_user_answered_in_claude_codes_own_dialog_is_recorded_when_the_turn_ends(
+        hooks: Hooks, project: Path, tmp_path: Path, way: Way) -> None:  # CC-5
+    # Claude Code reports a plan turned down, or a question dismissed, to no hook; its
+    # PermissionRequest for them names no tool_use_id. At the turn's end the outcome is read
+    # from the transcript the hooks name; one it does not hold yet is closed by the next
+    # prompt, as turned down.
+    session = new_session()
+    config = tmp_path / f"claude-{way}"
+    transcript = config / "projects" / "-project" / f"{session}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    exit_input = {"plan": PLAN, "planFilePath": str(config / "plans" / "a-plan.md")}
+    question = {"questions": [{"question": "Which parser?", "header": "Parser", "options": [
+        {"label": "PEG", "description": "a grammar"}, {"label": "Hand", "description": "code"}],
+        "multiSelect": False}]}
+
+    def sent(event: dict[str, Any]) -> Any:
+        return hooks.send(way, {**event, "transcript_path": str(transcript)})
+
+    sent(prompt(session, project, "plan the parser", mode="plan"))
+    assert sent(pre_tool(session, project, "ExitPlanMode", exit_input, mode="plan",
+                         use="toolu_p")) == {}
+    asked = hook_event("PermissionRequest", session, project, mode="plan",
+                       tool_name="ExitPlanMode", tool_input=exit_input)
+    assert sent(asked) == {}
+    transcript.write_text("\n".join([
+        transcript_line(session, project, "assistant", [
+            {"type": "tool_use", "id": "toolu_p", "name": "ExitPlanMode", "input": {}}]),
+        transcript_line(session, project, "user", [
+            {"type": "tool_result", "tool_use_id": "toolu_p", "content": FEEDBACK,
+             "is_error": True}], toolUseResult=f"Error: {FEEDBACK}"),
+    ]) + "\n", encoding="utf-8")
+    sent(hook_event("Stop", session, project, mode="plan", stop_hook_active=False))
+    assert sent(pre_tool(session, project, "AskUserQuestion", question, mode="plan",
+                         use="toolu_q")) == {}
+    sent(hook_event("PermissionRequest", session, project, mode="plan",
+                    tool_name="AskUserQuestion", tool_input=question))
+    sent(hook_event("Stop", session, project, mode="plan", stop_hook_active=False))
+    assert [d["callId"] for d in of_type(hooks.events(session), "ToolCallCompleted")] == [
+        "toolu_p"]  # the transcript has no outcome for it yet: Claude Code writes it behind
+    sent(prompt(session, project, "never mind", mode="plan"))
+    events = hooks.events(session)
+    assert [d["callId"] for d in of_type(events, "ToolCallRequested")] == ["toolu_p", "toolu_q"]
+    [feedback] = of_type(events, "PlanFeedbackGiven")
+    assert (feedback["callId"], feedback["feedback"], feedback["plan"]) == (
+        "toolu_p", "Do X first", PLAN)
+    resolved = {d["callId"]: d["decision"] for d in of_type(events, "InteractionResolved")}
+    assert resolved == {"toolu_p": "feedback", "toolu_q": "deny"}
+    closed = [(d["callId"], d["success"]) for d in of_type(events, "ToolCallCompleted")]
+    assert closed == [("toolu_p", False), ("toolu_q", False)]
+    assert hooks.document(session)["executionState"]["planEnabled"] is True
+
+
 # -- CC-6: UserPromptSubmit ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("way", WAY_PARAMS)

@@ -122,10 +122,12 @@ def read_hook(body: bytes | str | Any) -> tuple[str, Seen]:
     session = _text(raw, "session_id")
     if not name or not session:
         raise MalformedHook("the event names no hook_event_name and session_id")
+    transcript = _text(raw, "transcript_path")
+    claude_dir = _claude_dir(transcript)
     origin = Origin(
         session_id=session, cwd=_text(raw, "cwd"), agent_id=_text(raw, "agent_id"),
-        permission_mode=_text(raw, "permission_mode"),
-        claude_dir=_claude_dir(_text(raw, "transcript_path")),
+        permission_mode=_text(raw, "permission_mode"), claude_dir=claude_dir,
+        transcript=transcript if claude_dir is not None else None,
     )
     return name, Seen(origin, _observation(name, raw), where=name)
 

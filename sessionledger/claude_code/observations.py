@@ -84,6 +84,10 @@ class Origin:
     claude_dir: str | None = None
     """Claude Code's configuration directory (``~/.claude``), where it keeps its plan files,
     when the event says (a hook's ``transcript_path`` lies in its ``projects`` folder)."""
+    transcript: str | None = None
+    """The session's transcript file, when a hook names it (``transcript_path``): where the
+    outcome of a question or plan the user turned down in Claude Code's dialog is found, which
+    no hook reports."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -81,6 +81,7 @@ from .observations import (
     ledger_session_id,
     observation_key,
 )
+from .transcripts import read_transcript
 
 __all__ = [
     "IMPORT_CHUNK",
@@ -162,6 +163,12 @@ class Tally:
     refused: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     """Calls refused here (``deny``, or ``ask``, which a headless run refuses) with no
     outcome yet: their tool, the decision and what Claude Code showed the model."""
+    asking: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    """Calls Claude Code asks its user about itself (a question, a plan approval) with no
+    outcome yet: their tool and input."""
+    waiting: dict[str, str] = field(default_factory=dict)
+    """The calls with no outcome yet by their tool and input (:func:`content_key`): how a
+    PermissionRequest, which carries no ``tool_use_id``, finds the call it asks about."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,21 +243,26 @@ class Recorder:
             )
         todos = written.data.todos if written is not None and isinstance(
             written.data, TodosWritten) else ()
-        refused = {}
+        refused, asking, waiting = {}, {}, {}
         for doc in calls:
+            if doc.status != "pending":
+                continue
+            call_id, tool = doc.body["callId"], doc.body["tool"]
+            given = doc.body.get("input") or {}
+            waiting[content_key(tool, given)] = call_id
             permission = doc.body.get("permission") or {}
-            if doc.status == "pending" and permission.get("behavior") in ("deny", "ask"):
-                refused[doc.body["callId"]] = (
-                    doc.body["tool"], permission["behavior"], refusal_text(
-                        permission.get("reason", ""), permission.get("ruleId", "")),
-                )
+            if permission.get("behavior") in ("deny", "ask"):
+                refused[call_id] = (tool, permission["behavior"], refusal_text(
+                    permission.get("reason", ""), permission.get("ruleId", "")))
+            elif tool in _ASKS_ITSELF:
+                asking[call_id] = (tool, dict(given))
         return Tally(
             session_id=session_id, version=summary.version, workspace=Path(summary.workspace),
             host=summary.host, execution=summary.execution, todos=todos, calls=len(calls),
             known_calls={d.body["callId"] for d in calls},
             plan_by=summary.plan_by,
             done_calls={d.body["callId"] for d in calls if d.status != "pending"},
-            refused=refused,
+            refused=refused, asking=asking, waiting=waiting,
         )
 
     # -- one observation (hooks) -----------------------------------------------------------
@@ -261,7 +273,8 @@ class Recorder:
         another process's append (two command hooks at once), it reads and decides again."""
         def attempt() -> Recorded:
             tally = self.tally(session_id)
-            events, key = batch_for(tally, seen, decide=decide)
+            events, key = batch_for(tally, seen, decide=decide,
+                                    outcomes=asked_outcomes(tally, seen))
             if not events:
                 return Recorded(session_id)
             result = self._ledger.append(  # overtaken: the retry policy decides again
@@ -341,14 +354,21 @@ class Imported:
 
 
 def batch_for(
-    tally: Tally, seen: Seen, *, decide: Decider | None
+    tally: Tally, seen: Seen, *, decide: Decider | None,
+    outcomes: Mapping[str, ToolResult] | None = None,
 ) -> tuple[list[NewEvent], str | None]:
-    """The events ``seen`` records and its idempotency key; ``tally`` moves on with them."""
+    """The events ``seen`` records and its idempotency key; ``tally`` moves on with them.
+    ``outcomes``: what the transcript says became of the questions and plans still open."""
     observation = seen.observation
     at = seen.origin.occurred_at
     key = observation_key(observation, tally.calls)
     events = _mirrored_mode(tally, seen.origin.permission_mode, at)
     events += _closed_refusals(tally, observation, at)
+    events += _closed_asks(tally, observation, at, outcomes or {})
+    if isinstance(observation, PermissionAsked) and observation.tool_use_id is None:
+        waiting = tally.waiting.get(content_key(observation.tool, observation.input))
+        if waiting is not None:  # PermissionRequest names no tool_use_id: the call it asks
+            observation = replace(observation, tool_use_id=waiting)
     match observation:
         case Prompt(text=text):
             if text.strip():
@@ -441,7 +461,8 @@ def _mirrored_mode(tally: Tally, mode: str | None, at: str | None) -> list[NewEv
     return [NewEvent(_stamped(e, at, host_mode=host_mode), actor="host") for e in events]
 
 
-_TURN_ENDS = frozenset({"Stop", "SubagentStop", "SessionEnd"})
+_STOPS = frozenset({"Stop", "SubagentStop"})
+_TURN_ENDS = _STOPS | {"SessionEnd"}
 """Events after which no call of the turn is still waiting for its user's yes."""
 
 
@@ -454,8 +475,7 @@ def _closed_refusals(
     end of the turn (``Stop``), the next prompt, a compaction or a (re)start."""
     if not tally.refused:
         return []
-    ended = isinstance(observation, Prompt | Compacted | SessionBegan) or (
-        isinstance(observation, Noted) and observation.event in _TURN_ENDS)
+    ended = _ends_turn(observation)
     own = call_id_of(observation) if isinstance(
         observation, ToolUse | PermissionAsked | ToolResult) else None
     closed: list[NewEvent] = []
@@ -469,6 +489,63 @@ def _closed_refusals(
             model_content=shown,
         ), at), actor="host", causation_id=call_id))
     return closed
+
+
+def _ends_turn(observation: Observation) -> bool:
+    """Whether nothing of the turn before ``observation`` can still be answered in Claude
+    Code's own dialogs."""
+    return isinstance(observation, Prompt | Compacted | SessionBegan) or (
+        isinstance(observation, Noted) and observation.event in _TURN_ENDS)
+
+
+def asked_outcomes(tally: Tally, seen: Seen) -> dict[str, ToolResult]:
+    """The results the session's transcript holds for the questions and plans still open,
+    read when ``seen`` ends their turn: Claude Code reports a plan the user rejected, or a
+    question dismissed, to no hook — only its transcript has the outcome (and the words)."""
+    path = seen.origin.transcript
+    if not tally.asking or path is None or not _ends_turn(seen.observation):
+        return {}
+    try:
+        transcript = read_transcript(path)
+    except (OSError, ValueError):
+        return {}
+    found: dict[str, ToolResult] = {}
+    for line in transcript.seen:
+        if isinstance(line.observation, ToolResult):
+            call_id = call_id_of(line.observation)
+            if call_id in tally.asking:
+                found[call_id] = line.observation
+    return found
+
+
+def _closed_asks(
+    tally: Tally, observation: Observation, at: str | None, outcomes: Mapping[str, ToolResult]
+) -> list[NewEvent]:
+    """Outcomes for the questions and plan approvals Claude Code asked its user and reported
+    no answer to, once their turn is over: what the transcript says (``outcomes``). Claude
+    Code may not have written it yet when ``Stop`` comes (it writes its transcript behind), so
+    a call is left open there; a later prompt, compaction, start or end closes it with what
+    the transcript says by then, else as turned down without words."""
+    if not tally.asking or not _ends_turn(observation):
+        return []
+    stopped = isinstance(observation, Noted) and observation.event in _STOPS
+    closed: list[NewEvent] = []
+    for call_id, (tool, given) in list(tally.asking.items()):
+        found = outcomes.get(call_id)
+        if found is None and stopped:
+            continue
+        result = ToolResult(  # the input as the hook had it: Claude Code adds the plan there
+            tool=tool, input={**(found.input if found else {}), **given},
+            response=found.response if found else None,
+            content=found.content if found else "", error=found.error if found else True,
+            tool_use_id=call_id)
+        closed += _completed(tally, result, at)
+    return closed
+
+
+def content_key(tool: str, given: Mapping[str, Any]) -> str:
+    """A call's tool and input as one key."""
+    return digest([tool, dict(given)])
 
 
 def _stamped(event: Event, at: str | None, *, host_mode: str | None = None) -> Event:
@@ -489,6 +566,9 @@ def _requested(
         return []
     tally.known_calls.add(call_id)
     tally.calls += 1
+    tally.waiting[content_key(call.tool, call.input)] = call_id
+    if call.tool in _ASKS_ITSELF and not isinstance(call, ToolResult):
+        tally.asking[call_id] = (call.tool, dict(call.input))
     return [NewEvent(ToolCallRequested(
         call_id=call_id, tool=call.tool, input=dict(call.input), host=tally.host, occurred_at=at,
     ), actor="model", causation_id=call_id)]
@@ -508,6 +588,9 @@ def _completed(tally: Tally, result: ToolResult, at: str | None) -> list[NewEven
     call_id = call_id_of(result)
     tally.done_calls.add(call_id)
     tally.refused.pop(call_id, None)
+    tally.asking.pop(call_id, None)
+    for key in [k for k, waiting in tally.waiting.items() if waiting == call_id]:
+        del tally.waiting[key]
     carried: list[Event] = []
     here = result.error and result.content.startswith(REFUSED_HERE)
     refused = here or (result.error and result.content.startswith(REJECTED))
