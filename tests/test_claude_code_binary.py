@@ -309,12 +309,12 @@ def test_a_plan_approved_in_claude_codes_dialog_comes_back_after_compact(
         claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 6 and 4
     project = project_in(served)
     script: list[list[Any]] = [
+        [ToolUse("EnterPlanMode", {})],
         [created("Port the parser")],
         [ToolUse("Write", plan_written)],
         [ToolUse("ExitPlanMode", {})],
     ]
-    with interactive(claude, served, project, script, "--permission-mode", "plan") as (
-            terminal, model):
+    with interactive(claude, served, project, script) as (terminal, model):
         terminal.submit("Plan the parser port.")
         terminal.wait_for(DIALOG_PLAN)
         terminal.press("2")  # "Yes, manually approve edits"
@@ -329,6 +329,9 @@ def test_a_plan_approved_in_claude_codes_dialog_comes_back_after_compact(
     ledger_session, events = ledger_events(served, claude_session)
     [approved] = [e["data"] for e in events if e["type"] == "PlanApproved"]
     assert approved["plan"] == PLAN_TEXT and approved["path"].endswith(".md")
+    switched = [(e["data"]["planEnabled"], e["data"]["via"]) for e in events
+                if e["type"] == "SessionModeChanged"]
+    assert switched == [(True, "enter_plan_tool"), (False, "plan_approval")], switched
     with httpx.Client(base_url=served.base_url, timeout=30) as http:
         state = http.get(f"/v1/sessions/{ledger_session}").json()["executionState"]
     assert (state["mode"], state["planEnabled"]) == ("build", False)

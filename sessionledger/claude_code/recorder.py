@@ -362,7 +362,10 @@ def batch_for(
     observation = seen.observation
     at = seen.origin.occurred_at
     key = observation_key(observation, tally.calls)
-    events = _mirrored_mode(tally, seen.origin.permission_mode, at)
+    # The mode a plan tool's result reports is that tool's doing: recorded as such first
+    # (via enter_plan_tool, plan_approval), then whatever of the mode is left to mirror.
+    moved_by_tool = isinstance(observation, ToolResult) and observation.tool in _PLAN_TOOLS
+    events = [] if moved_by_tool else _mirrored_mode(tally, seen.origin.permission_mode, at)
     events += _closed_refusals(tally, observation, at)
     events += _closed_asks(tally, observation, at, outcomes or {})
     if isinstance(observation, PermissionAsked) and observation.tool_use_id is None:
@@ -402,6 +405,8 @@ def batch_for(
             events.append(NewEvent(ContextCompacted(occurred_at=at), actor="host"))
         case SessionBegan() | Noted():
             pass
+    if moved_by_tool and seen.origin.permission_mode != "plan":  # "plan": said before it
+        events += _mirrored_mode(tally, seen.origin.permission_mode, at)
     return events, key if events else None
 
 
@@ -426,6 +431,9 @@ def _permission_asked(
         call_id=call_id, tool=asked.tool, decision=verdict, occurred_at=at,
     ), actor="system", causation_id=call_id)]
 
+
+_PLAN_TOOLS = frozenset({"EnterPlanMode", "ExitPlanMode"})
+"""Claude Code's tools that move its mode into Plan and out of it."""
 
 _ASKS_ITSELF = frozenset({"AskUserQuestion", "ExitPlanMode"})
 """Tools Claude Code asks its user about itself: no permission decision from here (CC-4)."""
