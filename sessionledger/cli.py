@@ -947,7 +947,9 @@ def import_claude_code(
     Each transcript's prompts, answers, tool calls and results, todo lists, questions, plans
     and their outcomes, permission modes and compactions are appended in transcript order,
     each with the transcript's own time as occurredAt. Importing again appends nothing; a
-    transcript that grew appends only what is new. A malformed line is reported as
+    transcript that grew appends only what is new. Into a session its hooks recorded, only
+    what they never saw is added (the assistant's text), and none of it dated before the
+    session's last event: such lines are reported skipped. A malformed line is reported as
     file:line on stderr and skipped whole. A transcript whose cwd lies outside the root is
     reported and not imported (see --into). Exit 0 when every transcript was imported
     (skipped lines are no failure), 1 when one could not be, 2 on bad arguments.
@@ -1019,6 +1021,8 @@ def _import_transcript(
         report["appended"] = sum(outcome.appended.values())
         for where, reason in outcome.failed:
             skipped.append((int(where.rpartition(":")[2]), f"not recorded: {reason}"))
+        for where in outcome.late:
+            skipped.append((int(where.rpartition(":")[2]), LATE_TEXT))
         if outcome.refused:
             report["notImported"] = _refusal(transcript.cwd, root, into)
     skipped.sort()
@@ -1031,6 +1035,11 @@ def _import_transcript(
     elif not as_json:
         _out().print(escape(_import_line(report)))
     return report
+
+
+LATE_TEXT = ("not appended: the assistant's text, dated before the session's last event "
+             "(its hooks recorded past it and never see the assistant's text); appended, it "
+             "would put the log's times out of order")
 
 
 def _import_line(report: dict[str, Any]) -> str:

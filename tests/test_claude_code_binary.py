@@ -2,9 +2,11 @@
 (issue 39).
 
 Claude Code (the version ``tests/hosts/package-lock.json`` pins, installed by
-``tests/host_support.py``) runs headless against ``tests/anthropic_model.py`` on 127.0.0.1 and
-the HTTP hooks of the page on a real ``serve``. Slow-marked: ``make verify`` runs them (and
-``CI=true`` fails them where the host cannot be installed).
+``tests/host_support.py``) runs against ``tests/anthropic_model.py`` on 127.0.0.1 with the
+hooks of the page on a real ``serve``: headless (``claude -p``), and as the interactive TUI in
+a tmux pane whose dialogs the test answers with keys. Most are slow-marked for ``make verify``;
+one headless and one interactive run are in ``make test`` too. ``CI=true`` fails them where
+the host cannot be installed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +38,8 @@ from host_support import (
 )
 from server_support import ServerProcess, running_server
 
+from eventlog import open_store
 from sessionledger.permission.descriptors import HOST_TOOLS, SERVICE_TOOLS
-
-pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -117,6 +118,7 @@ def ledger_events(server: ServerProcess, claude_session: str) -> tuple[str, list
     return ledger_session, events
 
 
+@pytest.mark.slow
 def test_every_tool_the_pinned_version_offers_is_classified(
         claude: ClaudeCode, served: ServerProcess) -> None:
     # The first request's tool list is what the model may call: a tool the ledger has no
@@ -130,6 +132,7 @@ def test_every_tool_the_pinned_version_offers_is_classified(
         "(give each a descriptor in sessionledger/permission/descriptors.py)")
 
 
+@pytest.mark.slow
 def test_the_task_tools_run_in_plan(
         claude: ClaudeCode, served: ServerProcess) -> None:
     # Claude Code 2.1 keeps its todo list with TaskCreate/TaskUpdate; in Plan the ledger
@@ -158,6 +161,7 @@ def test_the_task_tools_run_in_plan(
     assert decided == [("TaskCreate", "allow"), ("TaskList", "allow"), ("TaskUpdate", "allow")]
 
 
+@pytest.mark.slow
 def test_plan_set_from_the_ledger_holds_under_bypass_permissions_over_a_resume(
         claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 2
     project = project_in(served)
@@ -185,6 +189,7 @@ def test_plan_set_from_the_ledger_holds_under_bypass_permissions_over_a_resume(
     assert refused == ["denied", "denied"]  # closed as refused, never run
 
 
+@pytest.mark.slow
 def test_a_deleted_unfinished_task_is_pointed_out_on_the_next_prompt(
         claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 3
     project = project_in(served)
@@ -209,6 +214,7 @@ def test_a_deleted_unfinished_task_is_pointed_out_on_the_next_prompt(
     assert "dropped unfinished todos" in first and "Tidy the imports" in first
 
 
+@pytest.mark.slow
 def test_the_todo_list_comes_back_on_resume_through_the_sessionstart_command_hook(
         claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 4
     # Claude Code runs no HTTP hook for SessionStart: the settings `setup claude-code` writes
@@ -347,6 +353,7 @@ def claude_session_in(project: Path) -> str:
     return transcript.stem
 
 
+@pytest.mark.slow
 def test_questions_and_plans_answered_in_claude_codes_dialogs_are_recorded(
         claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 6
     project = project_in(served)
@@ -393,3 +400,80 @@ def test_questions_and_plans_answered_in_claude_codes_dialogs_are_recorded(
     with httpx.Client(base_url=served.base_url, timeout=30) as http:
         state = http.get(f"/v1/sessions/{ledger_session}").json()["executionState"]
     assert state["planEnabled"] is True
+
+
+def sessionledger_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sessionledger", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def audited(db_url: str, session_id: str, cwd: Path) -> list[Any]:
+    done = sessionledger_cli("audit", session_id, "--db", db_url, "--json", cwd=cwd)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (document,) = json.loads(done.stdout)["sessions"]
+    return sorted((f["kind"], f.get("callId") or "") for f in document["findings"])
+
+
+def outcomes_of(events: list[Any]) -> list[tuple[str, ...]]:
+    """What an import and the hooks both know of a session: its calls, their outcomes, its
+    todo lists and plan outcomes (the hooks alone see permission decisions; the transcript
+    alone the assistant's text)."""
+    return [step for step in log_shape(events)
+            if step[0] in ("requested", "completed", "todos")
+            or step[0].startswith("Plan")]
+
+
+def event_time(event: Any) -> str:
+    return str(event["data"].get("occurredAt") or event["recordedAt"])
+
+
+@pytest.mark.slow
+def test_the_binarys_transcript_imports_as_its_hooks_recorded_it(
+        claude: ClaudeCode, served: ServerProcess,
+        tmp_path: Path) -> None:  # issue 39, acceptance 5
+    project = project_in(served)
+    (project / "notes.txt").write_text("notes\n", encoding="utf-8")
+    script: list[list[Any]] = [
+        [created("Read the notes")],
+        [created("Tidy the imports")],
+        [ToolUse("Read", {"file_path": str(project / "notes.txt")})],
+        [Text("Writing it down."), ToolUse("Write", {"file_path": str(project / "a.txt"),
+                                                    "content": "x"})],
+        [ToolUse("Bash", {"command": "ls"})],
+        [ToolUse("TaskUpdate", {"taskId": "1", "status": "completed"})],
+        [ToolUse("TaskUpdate", {"taskId": "2", "status": "deleted"})],
+    ]
+    _model, lines = run_claude(claude, served, project, script, "--permission-mode", "plan")
+    claude_session = claude_session_of(lines)
+    ledger_session, hooked = ledger_events(served, claude_session)
+    (transcript,) = (project / ".home" / ".claude" / "projects").rglob(f"{claude_session}.jsonl")
+    findings = audited(served.db_url, ledger_session, tmp_path)
+    assert findings == [("dropped_unfinished_todos", "")]  # the Write was denied: it never ran
+
+    # Into the hooked session: nothing twice, and nothing dated before its last event.
+    again = sessionledger_cli("import", "claude-code", str(transcript), "--db", served.db_url,
+                              "--workspace", str(served.workspace), "--json", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    (report,) = json.loads(again.stdout)["transcripts"]
+    late = [line for line in report["skipped"] if "out of order" in line["reason"]]
+    assert late, report  # "Writing it down." came before the calls the hooks recorded after it
+    _ledger, after = ledger_events(served, claude_session)
+    added = after[len(hooked):]
+    assert report["appended"] == len(added)
+    assert all(e["type"] == "MessageRecorded" and e["data"]["role"] == "assistant"
+               for e in added), added
+    times = [event_time(e) for e in after]
+    assert times == sorted(times), "the log's times are out of order"
+    assert audited(served.db_url, ledger_session, tmp_path) == findings
+
+    # Into a fresh ledger: the same calls, outcomes, todo lists and findings.
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    imported = sessionledger_cli("import", "claude-code", str(transcript), "--db", fresh,
+                                 "--workspace", str(served.workspace), "--json", cwd=tmp_path)
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    (report,) = json.loads(imported.stdout)["transcripts"]
+    with closing(open_store(fresh)) as store:
+        fresh_events = [e.to_wire() for e in store.read_session(report["sessionId"])]
+    assert outcomes_of(fresh_events) == outcomes_of(hooked)
+    assert audited(fresh, report["sessionId"], tmp_path) == findings

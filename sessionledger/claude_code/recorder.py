@@ -49,6 +49,7 @@ from eventlog import (
     TodosWritten,
     ToolCallCompleted,
     ToolCallRequested,
+    parse_instant,
 )
 from statemachine.execution import (
     Command,
@@ -294,6 +295,7 @@ class Recorder:
         of :data:`IMPORT_CHUNK` batches per transaction. ``progress(n)`` is told as
         observations are handled."""
         tallies: dict[str, Tally | None] = {}
+        floors: dict[str, tuple[str, set[str]]] = {}
         outcome = Imported()
         pending: list[tuple[AppendBatch, str]] = []
 
@@ -321,11 +323,15 @@ class Recorder:
                     outcome.refused.append(origin.session_id)
                 else:
                     outcome.appended.setdefault(bound, 0 if existed else 1)
+                    if existed:
+                        floors[bound] = self._floor(bound)
                     if origin.agent_id is not None:
                         parent = ledger_session_id(origin.session_id)
                         outcome.appended.setdefault(parent, 0)
             tally = tallies[slot]
-            if tally is not None:
+            if tally is not None and _before_the_log(seen, floors.get(tally.session_id)):
+                outcome.late.append(seen.where)
+            elif tally is not None:
                 events, key = batch_for(tally, seen, decide=None)
                 if events:
                     pending.append(
@@ -339,15 +345,43 @@ class Recorder:
         return outcome
 
 
+    def _floor(self, session_id: str) -> tuple[str, set[str]]:
+        """When the last event of a session the import finds already there happened, and
+        the assistant texts it holds (for :func:`_before_the_log`)."""
+        last = ""
+        texts: set[str] = set()
+        with eventlog_errors(payloads=True):
+            for event in self._service.store.read_session(session_id):
+                data = event.data
+                last = getattr(data, "occurred_at", None) or event.recorded_at
+                if isinstance(data, MessageRecorded) and data.role == "assistant":
+                    texts.add(data.content)
+        return last, texts
+
+
+def _before_the_log(seen: Seen, floor: tuple[str, set[str]] | None) -> bool:
+    """Whether ``seen`` is an assistant text new to a session that was recorded past its
+    time (by the hooks, which never see the assistant's text): appended, it would put the
+    log's times out of order, so an import leaves it out and says so."""
+    if floor is None or not isinstance(seen.observation, AssistantText):
+        return False
+    at = seen.origin.occurred_at
+    last, texts = floor
+    return (at is not None and bool(last) and parse_instant(at) < parse_instant(last)
+            and seen.observation.text not in texts)
+
+
 @dataclass(slots=True)
 class Imported:
     """What recording a transcript did: events appended per ledger session (its creation
-    counted), the batches the log refused (``where``, why) and the Claude Code sessions that
-    could not be recorded (their ``cwd`` outside the root)."""
+    counted), the batches the log refused (``where``, why), the Claude Code sessions that
+    could not be recorded (their ``cwd`` outside the root) and the assistant texts left out
+    because the session's log is already past their time (``where``)."""
 
     appended: dict[str, int] = field(default_factory=dict)
     failed: list[tuple[str, str]] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    late: list[str] = field(default_factory=list)
 
 
 # -- from an observation to its batch: the same for every source --------------------------------
