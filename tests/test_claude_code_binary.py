@@ -311,7 +311,25 @@ def answered(model: ScriptedModel, prompt: str) -> dict[str, Any] | None:
     return next((r.body for r in model.main_requests() if prompt in json.dumps(r.body)), None)
 
 
-def test_a_plan_approved_in_claude_codes_dialog_comes_back_after_compact(
+def handed_back(body: Any) -> str:
+    """The text of a model request that holds the hooks' hand-back (its todo list's heading);
+    an AssertionError when none does."""
+    def texts(value: Any) -> Iterator[str]:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, list):
+            for item in value:
+                yield from texts(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                yield from texts(item)
+
+    found = [text for text in texts(body) if "The todo list of this session" in text]
+    assert found, "no hand-back in the request"
+    return found[0]
+
+
+def test_a_plan_approved_in_claude_codes_dialog_comes_back_after_compact_and_on_resume(
         claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 6 and 4
     project = project_in(served)
     script: list[list[Any]] = [
@@ -330,8 +348,7 @@ def test_a_plan_approved_in_claude_codes_dialog_comes_back_after_compact(
         terminal.wait_for("Compacted")
         terminal.submit("Go on.")
         terminal.wait_for(lambda _screen: answered(model, "Go on.") is not None)
-    claude_session = json.loads(next((project / ".home").rglob("*.jsonl")).read_text(
-        encoding="utf-8").splitlines()[0])["sessionId"]
+    claude_session = claude_session_in(project)
     ledger_session, events = ledger_events(served, claude_session)
     [approved] = [e["data"] for e in events if e["type"] == "PlanApproved"]
     assert approved["plan"] == PLAN_TEXT and approved["path"].endswith(".md")
@@ -341,9 +358,14 @@ def test_a_plan_approved_in_claude_codes_dialog_comes_back_after_compact(
     with httpx.Client(base_url=served.base_url, timeout=30) as http:
         state = http.get(f"/v1/sessions/{ledger_session}").json()["executionState"]
     assert (state["mode"], state["planEnabled"]) == ("build", False)
-    after = json.dumps(answered(model, "Go on."))
-    assert "The todo list of this session" in after and "Port the parser" in after, after[-3000:]
-    assert "Read the grammar" in after, after[-3000:]
+    # The hand-back is one text: the approved plan, then the todo list (Claude Code also
+    # re-references its plan file itself, in its own words).
+    after = handed_back(answered(model, "Go on."))
+    assert "Read the grammar" in after and "Port the parser" in after, after
+    resumed, _lines = run_claude(claude, served, project, [], "--resume", claude_session,
+                                 prompt="Carry on.")
+    first = handed_back(resumed.main_requests()[0].body)
+    assert "Read the grammar" in first and "Port the parser" in first, first
 
 
 def claude_session_in(project: Path) -> str:
