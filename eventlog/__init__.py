@@ -9,6 +9,8 @@ from __future__ import annotations
 from .appending import Listener
 from .catalog import (
     CATALOG,
+    AnswerIn,
+    AnswerInChanged,
     AutoResolutionReason,
     AutoResolutionState,
     ContextCompacted,
@@ -182,6 +184,8 @@ __all__ = [
     "SessionHead",
     "SessionModeChanged",
     "SessionModelSelected",
+    "AnswerIn",
+    "AnswerInChanged",
     "SettingChanged",
     "SettingName",
     "StorageFault",

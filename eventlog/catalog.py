@@ -59,6 +59,8 @@ __all__ = [
     "CronScheduleUpdated",
     "OffPeakPromptCreated",
     "SessionModelSelected",
+    "AnswerIn",
+    "AnswerInChanged",
     "ReminderInjected",
     "ReminderKind",
     "TodoItemData",
@@ -413,6 +415,20 @@ class SessionModelSelected(Event):
     model: str = Field(min_length=1)
 
 
+AnswerIn = Literal["host", "here"]
+
+
+class AnswerInChanged(Event):
+    """Where the person answers the questions and plan approvals of a session another program
+    runs (issue 39): ``host`` in that program's own dialog, ``here`` on this service's pages,
+    while the program's hook waits for the answer."""
+
+    schema_version: ClassVar[int] = 1
+    type: Literal["AnswerInChanged"] = "AnswerInChanged"
+    answer_in: AnswerIn
+    previous: AnswerIn
+
+
 class CronScheduleCreated(Event):
     """A cron schedule was recorded for the session (SPEC TR-5); the host runs its prompt."""
 
@@ -540,7 +556,8 @@ SessionEvent = Annotated[
     | ContextCompacted | InteractionAutoResolutionChanged | InteractionUserActivity
     | SettingChanged | SessionModelSelected | CronScheduleCreated | CronScheduleUpdated
     | CronScheduleDeleted | OffPeakPromptCreated | PlanSubmitted | PlanApproved
-    | PlanApprovalCancelled | PlanFileWriteFailed | PlanFeedbackGiven | PlanRejected,
+    | PlanApprovalCancelled | PlanFileWriteFailed | PlanFeedbackGiven | PlanRejected
+    | AnswerInChanged,
     Field(discriminator="type"),
 ]
 

@@ -32,15 +32,16 @@ due instant (DESIGN.md "Time"). A row is ``watch`` while one of its questions ma
 move (registered, or a clock running), so the scheduler reads only those.
 
 **Tool records.** A :class:`DocProjection` over the same keyed document table as the
-call and interaction views, with its own keys: one document per session for the model the
+call and interaction views, with its own keys: one document per session for where its host's
+questions are answered (``AnswerInChanged``), one per session for the model the
 user chose (``SessionModelSelected``, SPEC LM-1 ``[current]`` and LM-2's session provider), one
 per cron schedule (``CronSchedule*``, TR-5) and one per off-peak prompt
 (``OffPeakPromptCreated``). Reading a record is one indexed lookup, whatever the length of
 the session's log; the fold is what an audit compares against.
 
-Statuses: ``model``; ``cron`` while a schedule exists, ``cronDeleted`` after (its document
-stays, so an audit can still see it); ``offPeak``. Orders are the ``seq`` of the creating
-event, so a session's schedules list in the order they were made.
+Statuses: ``model``, ``answerIn``; ``cron`` while a schedule exists, ``cronDeleted`` after
+(its document stays, so an audit can still see it); ``offPeak``. Orders are the ``seq`` of
+the creating event, so a session's schedules list in the order they were made.
 
 **Todos.** Each live session's current todo list, one row per item (SPEC TD-4). A fold over
 the log: ``TodosWritten`` replaces the session's whole list (delete its rows,
@@ -68,6 +69,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from eventlog import (
+    AnswerIn,
+    AnswerInChanged,
     CronScheduleCreated,
     CronScheduleDeleted,
     CronScheduleUpdated,
@@ -576,7 +579,7 @@ class InteractionTimersProjection(TableBacked[TimerTable]):
 
 RECORD_EVENTS = frozenset({
     "SessionModelSelected", "CronScheduleCreated", "CronScheduleUpdated",
-    "CronScheduleDeleted", "OffPeakPromptCreated",
+    "CronScheduleDeleted", "OffPeakPromptCreated", "AnswerInChanged",
 })
 """The event types this view folds."""
 
@@ -584,6 +587,11 @@ RECORD_EVENTS = frozenset({
 def model_key(session_id: str) -> str:
     """The key of the session's chosen-model document."""
     return f"{session_id}#model"
+
+
+def answer_in_key(session_id: str) -> str:
+    """The key of the session's answer-place document (``AnswerInChanged``)."""
+    return f"{session_id}#answerIn"
 
 
 def record_key(session_id: str, record_id: str) -> str:
@@ -595,6 +603,8 @@ def _record_key(event: RecordedEvent) -> str | None:
     data = event.data
     if isinstance(data, SessionModelSelected):
         return model_key(event.session_id)
+    if isinstance(data, AnswerInChanged):
+        return answer_in_key(event.session_id)
     if isinstance(data, CronScheduleCreated | CronScheduleUpdated | CronScheduleDeleted):
         return record_key(event.session_id, data.schedule_id)
     if isinstance(data, OffPeakPromptCreated):
@@ -619,6 +629,9 @@ def fold_record(docs: dict[str, Doc | None], event: RecordedEvent) -> str | None
     if isinstance(data, SessionModelSelected):
         docs[key] = Doc(key, sid, "model", event.seq,
                         {"model": data.model, "level": data.level, "selectedAt": at})
+    elif isinstance(data, AnswerInChanged):
+        docs[key] = Doc(key, sid, "answerIn", event.seq,
+                        {"answerIn": data.answer_in, "changedAt": at})
     elif isinstance(data, CronScheduleCreated):
         docs[key] = Doc(key, sid, "cron", event.seq, {
             "id": data.schedule_id, "cron": data.cron, "prompt": data.prompt,
@@ -666,6 +679,12 @@ class ToolRecordsProjection(DocProjection):
     def chosen_model(self, tx: Any, session_id: str) -> Doc | None:
         """The session's chosen-model document, or ``None`` when the user chose none."""
         return self.get(tx, model_key(session_id))
+
+    def answer_in(self, tx: Any, session_id: str) -> AnswerIn:
+        """Where the session's questions and plan approvals are answered: ``host`` (the
+        program's own dialog) until the user chose otherwise."""
+        doc = self.get(tx, answer_in_key(session_id))
+        return "here" if doc is not None and doc.body.get("answerIn") == "here" else "host"
 
     def records(self, tx: Any, session_id: str, status: str) -> list[Doc]:
         """The session's documents of ``status`` (``cron``, ``offPeak`` …) in creation order."""

@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -499,3 +500,129 @@ def test_the_binarys_transcript_imports_as_its_hooks_recorded_it(
         fresh_events = [e.to_wire() for e in store.read_session(report["sessionId"])]
     assert outcomes_of(fresh_events) == outcomes_of(hooked)
     assert audited(fresh, report["sessionId"], tmp_path) == findings
+
+
+def ledger_session_of(server: ServerProcess, project: Path) -> str:
+    """The ledger session Claude Code's first hook (its SessionStart command, which may still
+    be starting when the TUI is ready) creates for ``project``."""
+    with httpx.Client(base_url=server.base_url, timeout=30) as http:
+        for _ in range(300):
+            found = [s["sessionId"] for s in http.get("/v1/sessions").json()["sessions"]
+                     if s["workspace"] == str(project)]
+            if found:
+                assert len(found) == 1, found
+                return str(found[0])
+            time.sleep(0.2)
+    raise AssertionError(f"no ledger session for {project}")
+
+
+def waiting_interaction(server: ServerProcess, session_id: str, kind: str) -> dict[str, Any]:
+    """The session's pending interaction of ``kind`` once there is one (the hook holds)."""
+    with httpx.Client(base_url=server.base_url, timeout=30) as http:
+        for _ in range(300):
+            pending = [i for i in http.get(f"/v1/sessions/{session_id}").json()["interactions"]
+                       if i["kind"] == kind]
+            if pending:
+                return dict(pending[0])
+            time.sleep(0.2)
+    raise AssertionError(f"no {kind} waits in {session_id}")
+
+
+def respond(server: ServerProcess, session_id: str, interaction: dict[str, Any],
+            **answer: Any) -> None:
+    with httpx.Client(base_url=server.base_url, timeout=30) as http:
+        response = http.post(f"/v1/sessions/{session_id}/interactions/"
+                             f"{interaction['interactionId']}/respond", json=answer)
+    assert response.status_code == 200, response.text
+
+
+def test_a_question_and_a_plan_answered_here_reach_claude_code_without_its_dialogs(
+        claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 7
+    project = project_in(served)
+    script: list[list[Any]] = [
+        [ToolUse("AskUserQuestion", QUESTION)],
+        [ToolUse("Write", plan_written)],
+        [ToolUse("ExitPlanMode", {})],
+    ]
+    seen: list[str] = []
+    with interactive(claude, served, project, script, "--permission-mode", "plan") as (
+            terminal, model):
+        session_id = ledger_session_of(served, project)
+        with httpx.Client(base_url=served.base_url, timeout=30) as http:
+            chosen = http.put(f"/v1/sessions/{session_id}/answer-in", json={"answerIn": "here"})
+        assert chosen.status_code == 200 and chosen.json()["answerIn"] == "here", chosen.text
+        terminal.submit("Plan the parser port.")
+        question = waiting_interaction(served, session_id, "askUserQuestion")
+        seen.append(terminal.screen())
+        respond(served, session_id, question, decision="modify",
+                input={**QUESTION, "answers": {"Which parser?": "LALR"}})
+        plan = waiting_interaction(served, session_id, "planApproval")
+        seen.append(terminal.screen())
+        assert plan["payload"]["plan"] == PLAN_TEXT
+        respond(served, session_id, plan, decision="approve", input={"mode": "edit"})
+        terminal.wait_for("Done.")
+        seen.append(terminal.screen(history=500))
+    # The question never showed Claude Code's dialog (the hook answered it first). The plan's
+    # dialog shows while its PermissionRequest hook runs: either place may answer.
+    assert not any(DIALOG_QUESTION in screen for screen in seen), seen
+    assert "User approved Claude's plan" in seen[-1], seen[-1]
+    answered_request = answered(model, '\\"Which parser?\\"=\\"LALR\\"')
+    assert answered_request is not None, "the model never got the answer"
+    events = ledger_events(served, claude_session_in(project))[1]
+    kinds = [e["type"] for e in events]
+    assert kinds.count("InteractionRequested") == 2 and kinds.count("InteractionResolved") == 2
+    assert kinds.count("PlanSubmitted") == 1 and kinds.count("PlanApproved") == 1, kinds
+    completed = {e["data"]["tool"]: e["data"]["success"] for e in events
+                 if e["type"] == "ToolCallCompleted"}
+    assert completed == {"AskUserQuestion": True, "Write": True, "ExitPlanMode": True}
+    with httpx.Client(base_url=served.base_url, timeout=30) as http:
+        state = http.get(f"/v1/sessions/{session_id}").json()["executionState"]
+    assert (state["mode"], state["planEnabled"]) == ("edit", False)
+
+
+def test_feedback_and_a_refusal_given_here_reach_the_model_and_answer_in_claude_code_asks_there(
+        claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 7
+    project = project_in(served)
+    script: list[list[Any]] = [
+        [ToolUse("AskUserQuestion", QUESTION)],
+        [ToolUse("Write", plan_written)],
+        [ToolUse("ExitPlanMode", {})],
+        [Text("I will add one.")],
+        [ToolUse("AskUserQuestion", QUESTION)],
+    ]
+    with interactive(claude, served, project, script, "--permission-mode", "plan") as (
+            terminal, model):
+        session_id = ledger_session_of(served, project)
+        with httpx.Client(base_url=served.base_url, timeout=30) as http:
+            assert http.put(f"/v1/sessions/{session_id}/answer-in",
+                            json={"answerIn": "here"}).status_code == 200
+        terminal.submit("Plan the parser port.")
+        respond(served, session_id, waiting_interaction(served, session_id, "askUserQuestion"),
+                decision="deny", feedback="Pick one yourself")
+        respond(served, session_id, waiting_interaction(served, session_id, "planApproval"),
+                decision="feedback", feedback="Add a benchmark step")
+        terminal.wait_for("I will add one.")
+        with httpx.Client(base_url=served.base_url, timeout=30) as http:
+            document = http.put(f"/v1/sessions/{session_id}/answer-in",
+                                json={"answerIn": "host"}).json()
+        assert document["answerIn"] == "host"
+        terminal.submit("Ask me again.")
+        terminal.wait_for(DIALOG_QUESTION)  # answered in Claude Code: its dialog, at once
+        terminal.press("1")
+        terminal.wait_for("User answered Claude's questions")
+        terminal.wait_for("Done.")
+    results = list(model.tool_results().values())
+    shown = [str(r["content"]) for r in results]
+    assert any("Pick one yourself" in text for text in shown), shown  # the refusal's words
+    assert "Add a benchmark step" in shown, shown  # the feedback, as the plan's result
+    events = ledger_events(served, claude_session_in(project))[1]
+    [feedback] = [e["data"] for e in events if e["type"] == "PlanFeedbackGiven"]
+    assert (feedback["feedback"], feedback["plan"]) == ("Add a benchmark step", PLAN_TEXT)
+    resolved = [(e["data"]["decision"], e["actor"]) for e in events
+                if e["type"] == "InteractionResolved"]
+    assert resolved == [("deny", "user"), ("feedback", "user"), ("modify", "host")], resolved
+    with httpx.Client(base_url=served.base_url, timeout=30) as http:
+        state = http.get(f"/v1/sessions/{session_id}").json()["executionState"]
+    assert state["planEnabled"] is True
+    assert [e["data"]["answerIn"] for e in events if e["type"] == "AnswerInChanged"] == [
+        "here", "host"]

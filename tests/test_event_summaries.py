@@ -51,6 +51,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "InteractionUserActivity": {"interactionId": "int_1", "action": "select"},
     "SettingChanged": {"name": "autoContinueQuestions", "previous": True, "value": False},
     "SessionModelSelected": {"model": "openai/gpt-5", "level": "high"},
+    "AnswerInChanged": {"answerIn": "here", "previous": "host"},
     "CronScheduleCreated": {"scheduleId": "cron_1", "cron": "0 9 * * 1",
                             "prompt": "Weekly report"},
     "CronScheduleUpdated": {"scheduleId": "cron_1", "enabled": False},

@@ -27,10 +27,13 @@ nothing is recorded.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from eventlog import (
     JsonShapeError,
@@ -47,6 +50,7 @@ from ..errors import SessionLedgerError
 from ..ledger import eventlog_errors
 from ..permission.descriptors import named_tool
 from ..service.turns import plan_file_reference_text, todo_line
+from ..tools.ask import declined_text, parse_model_input, result_text
 from .observations import (
     Compacted,
     Noted,
@@ -60,7 +64,7 @@ from .observations import (
     ToolUse,
     digest,
 )
-from .recorder import Recorder, Tally, approved_plan, refusal_text
+from .recorder import AskHere, Recorder, Tally, approved_plan, content_key, refusal_text
 from .wire import HOOK_PATH
 
 __all__ = [
@@ -85,6 +89,15 @@ DROPPED_WARNING = (
 )
 TODOS_CARRIED = "The todo list of this session, as its last change left it:"
 NO_OPINION: dict[str, Any] = {}
+HOLD_S = 590.0
+"""How long a hook waits for a question or plan approval to be answered here: under the
+600-second timeout ``setup claude-code`` gives these hooks, after which Claude Code would
+ask in its own dialog anyway."""
+POLL_S = 0.25
+"""How often a waiting hook looks for the answer."""
+ANSWERED_HERE = "sessionledger: answered by the user on the ledger's page"
+PLAN_REJECTED_HERE = ("The user rejected this plan. Plan mode stays on: do not make changes; "
+                      "ask what to change, or plan again.")
 
 
 class MalformedHook(ValueError):
@@ -203,8 +216,11 @@ def _shown(response: Any) -> str:
     return json.dumps(response, ensure_ascii=False, sort_keys=True)
 
 
-def answer_hook(recorder: Recorder, body: bytes | str | Any) -> HookAnswer:
-    """Record one hook event and answer it (CC-1); never raises for what the event holds."""
+def answer_hook(recorder: Recorder, body: bytes | str | Any, *,
+                hold_s: float = HOLD_S) -> HookAnswer:
+    """Record one hook event and answer it (CC-1); never raises for what the event holds.
+    A question or plan approval of a session answered here waits up to ``hold_s`` for the
+    answer."""
     try:
         name, seen = read_hook(body)
     except MalformedHook as exc:
@@ -214,15 +230,20 @@ def answer_hook(recorder: Recorder, body: bytes | str | Any) -> HookAnswer:
         if session_id is None:
             return HookAnswer(NO_OPINION, "the session's cwd cannot be recorded here (outside "
                                           "the workspace root, or missing), or it was deleted")
-        return _answered(recorder, session_id, name, seen)
+        return _answered(recorder, session_id, name, seen, hold_s=hold_s)
     except SessionLedgerError as exc:  # the ledger could not record it (busy, a bad input)
         return HookAnswer(NO_OPINION, exc.message)
 
 
-def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen) -> HookAnswer:
+def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen, *,
+              hold_s: float = HOLD_S) -> HookAnswer:
     observation = seen.observation
     if isinstance(observation, ToolUse | PermissionAsked):
-        recorded = recorder.record(session_id, seen, decide=_decider(recorder, seen.origin))
+        ask_here = _ask_here(recorder, session_id, observation)
+        recorded = recorder.record(session_id, seen, decide=_decider(recorder, seen.origin),
+                                   ask_here=ask_here)
+        if ask_here is not None:
+            return _answered_here(recorder, session_id, observation, hold_s)
         verdict = next((e.data.decision for e in recorded.events
                         if isinstance(e.data, PermissionDecided)), None)
         if verdict is None:  # AskUserQuestion, ExitPlanMode, a PermissionRequest's ask:
@@ -253,6 +274,110 @@ def _decider(recorder: Recorder, origin: Origin) -> Any:
         )
 
     return decide
+
+
+# -- answered here: the hook waits for the person --------------------------------------------
+
+
+def _ask_here(recorder: Recorder, session_id: str,
+              observation: ToolUse | PermissionAsked) -> AskHere | None:
+    """The question (PreToolUse of AskUserQuestion) or plan approval (PermissionRequest of
+    ExitPlanMode) to put to the user here, when the session's questions are answered here
+    and the call is one this service can show."""
+    if isinstance(observation, ToolUse) and observation.tool == "AskUserQuestion":
+        try:
+            asked = parse_model_input(observation.input)
+        except (ValidationError, ValueError):
+            return None  # not a question this service can show: Claude Code asks
+        payload = asked.model_dump(mode="json", by_alias=True, exclude_none=True)
+        found: AskHere = ("askUserQuestion", {"questions": payload["questions"]})
+    elif isinstance(observation, PermissionAsked) and observation.tool == "ExitPlanMode":
+        plan = observation.input.get("plan")
+        if not isinstance(plan, str) or not plan.strip():
+            return None  # no plan to show (its file is not written): Claude Code asks
+        found = ("planApproval", {"plan": plan})
+    else:
+        return None
+    return found if recorder.service.answer_in(session_id) == "here" else None
+
+
+def _answered_here(recorder: Recorder, session_id: str,
+                   observation: ToolUse | PermissionAsked, hold_s: float) -> HookAnswer:
+    """Wait up to ``hold_s`` for the answer given here (the web page, the TUI, the CLI,
+    or the auto-continue timer) and hand it to Claude Code; no answer by then is no
+    decision, and Claude Code asks in its own dialog."""
+    tally = recorder.tally(session_id)
+    call_id = tally.waiting.get(content_key(observation.tool, observation.input))
+    if call_id is None or call_id not in tally.interactions:
+        return HookAnswer(NO_OPINION, session_id=session_id)
+    deadline = time.monotonic() + hold_s
+    ledger = recorder.service.ledger
+    while True:
+        with eventlog_errors(payloads=True):
+            doc = ledger.call(session_id, call_id)
+        if doc is None or doc.status != "pending":
+            return HookAnswer(NO_OPINION, session_id=session_id)
+        resolution = doc.body.get("resolution")
+        if isinstance(resolution, Mapping):
+            break
+        if time.monotonic() >= deadline:
+            return HookAnswer(NO_OPINION, "nobody answered here in time: Claude Code asks",
+                              session_id=session_id)
+        time.sleep(POLL_S)
+    if isinstance(observation, ToolUse):
+        return HookAnswer(_question_answer(observation.input, resolution),
+                          session_id=session_id)
+    return HookAnswer(_plan_answer(resolution), session_id=session_id)
+
+
+def _question_answer(asked: Mapping[str, Any], resolution: Mapping[str, Any]) -> dict[str, Any]:
+    """PreToolUse's answer for a question answered here: the answers in ``updatedInput``
+    (Claude Code then shows no dialog), or refused with what the model should know."""
+    decision = resolution.get("decision")
+    raw = resolution.get("input")
+    given: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    answers = given.get("answers")
+    if decision == "modify" and isinstance(answers, Mapping) and answers:
+        updated = {**asked, "answers": dict(answers)}
+        if isinstance(given.get("annotations"), Mapping):
+            updated["annotations"] = dict(given["annotations"])
+        return {"hookSpecificOutput": {
+            "hookEventName": "PreToolUse", "permissionDecision": "allow",
+            "permissionDecisionReason": ANSWERED_HERE, "updatedInput": updated,
+        }}
+    questions = asked.get("questions")
+    texts = [q.get("question", "") for q in questions if isinstance(q, Mapping)] if isinstance(
+        questions, list) else []
+    reason = (declined_text(resolution.get("feedback")) if decision == "deny"
+              else result_text(texts, {}))
+    return {"hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "deny",
+        "permissionDecisionReason": reason,
+    }}
+
+
+HOST_MODES = {"build": "default", "edit": "acceptEdits", "yolo": "bypassPermissions"}
+"""The ledger's modes by Claude Code's name for them (an approval may name the mode to
+carry on in)."""
+
+
+def _plan_answer(resolution: Mapping[str, Any]) -> dict[str, Any]:
+    """PermissionRequest's answer for a plan answered here: approved (in the mode the
+    approval names, if it names one), or refused with the feedback or the rejection."""
+    decision = resolution.get("decision")
+    decided: dict[str, Any]
+    if decision == "approve":
+        decided = {"behavior": "allow"}
+        given = resolution.get("input")
+        mode = given.get("mode") if isinstance(given, Mapping) else None
+        if mode in HOST_MODES:
+            decided["updatedPermissions"] = [
+                {"type": "setMode", "mode": HOST_MODES[mode], "destination": "session"}]
+    elif decision == "feedback" and str(resolution.get("feedback") or "").strip():
+        decided = {"behavior": "deny", "message": str(resolution["feedback"]).strip()}
+    else:
+        decided = {"behavior": "deny", "message": PLAN_REJECTED_HERE}
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decided}}
 
 
 def _pre_tool_use(verdict: PermissionVerdict) -> dict[str, Any]:

@@ -167,6 +167,9 @@ class Tally:
     asking: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     """Calls Claude Code asks its user about itself (a question, a plan approval) with no
     outcome yet: their tool and input."""
+    interactions: dict[str, tuple[str, dict[str, Any] | None]] = field(default_factory=dict)
+    """Calls with no outcome yet whose question or plan was put to the user here (answer
+    here: the hook waits): the interaction and its resolution once there is one."""
     waiting: dict[str, str] = field(default_factory=dict)
     """The calls with no outcome yet by their tool and input (:func:`content_key`): how a
     PermissionRequest, which carries no ``tool_use_id``, finds the call it asks about."""
@@ -183,6 +186,8 @@ class Recorded:
 
 
 Decider = Callable[[Tally, ToolUse], PermissionVerdict]
+AskHere = tuple[Literal["askUserQuestion", "planApproval"], dict[str, Any]]
+"""A question or plan approval put to the user here: the interaction's kind and payload."""
 
 
 class Recorder:
@@ -244,13 +249,15 @@ class Recorder:
             )
         todos = written.data.todos if written is not None and isinstance(
             written.data, TodosWritten) else ()
-        refused, asking, waiting = {}, {}, {}
+        refused, asking, waiting, interactions = {}, {}, {}, {}
         for doc in calls:
             if doc.status != "pending":
                 continue
             call_id, tool = doc.body["callId"], doc.body["tool"]
             given = doc.body.get("input") or {}
             waiting[content_key(tool, given)] = call_id
+            if doc.body.get("interactionId"):
+                interactions[call_id] = (doc.body["interactionId"], doc.body.get("resolution"))
             permission = doc.body.get("permission") or {}
             if permission.get("behavior") in ("deny", "ask"):
                 refused[call_id] = (tool, permission["behavior"], refusal_text(
@@ -263,18 +270,21 @@ class Recorder:
             known_calls={d.body["callId"] for d in calls},
             plan_by=summary.plan_by,
             done_calls={d.body["callId"] for d in calls if d.status != "pending"},
-            refused=refused, asking=asking, waiting=waiting,
+            refused=refused, asking=asking, waiting=waiting, interactions=interactions,
         )
 
     # -- one observation (hooks) -----------------------------------------------------------
 
-    def record(self, session_id: str, seen: Seen, *, decide: Decider | None = None) -> Recorded:
+    def record(self, session_id: str, seen: Seen, *, decide: Decider | None = None,
+               ask_here: AskHere | None = None) -> Recorded:
         """Append what ``seen`` says to ``session_id`` at most once; ``decide`` answers a
-        ToolUse's permission (PreToolUse), recorded as ``PermissionDecided``. Overtaken by
-        another process's append (two command hooks at once), it reads and decides again."""
+        ToolUse's permission (PreToolUse), recorded as ``PermissionDecided``; ``ask_here``
+        puts its question or plan to the user here (the interaction's kind and payload).
+        Overtaken by another process's append (two command hooks at once), it reads and
+        decides again."""
         def attempt() -> Recorded:
             tally = self.tally(session_id)
-            events, key = batch_for(tally, seen, decide=decide,
+            events, key = batch_for(tally, seen, decide=decide, ask_here=ask_here,
                                     outcomes=asked_outcomes(tally, seen))
             if not events:
                 return Recorded(session_id)
@@ -389,10 +399,11 @@ class Imported:
 
 def batch_for(
     tally: Tally, seen: Seen, *, decide: Decider | None,
-    outcomes: Mapping[str, ToolResult] | None = None,
+    outcomes: Mapping[str, ToolResult] | None = None, ask_here: AskHere | None = None,
 ) -> tuple[list[NewEvent], str | None]:
     """The events ``seen`` records and its idempotency key; ``tally`` moves on with them.
-    ``outcomes``: what the transcript says became of the questions and plans still open."""
+    ``outcomes``: what the transcript says became of the questions and plans still open;
+    ``ask_here``: the call's question or plan is put to the user here."""
     observation = seen.observation
     at = seen.origin.occurred_at
     key = observation_key(observation, tally.calls)
@@ -428,10 +439,14 @@ def batch_for(
                 events.append(NewEvent(PermissionDecided(
                     call_id=call_id, tool=observation.tool, decision=verdict, occurred_at=at,
                 ), actor="system", causation_id=call_id))
+            if ask_here is not None:
+                events += _asked_here(tally, observation, ask_here, at)
         case PermissionAsked():
             events += _requested(tally, observation, at)
             if decide is not None and observation.tool not in _ASKS_ITSELF:
                 events += _permission_asked(tally, observation, decide, at)
+            if ask_here is not None:
+                events += _asked_here(tally, observation, ask_here, at)
         case ToolResult() if call_id_of(observation) not in tally.done_calls:
             events += _requested(tally, observation, at)
             events += _completed(tally, observation, at)
@@ -442,6 +457,36 @@ def batch_for(
     if moved_by_tool and seen.origin.permission_mode != "plan":  # "plan": said before it
         events += _mirrored_mode(tally, seen.origin.permission_mode, at)
     return events, key if events else None
+
+
+def interaction_of(call_id: str) -> str:
+    """The interaction id of a Claude Code call's question or plan approval."""
+    return f"int_{digest(call_id, length=26)}"
+
+
+def _asked_here(
+    tally: Tally, call: ToolUse | PermissionAsked, ask_here: AskHere, at: str | None
+) -> list[NewEvent]:
+    """The question or plan approval put to the user here (once per call): a plan is
+    submitted with it."""
+    call_id = call_id_of(call)
+    if call_id in tally.interactions or call_id in tally.done_calls:
+        return []
+    kind, payload = ask_here
+    interaction_id = interaction_of(call_id)
+    tally.interactions[call_id] = (interaction_id, None)
+    events: list[Event] = []
+    if kind == "planApproval":
+        events.append(PlanSubmitted(call_id=call_id, plan=str(payload.get("plan", "")),
+                                    allowed_prompts=_allowed_prompts(call.input)))
+    events.append(InteractionRequested(interaction_id=interaction_id, call_id=call_id,
+                                       kind=kind, payload=payload))
+    return [NewEvent(_stamped(e, at), actor="host", causation_id=call_id) for e in events]
+
+
+def _allowed_prompts(given: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    prompts = given.get("allowedPrompts")
+    return tuple(p for p in prompts if isinstance(p, dict)) if isinstance(prompts, list) else ()
 
 
 def _permission_asked(
@@ -574,7 +619,8 @@ def _closed_asks(
     closed: list[NewEvent] = []
     for call_id, (tool, given) in list(tally.asking.items()):
         found = outcomes.get(call_id)
-        if found is None and stopped:
+        answered_here = (tally.interactions.get(call_id) or ("", None))[1] is not None
+        if found is None and stopped and not answered_here:
             continue
         result = ToolResult(  # the input as the hook had it: Claude Code adds the plan there
             tool=tool, input={**(found.input if found else {}), **given},
@@ -631,6 +677,7 @@ def _completed(tally: Tally, result: ToolResult, at: str | None) -> list[NewEven
     tally.done_calls.add(call_id)
     tally.refused.pop(call_id, None)
     tally.asking.pop(call_id, None)
+    asked = tally.interactions.pop(call_id, None)
     for key in [k for k, waiting in tally.waiting.items() if waiting == call_id]:
         del tally.waiting[key]
     carried: list[Event] = []
@@ -642,9 +689,9 @@ def _completed(tally: Tally, result: ToolResult, at: str | None) -> list[NewEven
         case "TaskCreate" | "TaskUpdate" | "TaskList" if not result.error:
             carried += _tasks(tally, result)
         case "AskUserQuestion":
-            carried += _question(call_id, result)
+            carried += _question(call_id, result, asked)
         case "ExitPlanMode":
-            carried += _plan(tally, call_id, result)
+            carried += _plan(tally, call_id, result, asked)
             refused = False  # its refusal is the plan's outcome, recorded above
         case "EnterPlanMode" if not result.error and not tally.execution.plan_enabled:
             entered = decide_events(tally.execution, SetMode("plan"), via="enter_plan_tool")
@@ -739,10 +786,14 @@ def _tasks(tally: Tally, result: ToolResult) -> list[Event]:
     return [TodosWritten(todos=kept, dropped_unfinished=tuple(dropped))]
 
 
-def _question(call_id: str, result: ToolResult) -> list[Event]:
-    """AskUserQuestion's questions and the user's answers (declined: ``deny``)."""
+def _question(
+    call_id: str, result: ToolResult, asked: tuple[str, dict[str, Any] | None] | None
+) -> list[Event]:
+    """AskUserQuestion's questions and the user's answers (declined: ``deny``); for a
+    question put to the user here, only what is not recorded yet (its answer, when it was
+    answered in Claude Code's dialog after the hook stopped waiting)."""
     questions = result.input.get("questions")
-    interaction_id = f"int_{digest(call_id, length=26)}"
+    interaction_id = interaction_of(call_id)
     payload = {"questions": questions if isinstance(questions, list) else []}
     response = result.response if isinstance(result.response, Mapping) else {}
     answers = response.get("answers")
@@ -756,56 +807,64 @@ def _question(call_id: str, result: ToolResult) -> list[Event]:
             interaction_id=interaction_id, call_id=call_id, decision="modify",
             input={**result.input, "answers": dict(answers)},
         )
+    if asked is not None:
+        return [] if asked[1] is not None else [resolved]
     return [InteractionRequested(
         interaction_id=interaction_id, call_id=call_id, kind="askUserQuestion", payload=payload,
     ), resolved]
 
 
-def _plan(tally: Tally, call_id: str, result: ToolResult) -> list[Event]:
+def _plan(
+    tally: Tally, call_id: str, result: ToolResult,
+    asked: tuple[str, dict[str, Any] | None] | None = None,
+) -> list[Event]:
     """ExitPlanMode's plan and its outcome: approved leaves Plan; rejected or feedback is
-    recorded and Plan stays (CC-5). No plan file is written."""
+    recorded and Plan stays (CC-5). No plan file is written. A plan put to the user here was
+    submitted then, and its outcome is the answer given here when there is one."""
     response = result.response if isinstance(result.response, Mapping) else {}
     plan = result.input.get("plan") or response.get("plan") or ""
     if not isinstance(plan, str):
         plan = str(plan)
     path = response.get("filePath")
     path = path if isinstance(path, str) else ""  # Claude Code's own plan file, if it says
-    prompts = result.input.get("allowedPrompts")
-    allowed = tuple(p for p in prompts if isinstance(p, dict)) if isinstance(prompts, list) else ()
-    interaction_id = f"int_{digest(call_id, length=26)}"
+    interaction_id = interaction_of(call_id)
     outcome, words = plan_outcome(result)
+    answered = asked[1] if asked is not None else None
+    if answered is not None:  # answered here: that answer is the outcome
+        decision = answered.get("decision")
+        outcome = ("approved" if decision == "approve" else
+                   "feedback" if decision == "feedback" else "rejected")
+        words = answered.get("feedback") if outcome == "feedback" else None
     mode = tally.execution.mode
-    events: list[Event] = [
-        PlanSubmitted(call_id=call_id, plan=plan, allowed_prompts=allowed),
+    events: list[Event] = [] if asked is not None else [
+        PlanSubmitted(call_id=call_id, plan=plan, allowed_prompts=_allowed_prompts(result.input)),
         InteractionRequested(
             interaction_id=interaction_id, call_id=call_id, kind="planApproval",
             payload={"plan": plan},
         ),
     ]
+    resolve = answered is None  # not yet resolved: its resolution is recorded now
     if outcome == "approved":
-        events += [
-            InteractionResolved(interaction_id=interaction_id, call_id=call_id,
-                                decision="approve"),
-            PlanApproved(call_id=call_id, file_written=False, mode=mode, path=path, plan=plan),
-        ]
+        if resolve:
+            events.append(InteractionResolved(interaction_id=interaction_id, call_id=call_id,
+                                              decision="approve"))
+        events.append(
+            PlanApproved(call_id=call_id, file_written=False, mode=mode, path=path, plan=plan))
         left = decide_events(tally.execution, LeavePlan(), via="plan_approval")
         if not isinstance(left, Refusal):
             tally.execution = left[0]
             tally.plan_by = None
             events += left[1]
-    elif outcome == "feedback":
-        assert words is not None
-        events += [
-            InteractionResolved(interaction_id=interaction_id, call_id=call_id,
-                                decision="feedback", feedback=words),
-            PlanFeedbackGiven(call_id=call_id, feedback=words, mode=mode, plan=plan),
-        ]
+    elif outcome == "feedback" and words:
+        if resolve:
+            events.append(InteractionResolved(interaction_id=interaction_id, call_id=call_id,
+                                              decision="feedback", feedback=words))
+        events.append(PlanFeedbackGiven(call_id=call_id, feedback=words, mode=mode, plan=plan))
     else:
-        events += [
-            InteractionResolved(interaction_id=interaction_id, call_id=call_id,
-                                decision="deny"),
-            PlanRejected(by="user", call_id=call_id, mode=mode, plan=plan),
-        ]
+        if resolve:
+            events.append(InteractionResolved(interaction_id=interaction_id, call_id=call_id,
+                                              decision="deny"))
+        events.append(PlanRejected(by="user", call_id=call_id, mode=mode, plan=plan))
     return events
 
 

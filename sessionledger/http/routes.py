@@ -74,6 +74,7 @@ from .schemas import (
     MAX_ID_CHARS,
     MAX_TEXT_CHARS,
     TOO_LARGE,
+    AnswerInRequest,
     AuditDocument,
     CallDocument,
     CallIdPath,
@@ -226,6 +227,16 @@ def execution_routes(service: SessionService) -> APIRouter:
     async def end_goal(session_id: SessionIdPath) -> dict[str, Any]:
         """End the active goal; 409 when there is none."""
         return await on_loop(service.end_goal, session_id)
+
+    @router.put("/v1/sessions/{session_id}/answer-in", response_model=None,
+                responses={200: {"model": SessionDocument}, **TOO_LARGE})
+    async def set_answer_in(
+        session_id: SessionIdPath, body: Annotated[AnswerInRequest, Body()]
+    ) -> dict[str, Any]:
+        """Where a session another program runs has its questions and plan approvals
+        answered: ``host`` (its own dialog) or ``here`` (these pages, while its hook waits);
+        the document. 409 for a session this service runs itself."""
+        return await on_loop(service.set_answer_in, session_id, body.answerIn)
 
     return router
 

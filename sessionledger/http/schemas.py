@@ -248,6 +248,16 @@ class SessionDocument(_Wire):
     """Present for a session another program created (``claude-code``: CC-2)."""
     externalSessionId: str | None = None
     """That program's own id for the session (CC-2)."""
+    answerIn: Literal["host", "here"] | None = None
+    """For a session another program runs: where its questions and plan approvals are
+    answered — ``host``, in its own dialog; ``here``, on this service's pages while its hook
+    waits."""
+
+
+class AnswerInRequest(_Wire):
+    """``PUT /v1/sessions/{id}/answer-in``."""
+
+    answerIn: Literal["host", "here"]
 
 
 class PendingSummary(_Wire):

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from eventlog import (
     UNDECODABLE,
+    AnswerInChanged,
     CronScheduleCreated,
     CronScheduleDeleted,
     CronScheduleUpdated,
@@ -298,10 +299,10 @@ def execution_state_wire(state: ExecutionState) -> dict[str, Any]:
 
 def session_document(
     summary: SessionSummary, *, interactions: list[dict[str, Any]] | None = None,
-    todos: list[dict[str, str]] | None = None,
+    todos: list[dict[str, str]] | None = None, answer_in: str | None = None,
 ) -> dict[str, Any]:
     """The ``GET /v1/sessions/{id}`` shape: todos in list order, pending interactions in
-    queue order."""
+    queue order; for a session another program runs, where its questions are answered."""
     return {
         "sessionId": summary.session_id,
         "version": summary.version,
@@ -312,6 +313,7 @@ def session_document(
         "todos": todos or [],
         "interactions": interactions or [],
         **origin_wire(summary),
+        **({} if answer_in is None else {"answerIn": answer_in}),
     }
 
 
@@ -581,6 +583,13 @@ def _model(event: RecordedEvent) -> str:
     return f"model {data.model} selected" + (f" at level {data.level}" if data.level else "")
 
 
+def _answer_in(event: RecordedEvent) -> str:
+    data = event.data
+    assert isinstance(data, AnswerInChanged)
+    where = {"host": "in the host's own dialog", "here": "here"}
+    return f"questions and plan approvals answered {where[data.answer_in]}"
+
+
 def _cron_created(event: RecordedEvent) -> str:
     data = event.data
     assert isinstance(data, CronScheduleCreated)
@@ -632,6 +641,7 @@ DESCRIBERS: dict[str, Callable[[RecordedEvent], str]] = {
     "InteractionUserActivity": _activity,
     "SettingChanged": _setting,
     "SessionModelSelected": _model,
+    "AnswerInChanged": _answer_in,
     "CronScheduleCreated": _cron_created,
     "CronScheduleUpdated": _cron_updated,
     "CronScheduleDeleted": _cron_deleted,

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from eventlog import (
     Actor,
+    AnswerIn,
+    AnswerInChanged,
     Clock,
     EventStore,
     ExecutionStateData,
@@ -38,6 +40,7 @@ from statemachine.interaction import TimerConfig
 
 from ..config import MAX_CURSOR
 from ..errors import (
+    Conflict,
     InvalidInput,
     SessionNotDeleted,
     WorkspaceOutsideRoot,
@@ -51,6 +54,9 @@ from .models import ModelService
 from .settings import SettingsService
 from .timers import TimerService
 from .turns import plan_file_source
+
+ANSWER_PLACES: tuple[AnswerIn, ...] = ("host", "here")
+"""Where a hosted session's questions are answered: the program's own dialog, or here."""
 
 __all__ = [
     "DEFAULT_EVENTS_LIMIT",
@@ -264,7 +270,40 @@ class SessionService:
         return session_document(
             summary, interactions=self.tools.pending_interactions(session_id),
             todos=self.todos.wire(session_id),
+            answer_in=None if summary.client is None else self.answer_in(session_id),
         )
+
+    def answer_in(self, session_id: str) -> AnswerIn:
+        """Where the questions and plan approvals of a session another program runs are
+        answered: ``host`` (its own dialog, the default) or ``here``."""
+        with eventlog_errors(payloads=True):
+            return self.store.read_view(
+                lambda tx: self.projections.records.answer_in(tx, session_id))
+
+    def set_answer_in(self, session_id: str, answer_in: str) -> dict[str, Any]:
+        """Choose where a hosted session's questions and plan approvals are answered
+        (``AnswerInChanged``, actor user); the session document. The same choice again
+        appends nothing; a session this service runs itself has no other place (409)."""
+        if answer_in not in ANSWER_PLACES:
+            raise InvalidInput(
+                f"answerIn must be one of {', '.join(ANSWER_PLACES)}, not {answer_in!r}",
+                details=[{"loc": ["answerIn"], "message": "host or here"}])
+
+        def attempt() -> None:
+            summary = self.summary(session_id)
+            if summary.client is None:
+                raise Conflict("this session is run here: its questions are answered here "
+                               "already (answerIn is for a session another program runs)")
+            previous = self.answer_in(session_id)
+            if previous == answer_in:
+                return
+            self.ledger.append(session_id, [NewEvent(AnswerInChanged(
+                answer_in=answer_in, previous=previous), actor="user")],
+                expected_version=summary.version)
+
+        with eventlog_errors():
+            self.ledger.retry(session_id, attempt)
+        return self.document(session_id)
 
     def summaries(self, *, include_deleted: bool = False) -> list[SessionSummary]:
         """Every session's summary, most recently written first (by global position)."""

@@ -615,7 +615,10 @@ class ToolExecutor:
         input: Mapping[str, Any] | None = None,
         feedback: str | None = None,
     ) -> dict[str, Any]:
-        """Record the user's answer and complete the call; the call document afterwards."""
+        """Record the user's answer and complete the call; the call document afterwards.
+        In a session another program runs (a ``client``'s, such as Claude Code's) only the
+        answer is recorded: that program's hook, waiting for it, hands it over, the program
+        runs the call and its result completes it."""
         def attempt() -> dict[str, Any]:
             session = self._ledger.live(session_id)
             interaction = self._ledger.interaction(interaction_id)
@@ -632,15 +635,16 @@ class ToolExecutor:
                 handler, call.body["input"], interaction, decision, input, feedback
             )
             first = isinstance(handler, DecidesFirst) and handler.decides_first(resolution)
+            hosted = session.client is not None  # the program that asked runs the call
             events = (
-                [resolved_event(interaction.key, call_id, resolution)] if first
+                [resolved_event(interaction.key, call_id, resolution)] if first or hosted
                 else self._answer_step(session, handler, raw, call_id, interaction.key, resolution)
             )
             self._ledger.append(  # overtaken: decided again afresh
                 session_id, [NewEvent(e, actor="user", causation_id=call_id) for e in events],
                 expected_version=session.version,
             )
-            if first:  # the decision is on record; now run and complete (PM-7)
+            if first and not hosted:  # the decision is on record; now run and complete (PM-7)
                 return self._decided.carry_out(
                     session_id, handler, raw, call_id, interaction.key, resolution
                 )
@@ -715,7 +719,9 @@ class ToolExecutor:
         raw, resolution = _resolution(
             handler, call.body["input"], interaction, "autoContinued", None, None
         )
-        events = self._answer_step(session, handler, raw, call_id, interaction.key, resolution)
+        events: list[Event] = (
+            [resolved_event(interaction.key, call_id, resolution)] if session.client is not None
+            else self._answer_step(session, handler, raw, call_id, interaction.key, resolution))
         self._ledger.append(
             session_id, [NewEvent(e, actor="timer", causation_id=call_id) for e in events],
             expected_version=expected_version, idempotency_key=idempotency_key,
