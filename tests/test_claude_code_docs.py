@@ -31,6 +31,7 @@ from server_support import ServerProcess, sessionledger_command
 
 from sessionledger import SessionService
 from sessionledger.claude_code.observations import ledger_session_id
+from sessionledger.claude_code.setup import HELD
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "claude-code.md"
@@ -106,16 +107,22 @@ def test_both_settings_hook_the_same_events_with_matchers_where_they_apply() -> 
         assert list(settings) == ["hooks"]
         assert tuple(settings["hooks"]) == HOOKED, kind
         for event, entries in settings["hooks"].items():
-            (entry,) = entries
-            assert entry.get("matcher") == (None if event in NO_MATCHER else "*"), (kind, event)
-            (hook,) = entry["hooks"]
-            # Claude Code 2.1 runs no HTTP hook for SessionStart: a command there
-            assert hook["type"] == ("command" if event == "SessionStart" else kind)
+            held = HELD.get(event)
+            matchers = [entry.get("matcher") for entry in entries]
+            if held is None:
+                assert matchers == [None if event in NO_MATCHER else "*"], (kind, event)
+            else:  # the held tool waits longer; every other tool keeps the short timeout
+                assert matchers == [f"^(?!{held}$)", held], (kind, event)
+                assert [e["hooks"][0]["timeout"] for e in entries] == [10, 600]
+            for entry in entries:
+                (hook,) = entry["hooks"]
+                # Claude Code 2.1 runs no HTTP hook for SessionStart: a command there
+                assert hook["type"] == ("command" if event == "SessionStart" else kind)
     http_hooks = {h["url"] for h in handlers(json.loads(the_only("http"))) if "url" in h}
     assert http_hooks == {HOOK_URL}
     commands = {h["command"] for h in handlers(json.loads(the_only("command")))}
-    assert commands == {f'sessionledger hook claude-code --db {DOC_DB} '
-                        '--workspace "$CLAUDE_PROJECT_DIR"'}
+    assert commands == {f'sessionledger hook claude-code --db {DOC_DB} {waits}'
+                        '--workspace "$CLAUDE_PROJECT_DIR"' for waits in ("", "--timeout 595 ")}
 
 
 @pytest.mark.parametrize(("kind", "args"), [
@@ -144,14 +151,24 @@ PLAN = "# Plan\n\n1. Read app.py.\n2. Rename the helper.\n"
 Run = Callable[[dict[str, Any], str], dict[str, Any]]
 
 
+def matches(matcher: str | None, subject: str) -> bool:
+    """Claude Code's matcher: all for none or ``*``; names (letters, digits, ``_``, ``-``,
+    ``|``) matched exactly; anything else a regular expression searched for, unanchored."""
+    if matcher in (None, "", "*"):
+        return True
+    assert matcher is not None
+    if re.fullmatch(r"[\w|-]+", matcher):
+        return subject in matcher.split("|")
+    return re.search(matcher, subject) is not None
+
+
 def hook_of(settings: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
     """The one hook Claude Code would run for ``event`` (its matcher checked)."""
     name = event["hook_event_name"]
     subject = event.get("tool_name") or event.get("source") or event.get("trigger") or ""
     found: list[dict[str, Any]] = [
         hook for entry in settings["hooks"].get(name, [])
-        if entry.get("matcher") in (None, "", "*") or re.fullmatch(entry["matcher"], subject)
-        for hook in entry["hooks"]
+        if matches(entry.get("matcher"), subject) for hook in entry["hooks"]
     ]
     assert len(found) == 1, (name, found)
     return found[0]

@@ -13,6 +13,7 @@ import pytest
 from server_support import sessionledger_command
 
 from sessionledger.claude_code.setup import (
+    HELD,
     LEDGER_EVENTS,
     is_ledger_hook,
     ledger_hooks,
@@ -63,8 +64,9 @@ def test_twice_leaves_one_copy_and_the_users_settings_then_remove_restores(
     assert second.stdout.strip().endswith("unchanged")
     twice = json.loads(path.read_text(encoding="utf-8"))
     assert twice == once
-    assert sorted(ours(twice)) == sorted(
-        (e, "command" if e == "SessionStart" else "http") for e in LEDGER_EVENTS)
+    assert sorted(ours(twice)) == sorted(  # the held events have a second, longer hook
+        (e, "command" if e == "SessionStart" else "http")
+        for e in (*LEDGER_EVENTS, *HELD))
     # the user's own hooks and settings are where they were, theirs first
     assert twice["model"] == "opus" and twice["permissions"] == USER_SETTINGS["permissions"]
     assert twice["hooks"]["PreToolUse"][0] == USER_SETTINGS["hooks"]["PreToolUse"][0]
@@ -72,7 +74,8 @@ def test_twice_leaves_one_copy_and_the_users_settings_then_remove_restores(
     # a different server replaces the hooks rather than adding a second set
     moved = setup("--url", "http://127.0.0.1:7777", home=tmp_path, cwd=project)
     assert moved.returncode == 0, moved.stderr
-    assert len(ours(json.loads(path.read_text(encoding="utf-8")))) == len(LEDGER_EVENTS)
+    assert len(ours(json.loads(path.read_text(encoding="utf-8")))) == len(LEDGER_EVENTS) + len(
+        HELD)
 
     gone = setup("--remove", home=tmp_path, cwd=project)
     assert gone.returncode == 0, gone.stderr

@@ -50,6 +50,9 @@ DEFAULT_DB_URL = "sqlite:///.sessionledger/ledger.db"
 """``eventlog.DEFAULT_STORE_URL`` (a test keeps the two the same): importing ``eventlog`` loads
 the event catalog, which the forwarding path does without."""
 DEFAULT_TIMEOUT_S = 5.0
+HOLD_MARGIN_S = 5.0
+"""Recording directly, a question answered here is waited for up to ``--timeout`` less
+this (the hook must print its answer before Claude Code gives up on it)."""
 """How long the hook waits for a server's answer: under the 10 s the documented hook settings
 give Claude Code to wait for the hook (its own default is 60 s)."""
 MAX_TIMEOUT_S = 3600.0
@@ -267,7 +270,8 @@ def answer_directly(body: bytes, options: HookOptions) -> tuple[dict[str, Any], 
                                   workspace_root=PathType(options.workspace) if options.workspace
                                   else PathType.cwd())
     try:
-        answer = answer_hook(Recorder(service), body)
+        answer = answer_hook(Recorder(service), body,
+                             hold_s=max(0.0, options.timeout - HOLD_MARGIN_S))
     finally:
         service.close()
     return answer.output, answer.problem

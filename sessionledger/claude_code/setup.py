@@ -50,6 +50,15 @@ MATCHED = frozenset({"SessionStart", "PreToolUse", "PermissionRequest", "PostToo
 HOOK_TIMEOUT_S = 10
 """Seconds Claude Code waits for each hook."""
 
+HELD: dict[str, str] = {"PreToolUse": "AskUserQuestion", "PermissionRequest": "ExitPlanMode"}
+"""The hook (event and tool) that waits while a question or plan approval is answered on the
+ledger's pages (a session answered here): it gets :data:`HELD_TIMEOUT_S`, and every other tool
+of the event keeps :data:`HOOK_TIMEOUT_S` (a JavaScript regex matcher leaving the tool out)."""
+
+HELD_TIMEOUT_S = 600
+"""Seconds Claude Code waits for a held hook; the hook gives up 5 seconds before (the
+command's ``--timeout``, the server's hold), and Claude Code asks in its own dialog."""
+
 COMMAND = "sessionledger hook claude-code"
 
 
@@ -58,12 +67,14 @@ class SettingsError(ValueError):
     object, or a ``hooks`` table not shaped as Claude Code reads it."""
 
 
-def _command(url: str | None, db: str | None) -> str:
+def _command(url: str | None, db: str | None, *, timeout: int | None = None) -> str:
     parts = [COMMAND]
     if url is not None:
         parts += ["--url", shlex.quote(url)]
     if db is not None:
         parts += ["--db", shlex.quote(db)]
+    if timeout is not None:
+        parts += ["--timeout", str(timeout)]
     parts += ["--workspace", '"$CLAUDE_PROJECT_DIR"']
     return " ".join(parts)
 
@@ -75,15 +86,27 @@ def ledger_hooks(*, url: str | None, db: str | None = None,
     ``command`` (or without ``url``). The command names ``url`` (forwarding to the server)
     and ``db`` (where it records when no server answers) when given."""
     table: dict[str, list[dict[str, Any]]] = {}
-    for event in LEDGER_EVENTS:
-        hook: dict[str, Any]
+
+    def hook(event: str, held: bool) -> dict[str, Any]:
+        found: dict[str, Any]
         if command or url is None or event in COMMAND_ONLY:
-            hook = {"type": "command", "command": _command(url, db)}
+            waits = HELD_TIMEOUT_S - 5 if held else None
+            found = {"type": "command", "command": _command(url, db, timeout=waits)}
         else:
-            hook = {"type": "http", "url": url.rstrip("/") + HOOK_PATH}
-        hook["timeout"] = HOOK_TIMEOUT_S
+            found = {"type": "http", "url": url.rstrip("/") + HOOK_PATH}
+        found["timeout"] = HELD_TIMEOUT_S if held else HOOK_TIMEOUT_S
+        return found
+
+    for event in LEDGER_EVENTS:
+        held_tool = HELD.get(event)
+        if held_tool is not None:
+            table[event] = [
+                {"matcher": f"^(?!{held_tool}$)", "hooks": [hook(event, False)]},
+                {"matcher": held_tool, "hooks": [hook(event, True)]},
+            ]
+            continue
         entry: dict[str, Any] = {"matcher": "*"} if event in MATCHED else {}
-        entry["hooks"] = [hook]
+        entry["hooks"] = [hook(event, False)]
         table[event] = [entry]
     return table
 
