@@ -11,10 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+from anthropic_model import ToolUse
+from claude_binary_support import (
+    DIALOG_QUESTION,
+    QUESTION,
+    answered,
+    installed_claude,
+    interactive,
+    ledger_session_of,
+    plan_written,
+    project_in,
+)
 from claude_code_display_support import (
     CREATED_AT,
     EXTERNAL,
@@ -22,6 +34,7 @@ from claude_code_display_support import (
     REPLY_AT,
     imported_session,
 )
+from host_support import ClaudeCode
 from server_support import ServerProcess, running_server
 from web_support import Shots, session_url
 
@@ -91,3 +104,61 @@ def test_header_list_and_timeline_name_the_client_and_show_occurred_at(  # CC-9
     created = page.locator("#timeline > li[data-seq='1'] .summary")
     expect(created).to_contain_text("headless host · Claude Code")
     shots.take(page, "claude-code-session")
+
+
+# -- the real Claude Code's questions answered on the page (issue 39, acceptance 7) -------------
+
+
+@pytest.fixture(scope="module")
+def claude() -> ClaudeCode:
+    return installed_claude()
+
+
+def test_the_real_claude_codes_question_and_plan_answered_on_the_page(
+    page: Page, shots: Shots, claude: ClaudeCode, tmp_path: Path,
+) -> None:
+    # The TUI in tmux asks; the page switches the session to "answer here", shows the question
+    # and the plan as cards, and answers them: the model gets the answers (no question dialog
+    # was shown in Claude Code) and the approved plan ends Plan.
+    expect = _expect()
+    script: list[list[Any]] = [
+        [ToolUse("AskUserQuestion", QUESTION)],
+        [ToolUse("Write", plan_written)],
+        [ToolUse("ExitPlanMode", {})],
+    ]
+    with running_server(tmp_path) as server:
+        project = project_in(server)
+        with interactive(claude, server, project, script, "--permission-mode", "plan") as (
+                terminal, model):
+            session_id = ledger_session_of(server, project)
+            page.goto(session_url(server.base_url, session_id))
+            expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+            switch = page.locator("#answer-in")
+            expect(switch).to_be_visible()
+            expect(switch.locator("[data-answer-in='host']")).to_have_text("in Claude Code")
+            expect(switch.locator("[data-answer-in='host']")).to_have_attribute(
+                "aria-pressed", "true")
+            switch.locator("[data-answer-in='here']").click()
+            expect(switch.locator("[data-answer-in='here']")).to_have_attribute(
+                "aria-pressed", "true")
+            shots.take(page, "claude-code-answer-here")
+
+            terminal.submit("Plan the parser port.")
+            card = page.locator(".question-card")
+            expect(card).to_be_visible(timeout=60_000)
+            question_screen = terminal.screen()
+            card.locator(".option label", has_text="LALR").click()
+            card.get_by_role("button", name="Submit answers").click()
+            plan = page.locator(".plan-card")
+            expect(plan).to_be_visible(timeout=60_000)
+            expect(plan).to_contain_text("Read the grammar")
+            shots.take(page, "claude-code-plan-here")
+            plan.get_by_role("button", name="Approve").click()
+            terminal.wait_for("User approved Claude's plan")
+            terminal.wait_for("Done.")
+        assert DIALOG_QUESTION not in question_screen, question_screen
+        assert answered(model, '\\"Which parser?\\"=\\"LALR\\"') is not None
+        with httpx.Client(base_url=server.base_url, timeout=10.0) as http:
+            state = http.get(f"/v1/sessions/{session_id}").json()["executionState"]
+        assert state["planEnabled"] is False
+        expect(page.locator("#mode-badge")).to_have_text("build")

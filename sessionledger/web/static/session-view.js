@@ -6,7 +6,7 @@
 // fetched again and drawn. Documents never go backwards: one older than the last drawn
 // (by version) is ignored.
 
-import { del, get, post, sessionPath } from './api.js';
+import { del, get, post, put, sessionPath } from './api.js';
 import { clientName, clock, fill, h } from './dom.js';
 import { cardFor } from './interactions.js';
 import { LedgerStream } from './stream.js';
@@ -166,6 +166,7 @@ export class SessionView {
     this.#buildDelete();
     this.workspace = h('span', { class: 'workspace' });
     this.client = h('span', { class: 'client', id: 'session-client', hidden: true });
+    this.#buildAnswerIn();
     this.#buildGoal();
     this.notice = h('div', { class: 'notice', id: 'auto-continued', hidden: true, role: 'status' });
     this.withdrawn = h('div', { class: 'notice', id: 'withdrawn', hidden: true, role: 'status' });
@@ -178,7 +179,7 @@ export class SessionView {
     this.timeline = new Timeline(this.sessionId, { toast: this.toast });
     const head = h('header', { class: 'session-head' },
       h('div', { class: 'title' }, h('h2', { class: 'session-id' }, this.sessionId), this.workspace,
-        this.client),
+        this.client, this.answerIn),
       h('div', { class: 'mode' }, this.badge, this.underneath,
         h('div', { class: 'mode-switcher', role: 'group', 'aria-label': 'Mode', title: 'Shift+Tab cycles the mode' },
           this.modeButtons),
@@ -320,14 +321,45 @@ export class SessionView {
     }
   }
 
-  /** CC-9: a session another program created names it and its own id for the session. */
+  /** CC-9: a session another program created names it and its own id for the session, and
+   * where its questions and plan approvals are answered. */
   #drawClient(doc) {
     this.client.hidden = !doc.client;
+    this.answerIn.hidden = !doc.answerIn;
     if (!doc.client) return;
     const external = doc.externalSessionId ? ` · session ${doc.externalSessionId}` : '';
     this.client.textContent = `${clientName(doc.client)}${external}`;
     this.client.title = `client ${doc.client}`;
     this.client.dataset.client = doc.client;
+    this.answerHost.textContent = `in ${clientName(doc.client)}`;
+    for (const button of [this.answerHere, this.answerHost]) {
+      button.setAttribute('aria-pressed', String(button.dataset.answerIn === doc.answerIn));
+    }
+  }
+
+  /** Where a hosted session's questions and plan approvals are answered: here (its hook waits
+   * for this page, the TUI or the CLI) or in the host's own dialog (PUT …/answer-in). */
+  #buildAnswerIn() {
+    const choice = (answerIn, label, title) => h('button', {
+      type: 'button', class: 'answer-in-button', dataset: { answerIn }, 'aria-pressed': 'false',
+      title, onclick: () => this.#setAnswerIn(answerIn),
+    }, label);
+    this.answerHere = choice('here', 'here',
+      'Its questions and plans wait here: answer them on this page, the TUI or the CLI');
+    this.answerHost = choice('host', 'in the host',
+      'Its questions and plans are asked in its own dialog');
+    this.answerIn = h('div', {
+      class: 'answer-in', id: 'answer-in', role: 'group', hidden: true,
+      'aria-label': 'Where its questions are answered',
+    }, h('span', { class: 'answer-in-label' }, 'Answer questions'), this.answerHere, this.answerHost);
+  }
+
+  async #setAnswerIn(answerIn) {
+    try {
+      this.apply(await put(`${sessionPath(this.sessionId)}/answer-in`, { answerIn }));
+    } catch (err) {
+      this.toast(err.describe ? err.describe() : String(err));
+    }
   }
 
   #drawGoal(goal) {
