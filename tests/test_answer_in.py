@@ -1,0 +1,158 @@
+"""Where a hosted session's questions are answered (issue 39, "answer from anywhere").
+
+A real ``serve`` with short question timers answers Claude Code's hook events over HTTP. The
+session's ``answerIn`` is chosen with ``PUT /v1/sessions/{id}/answer-in``; with ``here`` a
+question's ``PreToolUse`` waits for the answer given through ``respond`` — or for the
+auto-continue countdown, which any question of the service has (HO-4 … HO-6) — and hands it to
+Claude Code. The real binary's runs are in ``tests/test_claude_code_binary.py``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from claude_hooks_support import Hooks, hook_event, post_hook
+from server_support import ServerProcess, create_session, running_server
+
+from sessionledger.claude_code.hooks import ANSWERED_HERE
+from sessionledger.claude_code.observations import ledger_session_id
+
+QUESTION = {"questions": [{"question": "Which parser?", "header": "Parser", "multiSelect": False,
+                           "options": [{"label": "PEG", "description": "a grammar"},
+                                       {"label": "Hand", "description": "code"}]}]}
+GRACE_S, DEADLINE_S = 0.5, 2.0
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    args = ("--question-grace-s", str(GRACE_S), "--question-deadline-s", str(DEADLINE_S))
+    with running_server(tmp_path_factory.mktemp("answer-in"), args=args) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def hooks(server: ServerProcess) -> Iterator[Hooks]:
+    driven = Hooks(server)
+    try:
+        yield driven
+    finally:
+        driven.close()
+
+
+def started(hooks: Hooks, tmp_path: Path) -> tuple[str, Path]:
+    """A Claude Code session begun in a new project: its Claude id and the project."""
+    project = hooks.root / f"p-{uuid.uuid4().hex[:8]}"
+    project.mkdir()
+    claude = str(uuid.uuid4())
+    assert hooks.send("http", hook_event("UserPromptSubmit", claude, project, prompt="hi")) == {}
+    return claude, project
+
+
+def choose(http: httpx.Client, session_id: str, answer_in: Any) -> httpx.Response:
+    return http.put(f"/v1/sessions/{session_id}/answer-in", json={"answerIn": answer_in})
+
+
+@pytest.fixture
+def pool() -> Iterator[ThreadPoolExecutor]:
+    with ThreadPoolExecutor(1) as running:
+        yield running
+
+
+def asked(pool: ThreadPoolExecutor, hooks: Hooks, claude: str, project: Path,
+          use: str) -> Future[Any]:
+    """The question's PreToolUse posted on its own connection (it may wait for an answer)."""
+    event = hook_event("PreToolUse", claude, project, tool_name="AskUserQuestion",
+                       tool_input=QUESTION, tool_use_id=use)
+
+    def post() -> Any:
+        with hooks.server.client(timeout=60) as http:
+            answer = post_hook(http, event)
+        assert answer.code == 200, answer
+        return answer.output
+
+    return pool.submit(post)
+
+
+def waiting(http: httpx.Client, session_id: str) -> dict[str, Any]:
+    for _ in range(200):
+        pending = http.get(f"/v1/sessions/{session_id}").json()["interactions"]
+        if pending:
+            return dict(pending[0])
+        time.sleep(0.1)
+    raise AssertionError("no interaction waits")
+
+
+def test_the_choice_is_recorded_once_and_refused_where_it_cannot_be(
+        hooks: Hooks, tmp_path: Path) -> None:
+    claude, _project = started(hooks, tmp_path)
+    session_id = ledger_session_id(claude)
+    http = hooks.http
+    assert http.get(f"/v1/sessions/{session_id}").json()["answerIn"] == "host"
+    for value in ("here", "here", "host"):
+        response = choose(http, session_id, value)
+        assert response.status_code == 200 and response.json()["answerIn"] == value
+    changes = [e["data"] for e in hooks.events(claude) if e["type"] == "AnswerInChanged"]
+    assert changes == [{"answerIn": "here", "previous": "host"},
+                       {"answerIn": "host", "previous": "here"}]  # the same choice: no event
+    before = len(hooks.events(claude))
+    for value in ("there", None, 1):
+        bad = choose(http, session_id, value)
+        assert bad.status_code == 422 and bad.json()["error"]["code"] == "invalid_input", bad.text
+    own = create_session(http)  # a session this service runs: answered here already
+    refused = choose(http, own, "here")
+    assert refused.status_code == 409 and "answerIn" not in http.get(
+        f"/v1/sessions/{own}").json()
+    assert choose(http, "sess_missing", "here").status_code == 404
+    assert len(hooks.events(claude)) == before
+
+
+def test_a_question_answered_here_goes_back_in_updated_input(
+        hooks: Hooks, tmp_path: Path, pool: ThreadPoolExecutor) -> None:
+    claude, project = started(hooks, tmp_path)
+    session_id = ledger_session_id(claude)
+    assert choose(hooks.http, session_id, "here").status_code == 200
+    answer = asked(pool, hooks, claude, project, "toolu_here")
+    pending = waiting(hooks.http, session_id)
+    assert pending["kind"] == "askUserQuestion" and not answer.done()
+    answers = {"Which parser?": "PEG"}
+    responded = hooks.http.post(
+        f"/v1/sessions/{session_id}/interactions/{pending['interactionId']}/respond",
+        json={"decision": "modify", "input": {**QUESTION, "answers": answers}})
+    assert responded.status_code == 200, responded.text
+    assert responded.json()["status"] == "pending"  # Claude Code runs it; its result completes it
+    output = answer.result(timeout=30)["hookSpecificOutput"]
+    assert output == {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+                      "permissionDecisionReason": ANSWERED_HERE,
+                      "updatedInput": {**QUESTION, "answers": answers}}
+    # Claude Code ran it with the answers: its result completes the call, nothing twice
+    assert hooks.send("http", hook_event(
+        "PostToolUse", claude, project, tool_name="AskUserQuestion",
+        tool_input={**QUESTION, "answers": answers},
+        tool_response={**QUESTION, "answers": answers}, tool_use_id="toolu_here")) == {}
+    kinds = [e["type"] for e in hooks.events(claude)]
+    assert kinds.count("InteractionRequested") == kinds.count("InteractionResolved") == 1
+    assert kinds.count("ToolCallCompleted") == 1
+
+
+def test_a_question_nobody_answers_here_auto_continues_and_the_model_is_told(
+        hooks: Hooks, tmp_path: Path, pool: ThreadPoolExecutor) -> None:  # HO-4 … HO-6
+    claude, project = started(hooks, tmp_path)
+    session_id = ledger_session_id(claude)
+    assert choose(hooks.http, session_id, "here").status_code == 200
+    output = asked(pool, hooks, claude, project, "toolu_quiet").result(timeout=60)
+    decided = output["hookSpecificOutput"]
+    assert decided["permissionDecision"] == "deny"
+    assert "did not answer any of your questions" in decided["permissionDecisionReason"]
+    [resolved] = [e for e in hooks.events(claude) if e["type"] == "InteractionResolved"]
+    assert (resolved["data"]["decision"], resolved["actor"]) == ("autoContinued", "timer")
+    # Claude Code reports nothing for the refused call: the turn's end closes it
+    hooks.send("http", hook_event("Stop", claude, project, stop_hook_active=False))
+    completed = [e["data"] for e in hooks.events(claude) if e["type"] == "ToolCallCompleted"]
+    assert [(c["callId"], c["success"]) for c in completed] == [("toolu_quiet", False)]
