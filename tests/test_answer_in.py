@@ -156,3 +156,55 @@ def test_a_question_nobody_answers_here_auto_continues_and_the_model_is_told(
     hooks.send("http", hook_event("Stop", claude, project, stop_hook_active=False))
     completed = [e["data"] for e in hooks.events(claude) if e["type"] == "ToolCallCompleted"]
     assert [(c["callId"], c["success"]) for c in completed] == [("toolu_quiet", False)]
+
+
+def test_a_plan_given_feedback_here_then_submitted_again_and_approved_with_a_mode(
+        hooks: Hooks, tmp_path: Path, pool: ThreadPoolExecutor) -> None:
+    claude, project = started(hooks, tmp_path)
+    session_id = ledger_session_id(claude)
+    assert choose(hooks.http, session_id, "here").status_code == 200
+    plan = {"plan": "# Plan\n\n1. Port it\n", "planFilePath": "/home/dev/.claude/plans/p.md"}
+
+    def submitted(use: str) -> Future[Any]:
+        assert hooks.send("http", hook_event(
+            "PreToolUse", claude, project, mode="plan", tool_name="ExitPlanMode",
+            tool_input=plan, tool_use_id=use)) == {}  # Claude Code then asks: PermissionRequest
+        event = hook_event("PermissionRequest", claude, project, mode="plan",
+                           tool_name="ExitPlanMode", tool_input=plan)
+
+        def post() -> Any:
+            with hooks.server.client(timeout=60) as http:
+                return post_hook(http, event).output
+
+        return pool.submit(post)
+
+    def answer(**body: Any) -> None:
+        pending = waiting(hooks.http, session_id)
+        assert pending["kind"] == "planApproval" and pending["payload"]["plan"] == plan["plan"]
+        responded = hooks.http.post(
+            f"/v1/sessions/{session_id}/interactions/{pending['interactionId']}/respond",
+            json=body)
+        assert responded.status_code == 200, responded.text
+
+    first = submitted("toolu_p1")
+    answer(decision="feedback", feedback="Add a benchmark step")
+    assert first.result(timeout=30)["hookSpecificOutput"]["decision"] == {
+        "behavior": "deny", "message": "Add a benchmark step"}
+    second = submitted("toolu_p2")  # the same plan again: a new call, asked anew
+    answer(decision="approve", input={"mode": "edit"})
+    assert second.result(timeout=30)["hookSpecificOutput"]["decision"] == {
+        "behavior": "allow", "updatedPermissions": [
+            {"type": "setMode", "mode": "acceptEdits", "destination": "session"}]}
+    hooks.send("http", hook_event(
+        "PostToolUse", claude, project, mode="acceptEdits", tool_name="ExitPlanMode",
+        tool_input=plan, tool_response={**plan, "filePath": plan["planFilePath"]},
+        tool_use_id="toolu_p2"))
+    hooks.send("http", hook_event("Stop", claude, project, mode="acceptEdits",
+                                  stop_hook_active=False))
+    events = hooks.events(claude)
+    outcomes = [(e["type"], e["data"]["callId"]) for e in events
+                if e["type"] in ("PlanSubmitted", "PlanFeedbackGiven", "PlanApproved")]
+    assert outcomes == [("PlanSubmitted", "toolu_p1"), ("PlanSubmitted", "toolu_p2"),
+                        ("PlanApproved", "toolu_p2"), ("PlanFeedbackGiven", "toolu_p1")]
+    state = hooks.document(claude)["executionState"]
+    assert (state["mode"], state["planEnabled"]) == ("edit", False)

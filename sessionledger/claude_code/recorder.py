@@ -406,6 +406,12 @@ def batch_for(
     ``ask_here``: the call's question or plan is put to the user here."""
     observation = seen.observation
     at = seen.origin.occurred_at
+    if isinstance(observation, PermissionAsked) and observation.tool_use_id is None:
+        # PermissionRequest names no tool_use_id: it asks about the latest waiting call with
+        # its tool and input (a plan submitted again is a new call with the same input)
+        waiting = tally.waiting.get(content_key(observation.tool, observation.input))
+        if waiting is not None:
+            observation = replace(observation, tool_use_id=waiting)
     key = observation_key(observation, tally.calls)
     # The mode a plan tool's result reports is that tool's doing: recorded as such first
     # (via enter_plan_tool, plan_approval), then whatever of the mode is left to mirror.
@@ -413,10 +419,6 @@ def batch_for(
     events = [] if moved_by_tool else _mirrored_mode(tally, seen.origin.permission_mode, at)
     events += _closed_refusals(tally, observation, at)
     events += _closed_asks(tally, observation, at, outcomes or {})
-    if isinstance(observation, PermissionAsked) and observation.tool_use_id is None:
-        waiting = tally.waiting.get(content_key(observation.tool, observation.input))
-        if waiting is not None:  # PermissionRequest names no tool_use_id: the call it asks
-            observation = replace(observation, tool_use_id=waiting)
     match observation:
         case Prompt(text=text):
             if text.strip():

@@ -119,12 +119,14 @@ def test_the_real_claude_codes_question_and_plan_answered_on_the_page(
 ) -> None:
     # The TUI in tmux asks; the page switches the session to "answer here", shows the question
     # and the plan as cards, and answers them: the model gets the answers (no question dialog
-    # was shown in Claude Code) and the approved plan ends Plan.
+    # was shown in Claude Code), feedback on the plan reaches the model and keeps Plan on, and
+    # the plan submitted again and approved ends Plan.
     expect = _expect()
     script: list[list[Any]] = [
         [ToolUse("AskUserQuestion", QUESTION)],
         [ToolUse("Write", plan_written)],
         [ToolUse("ExitPlanMode", {})],
+        [ToolUse("ExitPlanMode", {})],  # after the feedback, submitted again
     ]
     with running_server(tmp_path) as server:
         project = project_in(server)
@@ -153,7 +155,16 @@ def test_the_real_claude_codes_question_and_plan_answered_on_the_page(
             expect(plan).to_be_visible(timeout=60_000)
             expect(plan).to_contain_text("Read the grammar")
             shots.take(page, "claude-code-plan-here")
-            plan.get_by_role("button", name="Approve").click()
+            first = plan.get_attribute("data-interaction-id")
+            plan.locator("textarea.feedback").fill("Add a benchmark step")
+            plan.get_by_role("button", name="Send feedback").click()
+            again = page.locator(f".plan-card:not([data-interaction-id='{first}'])")
+            expect(again).to_be_visible(timeout=60_000)  # the plan submitted again
+            assert answered(model, "Add a benchmark step") is not None  # the feedback got there
+            with httpx.Client(base_url=server.base_url, timeout=10.0) as http:
+                state = http.get(f"/v1/sessions/{session_id}").json()["executionState"]
+            assert state["planEnabled"] is True  # feedback keeps Plan on
+            again.get_by_role("button", name="Approve").click()
             terminal.wait_for("User approved Claude's plan")
             terminal.wait_for("Done.")
         assert DIALOG_QUESTION not in question_screen, question_screen
