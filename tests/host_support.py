@@ -247,7 +247,9 @@ class Terminal:
     def wait_for(self, shown: str | Callable[[str], bool], *, timeout_s: float = 60.0,
                  history: int = 500) -> str:
         """The screen once ``shown`` is on it (or ``shown(screen)`` holds); an
-        AssertionError with the screen when that does not happen within ``timeout_s``."""
+        AssertionError with the screen when that does not happen within ``timeout_s``. With
+        ``history=0`` only what is visible now counts: a dialog open now, not one scrolled
+        off earlier."""
         test = shown if callable(shown) else (lambda text: shown in text)
         deadline = time.monotonic() + timeout_s
         while True:

@@ -272,7 +272,7 @@ def test_a_plan_approved_in_claude_codes_dialog_comes_back_after_compact_and_on_
     ]
     with interactive(claude, served, project, script) as (terminal, model):
         terminal.submit("Plan the parser port.")
-        terminal.wait_for(DIALOG_PLAN)
+        terminal.wait_for(DIALOG_PLAN, history=0)
         terminal.press("2")  # "Yes, manually approve edits"
         terminal.wait_for("User approved Claude's plan")
         terminal.wait_for("Done.")
@@ -314,9 +314,9 @@ def test_questions_and_plans_answered_in_claude_codes_dialogs_are_recorded(
     with interactive(claude, served, project, script, "--permission-mode", "plan") as (
             terminal, _model):
         terminal.submit("Plan the parser port.")
-        terminal.wait_for(DIALOG_QUESTION)
+        terminal.wait_for(DIALOG_QUESTION, history=0)
         terminal.press("2")  # LALR
-        terminal.wait_for(DIALOG_PLAN)
+        terminal.wait_for(DIALOG_PLAN, history=0)
         terminal.press("3")  # "Tell Claude what to change"
         terminal.type("Add a benchmark step")
         terminal.wait_for("Add a benchmark step")
@@ -324,7 +324,7 @@ def test_questions_and_plans_answered_in_claude_codes_dialogs_are_recorded(
         terminal.wait_for("User rejected Claude's plan")
         terminal.wait_for("I will add one.")
         terminal.submit("Ask me again.")
-        terminal.wait_for(DIALOG_QUESTION)
+        terminal.wait_for(DIALOG_QUESTION, history=0)
         terminal.press("Escape")  # dismissed: Claude Code ends the turn, no hook hears of it
         terminal.wait_for("User declined to answer questions")
         terminal.submit("Never mind.")
@@ -498,7 +498,7 @@ def test_feedback_and_a_refusal_given_here_reach_the_model_and_answer_in_claude_
                                 json={"answerIn": "host"}).json()
         assert document["answerIn"] == "host"
         terminal.submit("Ask me again.")
-        terminal.wait_for(DIALOG_QUESTION)  # answered in Claude Code: its dialog, at once
+        terminal.wait_for(DIALOG_QUESTION, history=0)  # in Claude Code: its dialog, at once
         terminal.press("1")
         terminal.wait_for("User answered Claude's questions")
         terminal.wait_for("Done.")
