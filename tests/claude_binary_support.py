@@ -165,3 +165,10 @@ def respond(server: ServerProcess, session_id: str, interaction: dict[str, Any],
         response = http.post(f"/v1/sessions/{session_id}/interactions/"
                              f"{interaction['interactionId']}/respond", json=answer)
     assert response.status_code == 200, response.text
+
+
+def execution_state(server: ServerProcess, session_id: str) -> dict[str, Any]:
+    """The ledger session's execution state as its document gives it now."""
+    with httpx.Client(base_url=server.base_url, timeout=30) as http:
+        state: dict[str, Any] = http.get(f"/v1/sessions/{session_id}").json()["executionState"]
+    return state

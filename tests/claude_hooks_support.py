@@ -165,6 +165,12 @@ class Hooks:
             self._store.close()
             self._store = None
 
+    def __enter__(self) -> Hooks:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     def send(self, way: Way, event: dict[str, Any] | bytes | str) -> Any:
         """Send the event ``way``; the output (the answer must be 200 / exit 0 with no
         complaint on stderr)."""

@@ -39,11 +39,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def hooks(server: ServerProcess) -> Iterator[Hooks]:
-    driven = Hooks(server)
-    try:
+    with Hooks(server) as driven:
         yield driven
-    finally:
-        driven.close()
 
 
 def started(hooks: Hooks, tmp_path: Path) -> tuple[str, Path]:

@@ -32,6 +32,7 @@ from claude_binary_support import (
     claude_session_in,
     claude_session_of,
     created,
+    execution_state,
     hooked,
     installed_claude,
     interactive,
@@ -150,8 +151,7 @@ def test_plan_set_from_the_ledger_holds_under_bypass_permissions_over_a_resume(
     assert all("Plan mode is active" in str(r["content"]) for r in results), results
     assert not (project / "a.txt").exists() and not (project / "b.txt").exists()
     _ledger, events = ledger_events(served, claude_session)
-    with httpx.Client(base_url=served.base_url, timeout=30) as http:
-        state = http.get(f"/v1/sessions/{ledger_session}").json()["executionState"]
+    state = execution_state(served, ledger_session)
     assert (state["mode"], state["planEnabled"]) == ("yolo", True)
     refused = [e["data"]["status"] for e in events if e["type"] == "ToolCallCompleted"]
     assert refused == ["denied", "denied"]  # closed as refused, never run
@@ -287,8 +287,7 @@ def test_a_plan_approved_in_claude_codes_dialog_comes_back_after_compact_and_on_
     switched = [(e["data"]["planEnabled"], e["data"]["via"]) for e in events
                 if e["type"] == "SessionModeChanged"]
     assert switched == [(True, "enter_plan_tool"), (False, "plan_approval")], switched
-    with httpx.Client(base_url=served.base_url, timeout=30) as http:
-        state = http.get(f"/v1/sessions/{ledger_session}").json()["executionState"]
+    state = execution_state(served, ledger_session)
     assert (state["mode"], state["planEnabled"]) == ("build", False)
     # The hand-back is one text: the approved plan, then the todo list (Claude Code also
     # re-references its plan file itself, in its own words).
@@ -300,17 +299,21 @@ def test_a_plan_approved_in_claude_codes_dialog_comes_back_after_compact_and_on_
     assert "Read the grammar" in first and "Port the parser" in first, first
 
 
+ASK_PLAN_ASK: list[list[Any]] = [
+    [ToolUse("AskUserQuestion", QUESTION)],
+    [ToolUse("Write", plan_written)],
+    [ToolUse("ExitPlanMode", {})],
+    [Text("I will add one.")],  # feedback on the plan goes back to the model in the same turn
+    [ToolUse("AskUserQuestion", QUESTION)],  # the next prompt's question
+]
+"""A question, a plan, the model's answer to feedback on it, and a question again."""
+
+
 @pytest.mark.slow
 def test_questions_and_plans_answered_in_claude_codes_dialogs_are_recorded(
         claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 6
     project = project_in(served)
-    script: list[list[Any]] = [
-        [ToolUse("AskUserQuestion", QUESTION)],
-        [ToolUse("Write", plan_written)],
-        [ToolUse("ExitPlanMode", {})],
-        [Text("I will add one.")],  # the feedback goes back to the model in the same turn
-        [ToolUse("AskUserQuestion", QUESTION)],
-    ]
+    script = ASK_PLAN_ASK
     with interactive(claude, served, project, script, "--permission-mode", "plan") as (
             terminal, _model):
         terminal.submit("Plan the parser port.")
@@ -344,8 +347,7 @@ def test_questions_and_plans_answered_in_claude_codes_dialogs_are_recorded(
     assert (feedback["plan"], feedback["feedback"]) == (PLAN_TEXT, "Add a benchmark step")
     completed = {e["data"]["callId"] for e in events if e["type"] == "ToolCallCompleted"}
     assert completed == {call for call, _tool in calls}  # every call has its outcome
-    with httpx.Client(base_url=served.base_url, timeout=30) as http:
-        state = http.get(f"/v1/sessions/{ledger_session}").json()["executionState"]
+    state = execution_state(served, ledger_session)
     assert state["planEnabled"] is True
 
 
@@ -465,8 +467,7 @@ def test_a_question_and_a_plan_answered_here_reach_claude_code_without_its_dialo
     completed = {e["data"]["tool"]: e["data"]["success"] for e in events
                  if e["type"] == "ToolCallCompleted"}
     assert completed == {"AskUserQuestion": True, "Write": True, "ExitPlanMode": True}
-    with httpx.Client(base_url=served.base_url, timeout=30) as http:
-        state = http.get(f"/v1/sessions/{session_id}").json()["executionState"]
+    state = execution_state(served, session_id)
     assert (state["mode"], state["planEnabled"]) == ("edit", False)
 
 
@@ -474,13 +475,7 @@ def test_a_question_and_a_plan_answered_here_reach_claude_code_without_its_dialo
 def test_feedback_and_a_refusal_given_here_reach_the_model_and_answer_in_claude_code_asks_there(
         claude: ClaudeCode, served: ServerProcess) -> None:  # issue 39, acceptance 7
     project = project_in(served)
-    script: list[list[Any]] = [
-        [ToolUse("AskUserQuestion", QUESTION)],
-        [ToolUse("Write", plan_written)],
-        [ToolUse("ExitPlanMode", {})],
-        [Text("I will add one.")],
-        [ToolUse("AskUserQuestion", QUESTION)],
-    ]
+    script = ASK_PLAN_ASK
     with interactive(claude, served, project, script, "--permission-mode", "plan") as (
             terminal, model):
         session_id = ledger_session_of(served, project)
@@ -512,8 +507,7 @@ def test_feedback_and_a_refusal_given_here_reach_the_model_and_answer_in_claude_
     resolved = [(e["data"]["decision"], e["actor"]) for e in events
                 if e["type"] == "InteractionResolved"]
     assert resolved == [("deny", "user"), ("feedback", "user"), ("modify", "host")], resolved
-    with httpx.Client(base_url=served.base_url, timeout=30) as http:
-        state = http.get(f"/v1/sessions/{session_id}").json()["executionState"]
+    state = execution_state(served, session_id)
     assert state["planEnabled"] is True
     assert [e["data"]["answerIn"] for e in events if e["type"] == "AnswerInChanged"] == [
         "here", "host"]

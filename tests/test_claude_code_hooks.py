@@ -64,11 +64,8 @@ APPROVED = ("User has approved your plan. You can now start coding. Start with u
 
 @pytest.fixture(scope="module")
 def hooks(server: ServerProcess) -> Iterator[Hooks]:
-    driven = Hooks(server)
-    try:
+    with Hooks(server) as driven:
         yield driven
-    finally:
-        driven.close()
 
 
 @pytest.fixture

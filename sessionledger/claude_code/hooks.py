@@ -62,9 +62,9 @@ from .observations import (
     SessionBegan,
     ToolResult,
     ToolUse,
-    digest,
+    content_key,
 )
-from .recorder import AskHere, Recorder, Tally, approved_plan, content_key, refusal_text
+from .recorder import AskHere, Recorder, Tally, approved_plan, refusal_text
 from .wire import HOOK_PATH
 
 __all__ = [
@@ -173,7 +173,7 @@ def _observation(name: str, raw: Mapping[str, Any]) -> Observation:
         raise MalformedHook(f"a {name} event names no tool_name")
     tool_input = _object(raw, "tool_input")
     use_id = _text(raw, "tool_use_id")
-    fallback = None if use_id else digest([tool, tool_input])
+    fallback = None if use_id else content_key(tool, tool_input)
     match name:
         case "UserPromptSubmit":
             prompt = raw.get("prompt")

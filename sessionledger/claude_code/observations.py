@@ -52,6 +52,12 @@ def digest(value: Any, *, length: int = 24) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
 
 
+def content_key(tool: str | None, given: Any) -> str:
+    """A call's tool and input as one key: what names a call with no ``tool_use_id``, and how
+    a PermissionRequest (which has none) finds the call it asks about."""
+    return digest([tool, dict(given) if isinstance(given, dict) else given])
+
+
 def ledger_session_id(claude_session_id: str, agent_id: str | None = None) -> str:
     """The ledger session of a Claude Code session (or of one of its subagents): ``sess_``
     and 26 base32 characters derived from Claude's ids, so every hook process and every

@@ -78,6 +78,7 @@ from .observations import (
     SessionBegan,
     ToolResult,
     ToolUse,
+    content_key,
     digest,
     ledger_session_id,
     observation_key,
@@ -128,7 +129,7 @@ def call_id_of(observation: ToolUse | PermissionAsked | ToolResult) -> str:
     digest where it has none)."""
     if observation.tool_use_id:
         return observation.tool_use_id
-    return f"cc~{observation.fallback_key or digest([observation.tool, observation.input])}"
+    return f"cc~{observation.fallback_key or content_key(observation.tool, observation.input)}"
 
 
 def plan_outcome(result: ToolResult) -> tuple[PlanOutcome, str | None]:
@@ -631,11 +632,6 @@ def _closed_asks(
             tool_use_id=call_id)
         closed += _completed(tally, result, at)
     return closed
-
-
-def content_key(tool: str, given: Mapping[str, Any]) -> str:
-    """A call's tool and input as one key."""
-    return digest([tool, dict(given)])
 
 
 def _stamped(event: Event, at: str | None, *, host_mode: str | None = None) -> Event:

@@ -21,6 +21,7 @@ from claude_binary_support import (
     DIALOG_QUESTION,
     QUESTION,
     answered,
+    execution_state,
     installed_claude,
     interactive,
     ledger_session_of,
@@ -161,15 +162,13 @@ def test_the_real_claude_codes_question_and_plan_answered_on_the_page(
             again = page.locator(f".plan-card:not([data-interaction-id='{first}'])")
             expect(again).to_be_visible(timeout=60_000)  # the plan submitted again
             assert answered(model, "Add a benchmark step") is not None  # the feedback got there
-            with httpx.Client(base_url=server.base_url, timeout=10.0) as http:
-                state = http.get(f"/v1/sessions/{session_id}").json()["executionState"]
+            state = execution_state(server, session_id)
             assert state["planEnabled"] is True  # feedback keeps Plan on
             again.get_by_role("button", name="Approve").click()
             terminal.wait_for("User approved Claude's plan")
             terminal.wait_for("Done.")
         assert DIALOG_QUESTION not in question_screen, question_screen
         assert answered(model, '\\"Which parser?\\"=\\"LALR\\"') is not None
-        with httpx.Client(base_url=server.base_url, timeout=10.0) as http:
-            state = http.get(f"/v1/sessions/{session_id}").json()["executionState"]
+        state = execution_state(server, session_id)
         assert state["planEnabled"] is False
         expect(page.locator("#mode-badge")).to_have_text("build")
