@@ -247,4 +247,6 @@ class StorageUnavailable(ServiceUnavailable):
 
 def from_os_error(exc: OSError) -> OutOfDescriptors | None:
     """The application error of an ``OSError`` that means "no descriptor left", else None."""
-    return OutOfDescriptors(str(exc)) if descriptors_exhausted(exc) else None
+    if not descriptors_exhausted(exc):
+        return None
+    return OutOfDescriptors(exc.strerror or str(exc))  # not the file it was opening

@@ -19,6 +19,7 @@ apart, and a descriptor limit lowered under it; it writes the measured figures t
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import resource
 import socket
@@ -37,7 +38,7 @@ import httpx
 import psutil
 import pytest
 from fastapi import FastAPI
-from server_support import ServerProcess, running_server
+from server_support import ServerProcess, create_session, in_process_client, running_server
 
 from eventlog import (
     READERS,
@@ -276,6 +277,7 @@ _EXHAUSTION_SCRIPT = textwrap.dedent('''
             except OSError as exc:
                 error = from_os_error(exc)
                 out["open"] = [error.status, error.code] if error else None
+                out["openMessage"] = error.message if error else None
             for client in clients:
                 client.setblocking(False)
                 try:
@@ -298,6 +300,38 @@ _EXHAUSTION_SCRIPT = textwrap.dedent('''
 ''')
 
 
+def test_a_route_out_of_descriptors_answers_503_inside_the_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # EG-5: EMFILE where a route (or its thread pool: a first lazy import) opens a file is
+    # answered by the app's own handler, 503 naming no server path; a handler of ``Exception``
+    # answers from Starlette's outer layer, which re-raises, and uvicorn then closed the
+    # connection (the next request on it was reset: the soak below). Any other OSError stays
+    # the one 500.
+    faults = iter([
+        OSError(errno.EMFILE, "Too many open files", str(tmp_path / "lib" / "module.py")),
+        OSError(errno.EIO, "Input/output error"),
+    ])
+
+    def failing(*_args: Any, **_kwargs: Any) -> dict[str, Any]:
+        raise next(faults)
+
+    with in_process_client(tmp_path) as (http, service):
+        session_id = create_session(http)
+        monkeypatch.setattr(service, "events", failing)
+        shortage = http.get(f"/v1/sessions/{session_id}/events")
+        other = http.get(f"/v1/sessions/{session_id}/events")
+        monkeypatch.undo()
+        after = http.get(f"/v1/sessions/{session_id}/events")
+    assert shortage.status_code == 503
+    error = shortage.json()["error"]
+    assert error["code"] == "service_unavailable"
+    assert error["details"] == {"resource": "file_descriptors"}
+    assert "Too many open files" in error["message"] and str(tmp_path) not in error["message"]
+    assert other.status_code == 500 and other.json()["error"]["code"] == "internal_error"
+    assert after.status_code == 200 and after.json()["version"] == 1
+
+
 @pytest.mark.slow  # a resource bound: make verify (D182)
 def test_running_out_of_descriptors_is_service_unavailable_logged_once(tmp_path: Path) -> None:
     # EG-5: EMFILE is 503 service_unavailable, never storage_unavailable; the accept loop's
@@ -312,6 +346,8 @@ def test_running_out_of_descriptors_is_service_unavailable_logged_once(tmp_path:
     out = json.loads(done.stdout)
     assert out["read"] == ["DescriptorsExhausted", 503, "service_unavailable"]
     assert out["open"] == [503, "service_unavailable"]
+    assert "Too many open files" in out["openMessage"]
+    assert "ledger.db" not in out["openMessage"]  # a client is not told the server's paths
     assert out["after"] == 1
     events = [line["event"] for line in out["lines"]]
     assert events == ["descriptors_exhausted", "descriptors_available"], out["lines"]

@@ -175,9 +175,20 @@ def _install_error_handlers(app: FastAPI) -> None:
             headers = {**(headers or {}), "Allow": allowed}
         return error_response(exc.status_code, code, str(exc.detail), headers=headers)
 
+    async def os_error(request: Request, exc: Exception) -> JSONResponse:
+        # No descriptor left where a route or its thread pool opens one (a lazy import, a
+        # file): answered here, inside the app, so the connection stays open. A handler of
+        # ``Exception`` answers from Starlette's outermost layer, which then re-raises and
+        # uvicorn closes the connection: the client's next request on it was reset.
+        assert isinstance(exc, OSError)
+        shortage = from_os_error(exc)
+        if shortage is None:
+            raise exc  # any other OSError is unexpected: the one 500 below
+        return await ledger_error(request, shortage)
+
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         shortage = from_os_error(exc) if isinstance(exc, OSError) else None
-        if shortage is not None:
+        if shortage is not None:  # raised by a middleware, outside the routes
             return await ledger_error(request, shortage)
         _log.error("unexpected error", exc_info=exc)
         return error_response(500, "internal_error", "an unexpected error occurred")
@@ -187,6 +198,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         EventLogError: eventlog_error,
         RequestValidationError: invalid_request,
         StarletteHTTPException: http_error,
+        OSError: os_error,
         Exception: unexpected,
     }
     for exc_class, handler in handlers.items():
