@@ -85,7 +85,8 @@ from host_support import (  # noqa: E402
     unavailable,
 )
 
-ROOT = _HERE.parent
+from bench.user_install import description, run_installed  # noqa: E402
+
 FILES = 20
 PROMPT = "Read the project's files one by one, then say done."
 STARTUP_TIMEOUT_S = 30.0
@@ -139,11 +140,10 @@ def _sessionledger() -> Path:
 
 
 def _child_env() -> dict[str, str]:
-    """This environment for the serve: this checkout on the path, bytecode written."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("SESSIONLEDGER_DB", "SESSIONLEDGER_URL", "PYTHONDONTWRITEBYTECODE")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
-    return env
+    """This environment for the serve, bytecode written; ``sessionledger`` as installed (no
+    ``PYTHONPATH``: under a user's install the wheel's modules are the ones timed)."""
+    return {k: v for k, v in os.environ.items() if k not in (
+        "SESSIONLEDGER_DB", "SESSIONLEDGER_URL", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
 
 
 def _free_port() -> int:
@@ -391,6 +391,7 @@ def render(args: argparse.Namespace, host: ClaudeCode, found: Found, load: str) 
         f"  python {platform.python_version()}, node "
         f"{'.'.join(map(str, node)) if node else '?'}, {os.cpu_count()} CPUs, "
         f"{platform.system()} {platform.machine()}, SQLite synchronous=FULL",
+        f"  sessionledger installed {description()}",
         f"  {load}",
         "",
         f"{'kind':<38}{'n':>4}{'p50 s':>9}{'mean s':>9}{'p50 / HTTP':>12}"
@@ -436,6 +437,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="directory for the files (default: system temp dir)")
     p.add_argument("--quick", action="store_true",
                    help="1 round of 5 tool calls: a smoke test, numbers meaningless")
+    p.add_argument("--install", choices=("wheel", "this"), default="wheel",
+                   help="time a user's install (a wheel of this checkout in a new virtual "
+                   "environment, the default) or this interpreter's environment as it is")
     p.add_argument("-v", "--verbose", action="store_true", help="every session to stderr")
     args = p.parse_args(argv)
     if args.quick:
@@ -452,6 +456,9 @@ def _load() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.install == "wheel":  # run again under a user's install (bench/user_install.py)
+        rest = list(sys.argv[1:] if argv is None else argv)
+        return run_installed(__file__, [*rest, "--install", "this"])
     reason = unavailable()
     if reason is not None:
         print(f"cannot run Claude Code here: {reason}", file=sys.stderr)

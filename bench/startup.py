@@ -55,6 +55,8 @@ from contextlib import contextmanager  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from typing import IO  # noqa: E402
 
+from bench.user_install import description, run_installed  # noqa: E402
+
 ANSWER_TIMEOUT_S = 60.0
 """How long one start may take before it counts as an error (and the process is killed)."""
 
@@ -95,12 +97,10 @@ def _sessionledger() -> str:
 
 
 def _child_env() -> dict[str, str]:
-    """This environment for the children: this checkout on the path, bytecode written."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("SESSIONLEDGER_DB", "SESSIONLEDGER_URL", "PYTHONDONTWRITEBYTECODE")}
-    env["PYTHONPATH"] = os.pathsep.join([str(_HERE.parent),
-                                         *filter(None, [env.get("PYTHONPATH")])])
-    return env
+    """This environment for the children, bytecode written; ``sessionledger`` as installed
+    (no ``PYTHONPATH``: under a user's install the wheel's modules are the ones timed)."""
+    return {k: v for k, v in os.environ.items() if k not in (
+        "SESSIONLEDGER_DB", "SESSIONLEDGER_URL", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
 
 
 ENV = _child_env()
@@ -325,6 +325,7 @@ def render(args: argparse.Namespace, found: dict[str, Samples], load: str) -> st
         f"start-up bench: {args.starts} interleaved starts of each, bytecode caches warm",
         f"  python {platform.python_version()}, {os.cpu_count()} CPUs, "
         f"{platform.system()} {platform.machine()}, {load}",
+        f"  sessionledger installed {description()}",
         "",
         f"{'workload':<46}{'n':>5}{'p50 ms':>9}{'p95 ms':>9}{'p50 / pass':>12}"
         f"{'target':>13}{'result':>8}{'errors':>8}",
@@ -357,6 +358,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="directory for the files (default: system temp dir)")
     p.add_argument("--quick", action="store_true",
                    help="three starts each: a smoke test, numbers meaningless")
+    p.add_argument("--install", choices=("wheel", "this"), default="wheel",
+                   help="time a user's install (a wheel of this checkout in a new virtual "
+                   "environment, the default) or this interpreter's environment as it is")
     p.add_argument("-v", "--verbose", action="store_true", help="progress to stderr")
     args = p.parse_args(argv)
     if args.quick:
@@ -366,6 +370,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.install == "wheel":  # run again under a user's install (bench/user_install.py)
+        rest = list(sys.argv[1:] if argv is None else argv)
+        return run_installed(__file__, [*rest, "--install", "this"])
     if shutil.which("bash") is None:
         print("bash is needed for its anchor row", file=sys.stderr)
         return 2

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from claude_hooks_support import REPO, hook_event, this_repo_env
@@ -29,6 +30,7 @@ from server_support import ServerProcess, running_server
 
 from eventlog import DEFAULT_STORE_URL
 from eventlog.store import sqlite_path_from_url
+from sessionledger.claude_code import forward
 from sessionledger.claude_code.forward import DEFAULT_DB_URL, parse_hook_args
 from sessionledger.claude_code.wire import DISCOVERY_SUFFIX, discovery_path
 
@@ -40,6 +42,8 @@ SERVICE = ("pydantic", "eventlog", "projections", "statemachine", "sqlite_utils"
 """What ``--version`` and a forwarded hook do without: the service and the catalog."""
 LEAN = ("asyncio", "http.client", "email")
 """What neither hook path needs (no event loop; a request is a socket's few lines)."""
+FORWARD_LEAN = ("socket", "selectors")
+"""What the forwarding hook does without: ``_socket`` makes its one connection."""
 
 _REPORT = """
 import json, sys
@@ -103,7 +107,24 @@ def test_a_forwarded_hook_imports_nothing_of_the_service(
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
     assert done.stderr == b""
-    assert heavy_in(modules, HEAVY + SERVICE + LEAN) == []
+    assert heavy_in(modules, HEAVY + SERVICE + LEAN + FORWARD_LEAN) == []
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:8765", "http://127.0.0.1:8765/", "http://LOCALHOST/base/", "http://h:1/P",
+    "http://[::1]:8765", "http://u@h:1", "http://h:1?q", "http://h:x", "http://:1",
+    "https://h:1", "http:/h:1", "http://h:\uff11\uff12", "http://h:99999",
+])
+def test_the_forwarding_address_is_the_one_urlsplit_reads(url: str) -> None:
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        expected = None
+    else:
+        expected = ((parts.hostname, port or 80, parts.path)
+                    if parts.scheme == "http" and parts.hostname else None)
+    assert forward._http_address(url) == expected
 
 
 def test_a_hook_that_records_itself_imports_no_server_and_no_terminal_ui(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-from urllib.parse import urlsplit
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
@@ -35,10 +34,16 @@ def discovery_path(store_url: str) -> str | None:
     database, ``<database>.serve.json`` (``None`` for other stores). The path is read from the
     URL as ``eventlog.sqlite_path_from_url`` reads it (a test keeps the two the same); a string,
     since ``pathlib`` would cost the forwarding hook a tenth of its start."""
-    parts = urlsplit(store_url)
-    if parts.scheme != "sqlite" or parts.netloc:
-        return None
-    raw = parts.path[1:] if parts.path.startswith("/") else parts.path
+    if store_url.startswith("sqlite:///") and not any(c in store_url for c in "?#\t\r\n"):
+        path = store_url[len("sqlite://"):]  # urlsplit's answer, without its import (~3 ms)
+    else:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(store_url)
+        if parts.scheme != "sqlite" or parts.netloc:
+            return None
+        path = parts.path
+    raw = path[1:] if path.startswith("/") else path
     if not raw:
         return None
     return os.path.normpath(raw) + DISCOVERY_SUFFIX
