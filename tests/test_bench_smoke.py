@@ -209,11 +209,16 @@ def test_scale_bench_audit_and_bulk_quick_print_their_ratios(tmp_path: Path) -> 
 
 
 def test_startup_bench_quick_prints_every_row_with_no_errors(tmp_path: Path) -> None:
-    # Issue 38: the start-up table (anchors, --version, the hook both ways, mcp, serve); shape
-    # and errors only.
+    # Issue 38: the start-up table (anchors, --version, the hook both ways, mcp, serve), on a
+    # user's install built from a copy (the checkout gains no build/ nor .egg-info); shape and
+    # errors only.
+    before = {p.name for p in ROOT.iterdir()}
     done = _run("startup.py", "--quick", tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr + done.stdout
     out = done.stdout
+    assert "installed a wheel of this checkout in a new virtual environment" in out
+    added = [p.name for p in ROOT.iterdir() if p.name not in before]
+    assert [n for n in added if n == "build" or n.endswith(".egg-info")] == [], added
     rows = [line for line in out.splitlines()[4:] if line[:1].isalpha()
             and not line.startswith(("workload", "targets"))]
     labels = ("python -c pass (anchor)", "python -S -c pass", "bash -c true",
