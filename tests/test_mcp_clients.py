@@ -70,11 +70,17 @@ def todos_of(result: dict[str, Any]) -> list[dict[str, Any]]:
 # -- the MCP Inspector CLI ----------------------------------------------------------------------
 
 
+INSPECTOR_TOOL_ERROR = 5
+"""The Inspector CLI's exit status when the tool's result is ``isError`` (its ``EXIT_CODES.
+TOOL_ERROR``: every error result, after printing it), not a failure of the client."""
+
+
 def inspect(
-    clients: NodeClients, home: Path, era: str, target: list[str], *args: str
+    clients: NodeClients, home: Path, era: str, target: list[str], *args: str,
+    exit_status: int = 0,
 ) -> dict[str, Any]:
     """One ``mcp-inspector --cli`` invocation against ``target`` (a URL, or a command after
-    ``--``); the result it prints with ``--format json``."""
+    ``--``); the result it prints with ``--format json`` (and exits ``exit_status``)."""
     home.mkdir(exist_ok=True)
     env = {**os.environ, "HOME": str(home), "npm_config_update_notifier": "false"}
     if target[0] != "--":
@@ -87,7 +93,7 @@ def inspect(
         clients.inspector("--protocol-era", era, "--format", "json", *transport, *args, *target),
         timeout=RUN_TIMEOUT_S, env=env,
     )
-    assert code == 0 and len(lines) == 1, (code, lines, stderr)
+    assert code == exit_status and len(lines) == 1, (code, lines, stderr)
     return dict(lines[0]["result"])
 
 
@@ -128,6 +134,35 @@ def test_the_inspector_cli_writes_and_reads_todos_over_stdio(
                    *tool_call("TodoRead", {}))
     assert todos_of(read) == TODOS["todos"]
     assert session_of(read) == session
+
+
+REFUSED_CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("TodoWrite", {"todos": "no"}), ("TodoRead", {"extra": 1}),
+    ("AskUserQuestion", {"questions": []}), ("InteractionStatus", {"interactionId": "int_NOPE"}),
+    ("ReadSessionContext", {"query": "todos"}),
+)
+"""A call each tool refuses (issue 40 finding 1: these clients dropped the ledger's message)."""
+
+
+def assert_refused_with_the_ledgers_message(name: str, result: dict[str, Any]) -> None:
+    """An error result whose text is the ledger's message and whose structured content is
+    the error body the tool's ``outputSchema`` allows."""
+    assert result["isError"] is True, (name, result)
+    message = result["structuredContent"]["error"]["message"]
+    assert result["structuredContent"]["error"]["code"] in {"invalid_input", "not_found"}
+    assert result["content"][0]["text"].endswith(message), (name, result)
+    assert name in message or "int_NOPE" in message, (name, result)
+
+
+@pytest.mark.slow  # a Node client per call: make verify (D182)
+def test_the_inspector_cli_gets_the_ledgers_message_for_refused_calls(
+    node_clients: NodeClients, server: ServerProcess, tmp_path: Path
+) -> None:  # issue 40 acceptance 4: no schema error (it exited 1 with one before)
+    url = f"{server.base_url}/mcp"
+    for name, arguments in REFUSED_CALLS:
+        result = inspect(node_clients, tmp_path / "home", "legacy", [url],
+                         *tool_call(name, arguments), exit_status=INSPECTOR_TOOL_ERROR)
+        assert_refused_with_the_ledgers_message(name, result)
 
 
 # -- a host on the TypeScript SDK v2 client ------------------------------------------------------
@@ -184,6 +219,22 @@ def test_a_typescript_sdk_host_writes_and_reads_todos_over_stdio(
     written, read = results(events)
     assert todos_of(read) == TODOS["todos"]
     assert session_of(read) == session_of(written)
+
+
+@pytest.mark.slow  # a Node client per test: make verify (D182)
+@pytest.mark.parametrize("era", [None, "auto"], ids=["default", "auto"])
+def test_a_typescript_sdk_host_gets_the_ledgers_message_for_refused_calls(
+    node_clients: NodeClients, server: ServerProcess, era: str | None
+) -> None:  # issue 40 acceptance 4: the SDK validates error results against the outputSchema
+    events = host(node_clients, {
+        "connect": {"url": f"{server.base_url}/mcp"}, "era": era,
+        "steps": [{"list": "tools"},
+                  *({"tool": name, "arguments": arguments} for name, arguments in REFUSED_CALLS)],
+    })
+    _listed, *refused = results(events)  # every step ok: no "does not match" from the SDK
+    assert len(refused) == len(REFUSED_CALLS)
+    for (name, _arguments), result in zip(REFUSED_CALLS, refused, strict=True):
+        assert_refused_with_the_ledgers_message(name, result)
 
 
 @pytest.mark.slow  # a Node client per test: make verify (D182)

@@ -24,7 +24,7 @@ from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.memory import create_client_server_memory_streams
-from mcp_support import PLAN, TODOS, Answers
+from mcp_support import PLAN, TODOS, Answers, serve_in_process
 from mcp_support import server_params as installed_params
 from server_support import running_server
 
@@ -367,6 +367,38 @@ def test_tools_list_changed_follows_the_dynamic_workflows_flag(  # issue 21 find
     run(handshake)
     config.write_text("")
     run(modern)
+
+
+def test_a_listener_over_http_hears_each_change_of_a_sessions_tools(  # issue 40 finding 4
+    tmp_path: Path,
+) -> None:
+    # 2026-07-28 over HTTP has no connection that knows the session: each call names it in its
+    # arguments, and the listen stream is a request of its own. ListModels leaves the surface
+    # and comes back; the listener hears both.
+    with serve_in_process(tmp_path, config=FLAG_ON) as serve:
+        config = tmp_path / "workspace" / ".sessionledger" / "config.toml"
+
+        async def heard(client: Client, session: str, text: str) -> set[str]:
+            async with client.listen(tools_list_changed=True) as stream:
+                config.write_text(text)
+                await client.call_tool("TodoRead", {"sessionId": session})
+                with anyio.fail_after(30):
+                    async for _event in stream:
+                        break
+            read = await client.call_tool("TodoRead", {"sessionId": session})
+            assert not read.is_error
+            return {t.name for t in (await client.list_tools()).tools}
+
+        async def scenario() -> None:
+            async with Client(serve.mcp_url) as client:
+                assert client.protocol_version == MODERN
+                first = await client.call_tool("TodoRead", {})
+                session = (first.meta or {})[SESSION_META]
+                assert "ListModels" in {t.name for t in (await client.list_tools()).tools}
+                assert "ListModels" not in await heard(client, session, "")
+                assert "ListModels" in await heard(client, session, FLAG_ON)
+
+        run(scenario)
 
 
 def test_the_handshake_advertises_changing_lists_over_http(  # issue 21 finding 7

@@ -35,9 +35,10 @@ every event changes ``state`` (its version) and ``events``, a ``TodosWritten`` c
 tools) and on the workspace's ``[features] dynamicWorkflows`` (ListModels), read again at
 each call; its resource list grows a ``plan`` once one is approved. After each tool call
 the listings are computed again and compared with the last ones that connection (or, on a
-2026-07-28 request, which has no lasting connection, that session) was given; a difference
-is ``notifications/tools/list_changed`` / ``notifications/resources/list_changed`` — on the
-call's own response stream on the handshake era, on the listen streams on 2026-07-28.
+2026-07-28 request, which has no lasting connection, the session the call named) was given;
+a difference is ``notifications/tools/list_changed`` /
+``notifications/resources/list_changed`` — on the call's own response stream on the
+handshake era, on the listen streams on 2026-07-28.
 
 **Prompts.** ``plan`` (argument ``task``) asks the agent to plan the task in Plan mode with
 EnterPlanMode and ExitPlanMode, in the words EnterPlanMode itself answers; ``continue-session``
@@ -537,6 +538,9 @@ Known = Callable[[Ctx], Awaitable[str | None]]
 ListTools = Callable[[Ctx, PaginatedRequestParams | None], Awaitable[ListToolsResult]]
 CallTool = Callable[[Ctx, CallToolRequestParams],
                     Awaitable[CallToolResult | InputRequiredResult]]
+OfferedNow = Callable[[Ctx, CallToolResult | InputRequiredResult],
+                      Awaitable[tuple[str, frozenset[str]] | None]]
+"""The session a call's result names and the names of the tools it is offered now."""
 
 
 class LedgerServer(Server[Any]):
@@ -683,24 +687,25 @@ class McpFeatures:
 
         return listed
 
-    def after_call(self, call_tool: CallTool, list_tools: ListTools) -> CallTool:
-        """``call_tool``, then the list-changed notices the call's session now needs."""
+    def after_call(self, call_tool: CallTool, offered_now: OfferedNow) -> CallTool:
+        """``call_tool``, then the list-changed notices the call's session now needs: the
+        session the result names (a 2026-07-28 request over HTTP has no connection that
+        knows it: the call names it in its arguments) and the tools it is offered now."""
         async def called(
             ctx: Ctx, params: CallToolRequestParams
         ) -> CallToolResult | InputRequiredResult:
             result = await call_tool(ctx, params)
-            session_id = await self._known(ctx)
-            if session_id is not None:
-                try:
-                    await self._notice_changes(ctx, session_id, list_tools)
-                except SessionLedgerError:
-                    pass  # the session went away: the result says what happened
+            try:
+                offered = await offered_now(ctx, result)
+                if offered is not None:
+                    await self._notice_changes(ctx, *offered)
+            except SessionLedgerError:
+                pass  # the session went away: the result says what happened
             return result
 
         return called
 
-    async def _notice_changes(self, ctx: Ctx, session_id: str, list_tools: ListTools) -> None:
-        tools = frozenset(t.name for t in (await list_tools(ctx, None)).tools)
+    async def _notice_changes(self, ctx: Ctx, session_id: str, tools: frozenset[str]) -> None:
         resources = frozenset(await in_thread(lambda: self.resources.uris(session_id)))
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         if self._changed(ctx, _TOOLS_KEY, session_id, tools):

@@ -209,17 +209,28 @@ CALL_DOCUMENT_SCHEMA: Final[dict[str, Any]] = {
                            "reason": {"type": "string"}, "ruleId": {"type": "string"}},
         },
     },
-    "required": ["sessionId", "callId", "status"],
-    "oneOf": [
-        {"properties": {"status": {"const": "completed"}},
-         "required": ["success", "result", "modelContent", "turnControl", "followUpUserInput"]},
-        {"properties": {"status": {"const": "pending"}},
-         "required": ["interactionId", "webUrl"]},
-        {"properties": {"status": {"const": "denied"}},
-         "required": ["modelContent", "permission", "turnControl", "followUpUserInput"]},
+    "anyOf": [
+        {"required": ["sessionId", "callId", "status"], "oneOf": [
+            {"properties": {"status": {"const": "completed"}},
+             "required": ["success", "result", "modelContent", "turnControl",
+                          "followUpUserInput"]},
+            {"properties": {"status": {"const": "pending"}},
+             "required": ["interactionId", "webUrl"]},
+            {"properties": {"status": {"const": "denied"}},
+             "required": ["modelContent", "permission", "turnControl", "followUpUserInput"]},
+        ]},
+        {"required": ["error"], "properties": {"error": {
+            "type": "object", "required": ["code", "message", "details"],
+            "description": "a refused call (an isError result; the call was not recorded): the "
+                           "error body of SPEC §11",
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"},
+                           "details": {"type": ["object", "array", "null"]}},
+        }}},
     ],
 }
-"""The ``outputSchema`` of every tool: its ``structuredContent`` is the call document."""
+"""The ``outputSchema`` of every tool: its ``structuredContent`` is the call document, or the
+error body of a call refused before it was recorded (a client that validates the structured
+content of an error result, as the TypeScript SDK does, must find it allowed)."""
 
 
 def _annotations(descriptor: ToolDescriptor) -> ToolAnnotations:
@@ -440,7 +451,7 @@ class LedgerMcp:
         server = LedgerServer(
             "sessionledger", version=__version__, instructions=INSTRUCTIONS,
             on_list_tools=features.listing_tools(self._list_tools),
-            on_call_tool=features.after_call(self._call_tool, self._list_tools),
+            on_call_tool=features.after_call(self._call_tool, self._offered_now),
             get_tool_input_schema=_no_param_headers,
             **features.handlers(),
         )
@@ -473,6 +484,18 @@ class LedgerMcp:
             raise _rpc_error(exc) from None
         tools = offered_tools(registry, surface, session_handle=_is_handle(ctx))
         return ListToolsResult(tools=tools)
+
+    async def _offered_now(
+        self, _ctx: Ctx, result: CallToolResult | InputRequiredResult
+    ) -> tuple[str, frozenset[str]] | None:
+        """The session a call's result names and the names of the tools it is offered now
+        (what a listing would show it); ``None`` for a call refused before it had one."""
+        session_id = (result.meta or {}).get(SESSION_META)
+        if not isinstance(session_id, str) or not session_id:
+            return None
+        registry = self._service.tools.executor.registry
+        surface = await in_thread(lambda: self._surface(session_id))
+        return session_id, frozenset(t.name for t in offered_tools(registry, surface))
 
     async def _call_tool(
         self, ctx: Ctx, params: CallToolRequestParams
