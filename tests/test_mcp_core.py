@@ -15,7 +15,7 @@ import threading
 import time
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from mcp_types import (
 from server_support import running_server, sessionledger_command
 from tool_support import CATALOG_TOML
 
+from eventlog import open_store
 from sessionledger import SessionService
 from sessionledger.mcp import SESSION_META
 from sessionledger.mcp.server import (
@@ -516,11 +517,17 @@ def test_interaction_status_results_name_their_session(  # issue 21 finding 7
         async with connected(server_params(*ledger), era) as client:  # no elicitation
             asked = await client.call_tool("AskUserQuestion", QUESTION)
             assert asked.structured_content["status"] == "pending"
+            before = version_of(session_of(asked))
             status = await client.call_tool(
                 "InteractionStatus", {"interactionId": asked.structured_content["interactionId"]}
             )
+            assert version_of(session_of(asked)) == before  # it reads; it records nothing
         assert status.structured_content["status"] == "pending"
         assert session_of(status) == session_of(asked)
+
+    def version_of(session_id: str) -> int:
+        with closing(open_store(ledger[0])) as store:
+            return store.version(session_id)
 
     run(scenario)
 
