@@ -212,16 +212,21 @@ def main() -> None:
 @click.option("--allowed-origin", "allowed_origins", metavar="SCHEME://HOST[:PORT]",
               multiple=True,
               help="Another origin whose pages may send POST, PUT and DELETE; repeatable.")
+@click.option("--no-elicitation", "no_elicitation", is_flag=True, default=False,
+              help="/mcp never asks through the client's forms: questions and plan approvals "
+                   "wait, pending, for the web page (for clients that answer forms by "
+                   "themselves, as Codex's headless run does).")
 def serve(
     db: str | None, host: str, port: int, workspace: Path | None,
     question_grace_s: float, question_deadline_s: float, token: str | None,
-    allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...],
+    allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...], no_elicitation: bool,
 ) -> None:
     """Serve the HTTP API and event streams until SIGTERM or Ctrl+C."""
     settings = ServerSettings(
         host=host, port=port, workspace_root=workspace or Path.cwd(),
         question_grace_s=question_grace_s, question_deadline_s=question_deadline_s,
         token=token, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
+        mcp_elicitation=not no_elicitation,
     )
     from .config.workspace import load_workspace_config
     from .http import serve as run_server  # FastAPI and uvicorn only when serving
@@ -729,9 +734,13 @@ def call(db: str | None, session_id: str, tool: str, input_json: str, call_id: s
               show_default=True, help="Seconds a question waits before its countdown shows.")
 @click.option("--question-deadline-s", type=float, default=DEFAULT_QUESTION_DEADLINE_S,
               show_default=True, help="Seconds after which a question auto-continues.")
+@click.option("--no-elicitation", "no_elicitation", is_flag=True, default=False,
+              help="Never ask through the client's forms: questions and plan approvals wait, "
+                   "pending, for the web page (for clients that answer forms by themselves, "
+                   "as Codex's headless run does).")
 def mcp(
     db: str | None, workspace: Path | None, session_id: str | None, host_kind: str,
-    web_url: str, question_grace_s: float, question_deadline_s: float,
+    web_url: str, question_grace_s: float, question_deadline_s: float, no_elicitation: bool,
 ) -> None:
     """Serve the session tools over the Model Context Protocol on stdin/stdout.
 
@@ -752,7 +761,8 @@ def mcp(
         question_deadline_s=question_deadline_s,
     )
     load_workspace_config(settings.workspace_root)  # TR-4: never start on invalid rules
-    options = McpOptions(session_id=session_id, host=cast("HostKind", host_kind), web_url=web_url)
+    options = McpOptions(session_id=session_id, host=cast("HostKind", host_kind), web_url=web_url,
+                         elicitation=not no_elicitation)
     service = SessionService.open(
         resolve_store_url(db), workspace_root=settings.workspace_root,
         timer_config=settings.timer_config,

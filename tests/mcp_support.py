@@ -172,11 +172,19 @@ def kill_servers(db_url: str) -> int:
     return killed
 
 
-class Answers:
-    """An elicitation callback answering with ``replies`` in order: ``(action, content)``."""
+PERSON_S = 0.25
+"""How long the scripted person takes to decline a form: a decline sooner than the server's
+``unattended_s`` (0.1 s) is no person's and leaves the call pending (issue 40)."""
 
-    def __init__(self, *replies: tuple[str, dict[str, Any] | None]) -> None:
+
+class Answers:
+    """An elicitation callback answering with ``replies`` in order: ``(action, content)``;
+    a decline after ``decline_after_s`` (a person's moment; 0: a client declining by itself)."""
+
+    def __init__(self, *replies: tuple[str, dict[str, Any] | None],
+                 decline_after_s: float = PERSON_S) -> None:
         self._replies = list(replies)
+        self._decline_after_s = decline_after_s
         self.asked: list[types.ElicitRequestFormParams] = []
 
     async def __call__(
@@ -185,6 +193,8 @@ class Answers:
         assert isinstance(params, types.ElicitRequestFormParams)
         self.asked.append(params)
         action, content = self._replies.pop(0)
+        if action == "decline":
+            await anyio.sleep(self._decline_after_s)
         return types.ElicitResult.model_validate({"action": action, "content": content})
 
 

@@ -95,6 +95,39 @@ def test_the_tools_over_streamable_http_on_serve(tmp_path: Path) -> None:
             assert len(http.get("/v1/sessions").json()["sessions"]) == 1
 
 
+def test_serve_with_no_elicitation_leaves_questions_for_the_page(  # issue 40
+    tmp_path: Path,
+) -> None:
+    # ``serve --no-elicitation``: a client that offers forms is never sent one (Codex's
+    # headless run declines them all by itself); the question waits, pending, and the answer
+    # given through the respond route reaches the model's next InteractionStatus.
+    answers = Answers(("decline", None))
+    with running_server(tmp_path, args=["--no-elicitation"]) as server:
+        url = f"{server.base_url}/mcp"
+
+        def respond(session: str, iid: str) -> None:
+            with server.client() as http:
+                response = http.post(
+                    f"/v1/sessions/{session}/interactions/{iid}/respond",
+                    json={"decision": "modify", "input": {
+                        **QUESTION, "answers": {"Which database?": "Postgres"}}},
+                )
+                assert response.status_code == 200, response.text
+
+        async def scenario() -> None:
+            async with http_client(url, answers) as client:
+                asked = await client.call_tool("AskUserQuestion", QUESTION)
+                assert asked.structured_content["status"] == "pending"
+                iid = asked.structured_content["interactionId"]
+                session = (asked.meta or {})[SESSION_META]
+                await anyio.to_thread.run_sync(lambda: respond(session, iid))
+                done = await client.call_tool("InteractionStatus", {"interactionId": iid})
+                assert text_of(done).startswith(ALL_ANSWERED_PREFIX), text_of(done)
+
+        anyio.run(scenario)
+    assert answers.asked == []
+
+
 def test_the_mcp_endpoint_refuses_a_foreign_host(tmp_path: Path) -> None:  # EG-3
     with running_server(tmp_path) as server:
         response = httpx.post(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Awaitable, Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from mcp_types import INVALID_PARAMS
 from server_support import in_process_client, sessionledger_command
 from tool_support import CATALOG_TOML
 
+from eventlog import open_store
 from sessionledger import SessionService
 from sessionledger.mcp import SESSION_META
 from sessionledger.permission.descriptors import SERVICE_TOOLS
@@ -165,6 +167,49 @@ def test_question_declined_through_elicitation_completes_as_declined(
         assert result.structured_content["success"] is False
 
     run(scenario)
+
+
+def test_a_form_declined_faster_than_a_person_leaves_the_call_pending(  # issue 40 finding 3
+    ledger: tuple[str, Path],
+) -> None:
+    # Codex's headless run declines every form in 1-2 ms: no person saw it. The call stays
+    # pending for the web page (nothing is recorded as the user's answer), and a person's
+    # decline a moment later is still the user's.
+    answers = Answers(("decline", None), ("decline", None), decline_after_s=0.0)
+
+    async def scenario() -> None:
+        async with mcp_client(*ledger, elicitation=answers) as client:
+            quick = await client.call_tool("AskUserQuestion", QUESTION)
+            assert not quick.is_error and quick.structured_content["status"] == "pending"
+            assert text_of(quick).startswith("Waiting for the user")
+            await client.call_tool("EnterPlanMode", {})
+            plan = await client.call_tool("ExitPlanMode", PLAN)
+            assert plan.structured_content["status"] == "pending"
+        async with mcp_client(*ledger, elicitation=Answers(("decline", None))) as client:
+            person = await client.call_tool("AskUserQuestion", QUESTION)
+            assert person.is_error and person.structured_content["success"] is False
+
+    run(scenario)
+    assert len(answers.asked) == 2
+    with closing(open_store(ledger[0])) as store:
+        resolved = [e.to_wire()["data"]["decision"] for e in store.read_all()
+                    if e.type == "InteractionResolved"]
+    assert resolved == ["deny"]  # the person's, in the second connection's session only
+
+
+def test_no_elicitation_never_asks_the_clients_form(  # issue 40: --no-elicitation
+    ledger: tuple[str, Path],
+) -> None:
+    answers = Answers(("accept", {"q1": "Postgres"}))
+
+    async def scenario() -> None:
+        async with mcp_client(*ledger, "--no-elicitation", elicitation=answers) as client:
+            asked = await client.call_tool("AskUserQuestion", QUESTION)
+            assert asked.structured_content["status"] == "pending"
+            assert text_of(asked).startswith("Waiting for the user")
+
+    run(scenario)
+    assert answers.asked == []
 
 
 def test_question_without_elicitation_is_pending_until_answered_over_http(

@@ -151,6 +151,9 @@ class ServerSettings:
     stream_keepalive_s: float = 15.0
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    mcp_elicitation: bool = True
+    """``/mcp`` asks through the client's forms where it offers them; ``False``
+    (``--no-elicitation``): every question waits as a pending call (issue 40)."""
 
     def __post_init__(self) -> None:
         from ..errors import ConfigurationError

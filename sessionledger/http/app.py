@@ -225,8 +225,9 @@ class McpOnDemand:
     answered 503, as requests after shutdown began are.
     """
 
-    def __init__(self, service: SessionService) -> None:
+    def __init__(self, service: SessionService, *, elicitation: bool = True) -> None:
         self._service = service
+        self._elicitation = elicitation
         self._built: McpHttpTransport | None = None
         self._building = threading.Lock()
         self._transport: McpHttpTransport | None = None  # while its session manager runs
@@ -240,7 +241,8 @@ class McpOnDemand:
         with self._building:
             if self._built is None:
                 module = import_module("sessionledger.mcp.http")
-                self._built = module.McpHttpTransport(self._service)
+                self._built = module.McpHttpTransport(self._service,
+                                                      elicitation=self._elicitation)
             return self._built
 
     @asynccontextmanager
@@ -302,7 +304,8 @@ def create_app(
     notifier = CommitNotifier()
 
     scheduler = TimerScheduler(service.timers, service.store, poll_s=settings.stream_poll_s)
-    mcp = McpOnDemand(service)  # the MCP server at /mcp (#12), loaded when first asked for
+    # the MCP server at /mcp (#12), loaded when first asked for
+    mcp = McpOnDemand(service, elicitation=settings.mcp_elicitation)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

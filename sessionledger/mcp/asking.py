@@ -51,12 +51,14 @@ from .forms import Form, Round, ask_form, asking_round, plan_form
 __all__ = [
     "ANSWER_POLL_ENV",
     "Asking",
+    "DEFAULT_UNATTENDED_S",
     "Ctx",
     "DEFAULT_ANSWER_POLL_S",
     "DEFAULT_PROGRESS_S",
     "FORMS",
     "MAX_PROGRESS_S",
     "PROGRESS_ENV",
+    "UNATTENDED_ENV",
     "WITHDRAW_REASON",
     "Wakeups",
     "answered_elsewhere_text",
@@ -76,8 +78,13 @@ MAX_PROGRESS_S = 15.0
 DEFAULT_ANSWER_POLL_S = 5.0
 """How often a waiting call reads the log for an answer no commit notice told it of (one
 written by another process)."""
+DEFAULT_UNATTENDED_S = 0.1
+"""A form declined sooner than this after it was sent was declined by no person: Codex's
+headless run declines every form in 1-2 ms. A person reads the form first; the fastest
+human reaction alone takes longer (issue 40)."""
 PROGRESS_ENV = "SESSIONLEDGER_MCP_PROGRESS_S"
 ANSWER_POLL_ENV = "SESSIONLEDGER_MCP_ANSWER_POLL_S"
+UNATTENDED_ENV = "SESSIONLEDGER_MCP_UNATTENDED_S"
 WITHDRAW_REASON = "the MCP client cancelled the request, or its connection ended"
 """Why a waiting call is withdrawn when its request is cancelled (the model reads it)."""
 _WAKE_TYPES = frozenset({"InteractionResolved", "ToolCallCompleted"})
@@ -245,9 +252,10 @@ class Asking:
     def __init__(
         self, service: SessionService, *, progress_interval_s: float = DEFAULT_PROGRESS_S,
         answer_poll_s: float = DEFAULT_ANSWER_POLL_S,
+        unattended_s: float = DEFAULT_UNATTENDED_S,
     ) -> None:
         for name, value in (("progress_interval_s", progress_interval_s),
-                            ("answer_poll_s", answer_poll_s)):
+                            ("answer_poll_s", answer_poll_s), ("unattended_s", unattended_s)):
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a number of seconds above 0, not {value}")
         if progress_interval_s > MAX_PROGRESS_S:
@@ -255,6 +263,8 @@ class Asking:
         self._service = service
         self.progress_interval_s = progress_interval_s
         self.answer_poll_s = answer_poll_s
+        self.unattended_s = unattended_s
+        """A decline sooner than this is no person's: the call stays pending."""
         self.wakeups = Wakeups(service)
 
     # -- the handshake era: the request stays open while the person answers -----------------
@@ -334,12 +344,22 @@ class Asking:
         failed: list[SessionLedgerError] = []
 
         async def ask(done: anyio.CancelScope) -> None:
+            sent = anyio.current_time()
             try:
-                asked.append(await ctx.session.elicit_form(
+                result = await ctx.session.elicit_form(
                     form.message, form.schema, related_request_id=ctx.request_id
-                ))
+                )
             except (MCPError, ValidationError):
-                pass
+                result = None
+            took = anyio.current_time() - sent
+            if result is not None and result.action == "decline" and took < self.unattended_s:
+                # No person declined this: the client answers forms by itself (Codex's
+                # headless run). The call stays pending for the web page or the respond route.
+                log_event(_log, "form declined by no person", sessionId=session_id,
+                          interactionId=pending.get("interactionId"),
+                          seconds=round(took, 4))
+            elif result is not None:
+                asked.append(result)
             done.cancel()
 
         async def watch(done: anyio.CancelScope) -> None:

@@ -42,6 +42,8 @@ HANDSHAKE_FILE = Path(__file__).with_name("handshake.json")
 protocol version (a client asking another version is answered by the SDK server)."""
 _OPTIONS = frozenset({"--db", "--workspace", "--host-kind", "--question-grace-s",
                       "--question-deadline-s"})
+_FLAGS = frozenset({"--no-elicitation"})
+"""Options that change nothing of the handshake's answers (how questions are asked later)."""
 
 PROGRESS_S = 0.5
 """How often a request waiting for the SDK server is shown alive (``notifications/progress``)."""
@@ -72,7 +74,7 @@ def start(args: list[str]) -> None:
 def _workspace(args: list[str]) -> Path | None:
     """The workspace root of options this reader knows, or ``None`` (anything else: the
     command line decides, and nothing is answered early)."""
-    values = read_options(args, _OPTIONS)
+    values = read_options(args, _OPTIONS, _FLAGS)
     if values is None:
         return None
     named = values.get("--workspace")

@@ -49,8 +49,8 @@ _SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 class McpHttpTransport:
     """The ``/mcp`` endpoint (an ASGI app) and the lifetime of its session manager."""
 
-    def __init__(self, service: SessionService) -> None:
-        self.ledger = LedgerMcp(service, McpOptions())
+    def __init__(self, service: SessionService, *, elicitation: bool = True) -> None:
+        self.ledger = LedgerMcp(service, McpOptions(elicitation=elicitation))
         self.session_idle_timeout_s: float = DEFAULT_SESSION_IDLE_TIMEOUT
         """How long an MCP session without a request in flight lives (read at each start)."""
         self._manager: StreamableHTTPSessionManager | None = None

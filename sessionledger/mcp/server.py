@@ -63,9 +63,11 @@ from .asking import (
     ANSWER_POLL_ENV,
     DEFAULT_ANSWER_POLL_S,
     DEFAULT_PROGRESS_S,
+    DEFAULT_UNATTENDED_S,
     FORMS,
     MAX_PROGRESS_S,
     PROGRESS_ENV,
+    UNATTENDED_ENV,
     Asking,
     Ctx,
     can_ask_in_rounds,
@@ -398,6 +400,14 @@ class McpOptions:
     """Seconds between reads of a waiting call for an answer written by another process."""
     change_poll_s: float = CHANGE_POLL_S
     """How often subscribed sessions are checked for appends of other processes."""
+    elicitation: bool = True
+    """Ask through the client's forms (elicitation) where it offers them; ``False``: every
+    question and plan approval waits as a pending call, for the web page or the respond route
+    (a client that answers forms by itself, e.g. Codex's headless run)."""
+    unattended_s: float = field(default_factory=lambda: env_seconds(
+        UNATTENDED_ENV, DEFAULT_UNATTENDED_S))
+    """A form declined sooner than this after it was sent was declined by no person: the call
+    stays pending instead of being denied."""
 
 
 class LedgerMcp:
@@ -419,7 +429,8 @@ class LedgerMcp:
         self._bindings: dict[Connection, str] = {}
         self._lock = threading.Lock()
         self._asking = Asking(service, progress_interval_s=self._options.progress_interval_s,
-                              answer_poll_s=self._options.answer_poll_s)
+                              answer_poll_s=self._options.answer_poll_s,
+                              unattended_s=self._options.unattended_s)
         self._features = McpFeatures(service, self.known_session,
                                      poll_s=self._options.change_poll_s)
 
@@ -523,7 +534,9 @@ class LedgerMcp:
                 document = await self._call(session_id, params.name, arguments)
             if document["status"] == "pending" and form is not None and returned is None \
                     and not task_augmented(ctx, params):  # a task answers at once (D158)
-                if can_elicit(ctx):
+                if not self._options.elicitation:
+                    pass  # it waits, pending, for the web page or the respond route
+                elif can_elicit(ctx):
                     document = await self._asking.elicit(
                         ctx, session_id, form, document, page=self._page(ctx, session_id)
                     )
