@@ -26,6 +26,8 @@ from urllib.parse import urlsplit
 
 import pytest
 from claude_hooks_support import REPO, hook_event, this_repo_env
+from hypothesis import given
+from hypothesis import strategies as st
 from server_support import ServerProcess, running_server
 
 from eventlog import DEFAULT_STORE_URL
@@ -42,18 +44,21 @@ SERVICE = ("pydantic", "eventlog", "projections", "statemachine", "sqlite_utils"
 """What ``--version`` and a forwarded hook do without: the service and the catalog."""
 LEAN = ("asyncio", "http.client", "email")
 """What neither hook path needs (no event loop; a request is a socket's few lines)."""
-FORWARD_LEAN = ("socket", "selectors")
-"""What the forwarding hook does without: ``_socket`` makes its one connection."""
+FORWARD_LEAN = ("socket", "selectors", "json")
+"""What the forwarding hook does without: ``_socket`` makes its one connection, ``_json``
+reads and writes its JSON (the json package imports ``re``)."""
 
 _REPORT = """
-import json, sys
+import sys
 from sessionledger.launch import main
-sys.argv = ["sessionledger", *json.loads(sys.argv[1])]
+sys.argv = ["sessionledger", *sys.argv[1:]]
 try:
     main()
 finally:
+    loaded = sorted(sys.modules)  # before this report's own json
+    import json
     with open({report!r}, "w") as out:
-        json.dump(sorted(sys.modules), out)
+        json.dump(loaded, out)
 """
 
 
@@ -63,7 +68,7 @@ def modules_after(args: list[str], tmp_path: Path, *, stdin: bytes = b"",
     (top-level packages and the full names) and how it ran."""
     report = tmp_path / f"modules-{uuid.uuid4().hex}.json"
     done = subprocess.run(
-        [sys.executable, "-c", _REPORT.format(report=str(report)), json.dumps(args)],
+        [sys.executable, "-c", _REPORT.format(report=str(report)), *args],
         input=stdin, capture_output=True, cwd=cwd or tmp_path, env=this_repo_env(),
         timeout=120, check=False,
     )
@@ -99,6 +104,25 @@ def test_version_imports_nothing_of_the_service(tmp_path: Path) -> None:
     assert heavy_in(modules, HEAVY + SERVICE) == []
 
 
+def test_the_installed_command_starts_our_code_first(tmp_path: Path) -> None:
+    # The ``sessionledger`` that hosts start is our script (pyproject's script-files), not the
+    # one pip writes for an entry point, which imports ``re`` before our code runs (D206).
+    # Run without ``site`` (``-S``: the editable install's path finder imports ``re`` too),
+    # the checkout on the path: what ``--version`` loads is the script's and ours alone.
+    script = Path(sys.executable).parent / "sessionledger"
+    done = subprocess.run(
+        [sys.executable, "-S", "-X", "importtime", str(script), "--version"],
+        capture_output=True, cwd=tmp_path, env={**this_repo_env(), "PYTHONPATH": str(REPO)},
+        timeout=60, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().startswith("sessionledger, version ")
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.decode().splitlines()
+              if line.startswith("import time:")}
+    assert "sessionledger.launch" in loaded
+    assert heavy_in(loaded, ("re", "enum", "typing", "pathlib", *HEAVY, *SERVICE)) == []
+
+
 def test_a_forwarded_hook_imports_nothing_of_the_service(
         served: ServerProcess, tmp_path: Path) -> None:
     body = json.dumps(event(served)).encode()
@@ -108,6 +132,30 @@ def test_a_forwarded_hook_imports_nothing_of_the_service(
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
     assert done.stderr == b""
     assert heavy_in(modules, HEAVY + SERVICE + LEAN + FORWARD_LEAN) == []
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(JSON_VALUES)
+def test_the_hooks_json_is_the_json_packages(value: Any) -> None:
+    # forward.loads/dumps use json's own C scanner and encoder without importing json
+    text = json.dumps(value, ensure_ascii=False)
+    assert forward.dumps(value) == text
+    assert forward.loads(text) == value
+    assert forward.loads(json.dumps(value, indent=2)) == value
+
+
+@pytest.mark.parametrize("text", ["", "{", "{} x", "[1,]", "nan", "'a'", "{\"a\" 1}"])
+def test_what_is_not_one_json_value_is_refused_like_json_refuses_it(text: str) -> None:
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises(ValueError):
+        forward.loads(text)
 
 
 @pytest.mark.parametrize("url", [

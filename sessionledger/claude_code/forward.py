@@ -20,7 +20,6 @@ it before anything else is imported.
 from __future__ import annotations
 
 import _socket  # socket.py's enums and selectors cost the hook ~4 ms of its start
-import json
 import os
 import sys
 import time
@@ -30,6 +29,7 @@ from .wire import HOOK_PATH, PROBLEM_HEADER, discovery_path
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (a few ms here)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from pathlib import Path
     from typing import Any
 
@@ -97,6 +97,71 @@ def parse_hook_args(args: list[str]) -> HookOptions | None:
 _VALUED = frozenset({"--db", "--workspace", "--url", "--timeout"})
 
 
+# -- JSON without the json package -------------------------------------------------------------
+#
+# ``import json`` imports ``re`` (and ``enum``): ~8 ms of the hook's start on a user's install,
+# nearly as much as the interpreter's own. The json package's speed comes from its C module,
+# ``_json``, whose scanner and encoder it builds from a decoder's and an encoder's settings;
+# these are the same two, built with json's defaults. An interpreter without them (not CPython)
+# gets the json package.
+
+
+class _Decoding:
+    """What the C scanner reads of a decoder: ``json.JSONDecoder()``'s defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = staticmethod({"NaN": float("nan"), "Infinity": float("inf"),
+                                   "-Infinity": float("-inf")}.__getitem__)
+
+
+def _unencodable(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_scan: Callable[[str, int], tuple[Any, int]] | None = None
+_encode: Callable[[Any, int], Iterable[str]] | None = None
+try:
+    from _json import encode_basestring as _encode_string
+    from _json import make_encoder as _make_encoder
+    from _json import make_scanner as _make_scanner
+
+    # typeshed types the context as the scanner class itself; it reads only these attributes
+    _scan = _make_scanner(_Decoding())  # type: ignore[arg-type]
+    _encode = _make_encoder({}, _unencodable, _encode_string, None, ": ", ", ", False, False,
+                            True)
+except (ImportError, TypeError):  # pragma: no cover - another interpreter
+    pass
+
+
+def loads(text: str) -> Any:
+    """``json.loads(text)``; a ``ValueError`` for anything that is not one JSON value."""
+    if _scan is None:  # pragma: no cover - another interpreter
+        import json
+
+        return json.loads(text)
+    stripped = text.strip(" \t\n\r")
+    try:
+        value, end = _scan(stripped, 0)
+    except StopIteration as exc:
+        raise ValueError(f"not JSON at character {exc.value}") from None
+    if end != len(stripped):
+        raise ValueError(f"more than one JSON value (extra data at character {end})")
+    return value
+
+
+def dumps(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)``."""
+    if _encode is None:  # pragma: no cover - another interpreter
+        import json
+
+        return json.dumps(value, ensure_ascii=False)
+    return "".join(_encode(value, 0))
+
+
 # -- finding a server ----------------------------------------------------------------------------
 
 
@@ -119,7 +184,7 @@ def _server(options: HookOptions) -> _Server | None:
         return None
     try:
         with open(path, encoding="utf-8") as file:
-            record = json.load(file)
+            record = loads(file.read())
         url = record["url"]
         needs_token = bool(record.get("token"))
     except (OSError, ValueError, KeyError, TypeError):
@@ -165,7 +230,7 @@ def forward(server_url: str, body: bytes, *, timeout: float, token: str | None =
         raise _Unreachable(f"{server_url} answered {status}: "
                            f"{payload[:200].decode('utf-8', 'replace')}")
     try:
-        output = json.loads(payload)
+        output = loads(payload.decode("utf-8"))
     except ValueError as exc:
         raise _Unreachable(f"{server_url} answered something that is not JSON") from exc
     if not isinstance(output, dict):
@@ -337,6 +402,6 @@ def main(args: list[str]) -> bool:
     output, problem = run_command_hook(sys.stdin.buffer.read(), options)
     if problem is not None:
         sys.stderr.write(f"sessionledger hook: {problem}\n")
-    sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+    sys.stdout.write(dumps(output) + "\n")
     sys.stdout.flush()
     return True

@@ -5,7 +5,6 @@ listens (issue 38). Only the standard library: the command hook's hot path reads
 
 from __future__ import annotations
 
-import json
 import os
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing
@@ -52,6 +51,7 @@ def discovery_path(store_url: str) -> str | None:
 def write_discovery(store_url: str, url: str, *, token: bool) -> Path | None:
     """Record that this process serves ``store_url`` at ``url`` (atomically: a hook never
     reads half a file); ``token``: whether requests need the bearer token."""
+    import json
     from pathlib import Path
 
     found = discovery_path(store_url)
@@ -68,6 +68,8 @@ def write_discovery(store_url: str, url: str, *, token: bool) -> Path | None:
 def remove_discovery(path: Path) -> None:
     """Remove the discovery file if it is still this process's (a newer ``serve`` on the same
     database may have replaced it)."""
+    import json
+
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
         if record.get("pid") == os.getpid():

@@ -51,10 +51,10 @@ from .forms import Form, Round, ask_form, asking_round, plan_form
 __all__ = [
     "ANSWER_POLL_ENV",
     "Asking",
-    "DEFAULT_UNATTENDED_S",
     "Ctx",
     "DEFAULT_ANSWER_POLL_S",
     "DEFAULT_PROGRESS_S",
+    "DEFAULT_UNATTENDED_S",
     "FORMS",
     "MAX_PROGRESS_S",
     "PROGRESS_ENV",
