@@ -55,6 +55,15 @@ TODOS = {"todos": [
     {"content": "Ship it", "status": "pending", "priority": "low"},
 ]}
 PLAN = {"plan": "1. Add the MCP server\n2. Test it"}
+REFUSED_CALLS: tuple[tuple[str, dict[str, Any], str], ...] = (
+    ("TodoWrite", {"todos": "no"}, "todos: Input should be a valid list"),
+    ("TodoRead", {"extra": 1}, "extra: Extra inputs are not permitted"),
+    ("AskUserQuestion", {"questions": []}, "questions: List should have at least 1 item"),
+    ("InteractionStatus", {"interactionId": "int_NOPE"}, "interaction"),
+    ("ReadSessionContext", {"query": "todos"}, "sessionId: Field required"),
+)
+"""A call each tool refuses, and words of the ledger's message (issue 40 finding 1: clients
+that validate error results dropped that message for a schema error of their own)."""
 _ID = re.compile(r"\b(?:sess|call|int|chk)_[0-9A-Z]{1,26}(?:\b|…)")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 

@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_support import QUESTION, TODOS
+from mcp_support import QUESTION, REFUSED_CALLS, TODOS
 from node_support import NODE_PROJECT, NodeClients, run_json_lines, running_host
 from server_support import ServerProcess, running_server, sessionledger_command
 
@@ -136,14 +136,6 @@ def test_the_inspector_cli_writes_and_reads_todos_over_stdio(
     assert session_of(read) == session
 
 
-REFUSED_CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("TodoWrite", {"todos": "no"}), ("TodoRead", {"extra": 1}),
-    ("AskUserQuestion", {"questions": []}), ("InteractionStatus", {"interactionId": "int_NOPE"}),
-    ("ReadSessionContext", {"query": "todos"}),
-)
-"""A call each tool refuses (issue 40 finding 1: these clients dropped the ledger's message)."""
-
-
 def assert_refused_with_the_ledgers_message(name: str, result: dict[str, Any]) -> None:
     """An error result whose text is the ledger's message and whose structured content is
     the error body the tool's ``outputSchema`` allows."""
@@ -159,7 +151,7 @@ def test_the_inspector_cli_gets_the_ledgers_message_for_refused_calls(
     node_clients: NodeClients, server: ServerProcess, tmp_path: Path
 ) -> None:  # issue 40 acceptance 4: no schema error (it exited 1 with one before)
     url = f"{server.base_url}/mcp"
-    for name, arguments in REFUSED_CALLS:
+    for name, arguments, _words in REFUSED_CALLS:
         result = inspect(node_clients, tmp_path / "home", "legacy", [url],
                          *tool_call(name, arguments), exit_status=INSPECTOR_TOOL_ERROR)
         assert_refused_with_the_ledgers_message(name, result)
@@ -229,11 +221,12 @@ def test_a_typescript_sdk_host_gets_the_ledgers_message_for_refused_calls(
     events = host(node_clients, {
         "connect": {"url": f"{server.base_url}/mcp"}, "era": era,
         "steps": [{"list": "tools"},
-                  *({"tool": name, "arguments": arguments} for name, arguments in REFUSED_CALLS)],
+                  *({"tool": name, "arguments": arguments}
+                    for name, arguments, _words in REFUSED_CALLS)],
     })
     _listed, *refused = results(events)  # every step ok: no "does not match" from the SDK
     assert len(refused) == len(REFUSED_CALLS)
-    for (name, _arguments), result in zip(REFUSED_CALLS, refused, strict=True):
+    for (name, _arguments, _words), result in zip(REFUSED_CALLS, refused, strict=True):
         assert_refused_with_the_ledgers_message(name, result)
 
 

@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_support import (
     PLAN,
     QUESTION,
+    REFUSED_CALLS,
     TODOS,
     serve_in_process,
     server_env,
@@ -656,28 +657,19 @@ def test_every_tool_is_fully_annotated_and_its_results_match_its_output_schema( 
         run(scenario)
 
 
-REFUSED: tuple[tuple[str, dict[str, Any], str], ...] = (
-    ("TodoWrite", {"todos": "no"}, "todos: Input should be a valid list"),
-    ("TodoRead", {"extra": 1}, "extra: Extra inputs are not permitted"),
-    ("AskUserQuestion", {"questions": []}, "questions: List should have at least 1 item"),
-    ("InteractionStatus", {"interactionId": "int_NOPE"}, "interaction"),
-    ("ReadSessionContext", {"query": "todos"}, "sessionId: Field required"),
-)
-"""Calls each tool refuses, and words of the ledger's message (issue 40 finding 1)."""
-
-
 @pytest.mark.parametrize("era", ERAS)
 def test_a_refused_call_is_an_error_result_its_output_schema_allows(  # issue 40 finding 1
     tmp_path: Path, era: str,
 ) -> None:
-    # A client that validates an error result's structuredContent (the TypeScript SDK does)
-    # must find the ledger's error body allowed, and the model gets the ledger's message.
+    # A client that validates an error result's structuredContent (the Inspector CLI and
+    # Gemini CLI do) must find the ledger's error body allowed, and the model gets the
+    # ledger's message.
     with serve_in_process(tmp_path) as serve:
 
         async def scenario() -> None:
             async with connected(serve.mcp_url, era) as client:
                 schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
-                for name, arguments, words in REFUSED:
+                for name, arguments, words in REFUSED_CALLS:
                     result = await client.call_tool(name, arguments)
                     assert result.is_error, (name, text_of(result))
                     error = result.structured_content["error"]
