@@ -155,10 +155,12 @@ class SessionCreated(Event):
 
 
 ModeChangeVia = Literal[
-    "cycle", "mode_command", "plan_command", "enter_plan_tool", "plan_approval", "claude-code"
+    "cycle", "mode_command", "plan_command", "enter_plan_tool", "plan_approval", "claude-code",
+    "codex",
 ]
 """Which path changed the mode: Shift+Tab, ``/mode X``, ``/plan``, EnterPlanMode, approval,
-or Claude Code's own ``permission_mode`` mirrored by its hooks or an import (CC-3)."""
+or the host's own ``permission_mode`` mirrored by its hooks or an import (Claude Code: CC-3;
+Codex CLI)."""
 
 
 class SessionModeChanged(Event):

@@ -792,7 +792,7 @@ def tui(db: str | None, session_id: str) -> None:
 
 @main.group()
 def hook() -> None:
-    """Answer an agent host's hook events (Claude Code: SPEC §13)."""
+    """Answer an agent host's hook events: Claude Code, Codex CLI, Gemini CLI."""
 
 
 def _finite(value: float) -> float:
@@ -801,39 +801,51 @@ def _finite(value: float) -> float:
     return value
 
 
-@hook.command("claude-code")
-@db_option
-@click.option(
-    "--workspace", type=click.Path(file_okay=False, path_type=Path), default=None,
-    help="Workspace root: the sessions' cwd must lie inside it. Default: the current "
-         "directory (Claude Code runs command hooks in the project).",
-)
-@click.option(
-    "--url", "url", metavar="URL", default=None,
-    help="A serve to forward the event to (http://HOST:PORT). Default: $SESSIONLEDGER_URL, "
-         "else the serve whose discovery file lies beside the database, else none: the "
-         "event is recorded here.",
-)
-@click.option("--direct", is_flag=True, help="Record the event here, never forward it.")
-@click.option(
-    "--timeout", type=click.FloatRange(min=0, min_open=True, max=MAX_TIMEOUT_S),
-    default=DEFAULT_TIMEOUT_S, callback=lambda _ctx, _param, value: _finite(value),
-    show_default=True, help="Seconds to wait for a serve's answer before answering {}.",
-)
-def hook_claude_code(db: str | None, workspace: Path | None, url: str | None, direct: bool,
-                     timeout: float) -> None:
-    """One Claude Code hook event on stdin, its JSON output on stdout, exit 0 (CC-1).
+HOOK_HOSTS = {"claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
+
+
+def _hook_command(host: str) -> None:
+    """``sessionledger hook HOST``: the same options and path for every host."""
+    name = HOOK_HOSTS[host]
+
+    @hook.command(host, help=f"""One {name} hook event on stdin, its JSON output on stdout,
+    exit 0.
 
     The event goes to a running serve when one is named or found (the same answer as its HTTP
-    hook, without loading the service here), else it is recorded in the database directly.
-    An event that cannot be read or recorded is answered ``{}`` with a line on stderr, so a
+    route, without loading the service here), else it is recorded in the database directly.
+    An event that cannot be read or recorded is answered ``{{}}`` with a line on stderr, so a
     broken hook never stops the agent.
-    """
-    options = HookOptions(db=db, workspace=workspace, url=url, direct=direct, timeout=timeout)
-    output, problem = run_command_hook(sys.stdin.buffer.read(), options)
-    if problem is not None:
-        click.echo(f"sessionledger hook: {problem}", err=True)
-    click.echo(json.dumps(output, ensure_ascii=False))
+    """)
+    @db_option
+    @click.option(
+        "--workspace", type=click.Path(file_okay=False, path_type=Path), default=None,
+        help=f"Workspace root: the sessions' cwd must lie inside it. Default: the current "
+             f"directory ({name} runs command hooks in the project).",
+    )
+    @click.option(
+        "--url", "url", metavar="URL", default=None,
+        help="A serve to forward the event to (http://HOST:PORT). Default: $SESSIONLEDGER_URL, "
+             "else the serve whose discovery file lies beside the database, else none: the "
+             "event is recorded here.",
+    )
+    @click.option("--direct", is_flag=True, help="Record the event here, never forward it.")
+    @click.option(
+        "--timeout", type=click.FloatRange(min=0, min_open=True, max=MAX_TIMEOUT_S),
+        default=DEFAULT_TIMEOUT_S, callback=lambda _ctx, _param, value: _finite(value),
+        show_default=True, help="Seconds to wait for a serve's answer before answering {}.",
+    )
+    def run_hook(db: str | None, workspace: Path | None, url: str | None, direct: bool,
+                 timeout: float) -> None:
+        options = HookOptions(db=db, workspace=workspace, url=url, direct=direct,
+                              timeout=timeout, host=host)
+        output, problem = run_command_hook(sys.stdin.buffer.read(), options)
+        if problem is not None:
+            click.echo(f"sessionledger hook: {problem}", err=True)
+        click.echo(json.dumps(output, ensure_ascii=False))
+
+
+for _host in HOOK_HOSTS:
+    _hook_command(_host)
 
 
 # -- setting a host up -------------------------------------------------------------------------
@@ -876,20 +888,13 @@ def setup_claude_code(project: Path | None, user: bool, url: str | None, command
         raise InvalidInput("--user and --project name two different settings files; give one")
     if command and url is not None:
         raise InvalidInput("--command writes no HTTP hook: it takes no --url")
-    if url is not None and not url.startswith(("http://", "https://")):
-        raise InvalidInput(f"--url {url!r} is not an http:// or https:// address")
+    _check_url(url)
     if user:
         config = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
         path = Path(config) / "settings.json"
     else:
         path = (project or Path.cwd()) / ".claude" / "settings.json"
-    try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        before: Any = json.loads(text) if text.strip() else {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInput(f"{path} cannot be read as JSON: {exc}; nothing was changed") from exc
-    if not isinstance(before, dict):
-        raise InvalidInput(f"{path} is not a JSON object; nothing was changed")
+    text, before = _read_json_settings(path)
     try:
         if remove:
             after = removed(before)
@@ -898,22 +903,211 @@ def setup_claude_code(project: Path | None, user: bool, url: str | None, command
             after = merged(before, ledger_hooks(url=served, db=db, command=command))
     except SettingsError as exc:
         raise InvalidInput(f"{path}: {exc}; nothing was changed") from exc
-    lines = changes(before, after)
+    _write_changed(path, text, json.dumps(after, indent=2, ensure_ascii=False) + "\n",
+                   changes(before, after), "hooks removed" if remove else "hooks written")
+
+
+def _read_json_settings(path: Path) -> tuple[str, dict[str, Any]]:
+    """A JSON settings file's text and document (``""`` and ``{}`` when there is none)."""
+    from .errors import InvalidInput
+
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        document: Any = json.loads(text) if text.strip() else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInput(f"{path} cannot be read as JSON: {exc}; nothing was changed") from exc
+    if not isinstance(document, dict):
+        raise InvalidInput(f"{path} is not a JSON object; nothing was changed")
+    return text, document
+
+
+def _write_changed(path: Path, old_text: str, new_text: str, lines: list[str],
+                   what: str) -> None:
+    """Replace ``path`` with ``new_text`` (atomically, the old file kept beside it as
+    ``.bak``) and print ``lines``; say ``unchanged`` when nothing changed."""
     if not lines:
         click.echo(f"{path}: unchanged")
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    if text:
-        backup = path.with_name(path.name + ".bak")
-        backup.write_text(text, encoding="utf-8")
+    if old_text:
+        path.with_name(path.name + ".bak").write_text(old_text, encoding="utf-8")
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(after, indent=2, ensure_ascii=False) + "\n",
-                         encoding="utf-8")
+    temporary.write_text(new_text, encoding="utf-8")
     os.replace(temporary, path)
-    click.echo(f"{path}: " + ("hooks removed" if remove else "hooks written")
-               + (f" (the old file is {path.name}.bak)" if text else ""))
+    click.echo(f"{path}: {what}" + (f" (the old file is {path.name}.bak)" if old_text else ""))
     for line in lines:
         click.echo(f"  {line}")
+
+
+def _check_url(url: str | None) -> None:
+    from .errors import InvalidInput
+
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise InvalidInput(f"--url {url!r} is not an http:// or https:// address")
+
+
+@setup.command("codex")
+@click.option("--codex-home", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR",
+              help="Codex CLI's home, where hooks.json and config.toml live. Default: "
+                   "$CODEX_HOME, else ~/.codex.")
+@click.option("--url", "url", metavar="URL", default=None,
+              help="A serve the hooks forward to and whose /mcp Codex uses. Default: the hooks "
+                   "find a serve beside the database or record there; MCP runs "
+                   "`sessionledger mcp`.")
+@db_option
+@click.option("--mcp/--no-mcp", default=True, show_default=True,
+              help="Register the ledger's MCP server too.")
+@click.option("--remove", is_flag=True, help="Take this ledger's hooks, their trust and its "
+                                              "MCP server out instead.")
+def setup_codex(codex_home: Path | None, url: str | None, db: str | None, mcp: bool,
+                remove: bool) -> None:
+    """Write or merge this ledger's hooks and MCP server into Codex CLI's configuration.
+
+    The command hooks go into hooks.json; config.toml gets their trust (Codex runs no hook
+    nobody trusted, and says nothing) and, unless --no-mcp, [mcp_servers.sessionledger],
+    which Codex waits for before the model's first request. Everything else in both files
+    is kept; running it again replaces this ledger's entries; old files are kept as .bak.
+    """
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    from .claude_code.setup import (
+        MCP_NAME,
+        SettingsError,
+        changes,
+        codex_hooks,
+        codex_mcp,
+        codex_trust,
+        merged,
+        removed,
+    )
+    from .errors import InvalidInput
+
+    _check_url(url)
+    home = codex_home or Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+    hooks_path, config_path = (home / "hooks.json").absolute(), (home / "config.toml").absolute()
+    hooks_text, before = _read_json_settings(hooks_path)
+    try:
+        after = removed(before) if remove else merged(before, codex_hooks(url=url, db=db))
+        old_trust = codex_trust(str(hooks_path), before)
+        new_trust = {} if remove else codex_trust(str(hooks_path), after)
+    except SettingsError as exc:
+        raise InvalidInput(f"{hooks_path}: {exc}; nothing was changed") from exc
+    try:
+        config_text = config_path.read_text(encoding="utf-8") if config_path.exists() else ""
+        config = tomlkit.parse(config_text)
+    except (OSError, UnicodeDecodeError, TOMLKitError) as exc:
+        raise InvalidInput(f"{config_path} cannot be read as TOML: {exc}; nothing was "
+                           "changed") from exc
+    lines: list[str] = []
+    try:
+        hooks_table = config.setdefault("hooks", tomlkit.table(is_super_table=True))
+        state = hooks_table.setdefault("state", tomlkit.table(is_super_table=True))
+        for key in old_trust:
+            if key not in new_trust and key in state:
+                del state[key]
+                lines.append(f"- trust of {key.rsplit(':', 3)[1]} hook")
+        for key, digest in new_trust.items():
+            current = state.get(key)
+            if current is None or current.get("trusted_hash") != digest:
+                entry = tomlkit.table()
+                entry["trusted_hash"] = digest
+                state[key] = entry
+                lines.append(f"+ trust of {key.rsplit(':', 3)[1]} hook")
+        if not state:
+            del hooks_table["state"]
+        if not hooks_table:
+            del config["hooks"]
+        servers = config.get("mcp_servers")
+        if remove or not mcp:
+            if servers is not None and MCP_NAME in servers:
+                del servers[MCP_NAME]
+                lines.append(f"- mcp_servers.{MCP_NAME}")
+                if not servers:
+                    del config["mcp_servers"]
+        else:
+            wanted = codex_mcp(url=url, db=db)
+            if servers is None:
+                servers = config.setdefault("mcp_servers", tomlkit.table(is_super_table=True))
+            if servers.get(MCP_NAME) != wanted:
+                server = tomlkit.table()
+                server.update(wanted)
+                servers[MCP_NAME] = server
+                lines.append(f"+ mcp_servers.{MCP_NAME}")
+    except (AttributeError, TypeError, TOMLKitError) as exc:
+        raise InvalidInput(f"{config_path}: its hooks or mcp_servers are not tables ({exc}); "
+                           "nothing was changed") from exc
+    _write_changed(hooks_path, hooks_text, json.dumps(after, indent=2, ensure_ascii=False)
+                   + "\n", changes(before, after), "hooks removed" if remove
+                   else "hooks written")
+    _write_changed(config_path, config_text, tomlkit.dumps(config), lines,
+                   "entries removed" if remove else "trust and MCP server written")
+
+
+@setup.command("gemini")
+@click.option("--project", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR",
+              help="The project whose .gemini/settings.json to change. Default: the current "
+                   "directory.")
+@click.option("--user", is_flag=True,
+              help="Change the user's settings (~/.gemini/settings.json) for every project "
+                   "instead.")
+@click.option("--url", "url", metavar="URL", default=None,
+              help="A serve the hooks forward to and whose /mcp Gemini uses. Default: the "
+                   "hooks find a serve beside the database or record there; MCP runs "
+                   "`sessionledger mcp`.")
+@db_option
+@click.option("--mcp/--no-mcp", default=True, show_default=True,
+              help="Register the ledger's MCP server too.")
+@click.option("--remove", is_flag=True,
+              help="Take this ledger's hooks and MCP server out instead.")
+def setup_gemini(project: Path | None, user: bool, url: str | None, db: str | None, mcp: bool,
+                 remove: bool) -> None:
+    """Write or merge this ledger's hooks and MCP server into Gemini CLI's settings.json.
+
+    Command hooks on the events the ledger reads and, unless --no-mcp,
+    mcpServers.sessionledger. Everything else in the file is kept; running it again replaces
+    this ledger's entries; the old file is kept as settings.json.bak.
+    """
+    from .claude_code.setup import (
+        MCP_NAME,
+        SettingsError,
+        changes,
+        gemini_hooks,
+        gemini_mcp,
+        merged,
+        removed,
+    )
+    from .errors import InvalidInput
+
+    if user and project is not None:
+        raise InvalidInput("--user and --project name two different settings files; give one")
+    _check_url(url)
+    base = Path.home() if user else (project or Path.cwd())
+    path = base / ".gemini" / "settings.json"
+    text, before = _read_json_settings(path)
+    try:
+        after = removed(before) if remove else merged(before, gemini_hooks(url=url, db=db))
+    except SettingsError as exc:
+        raise InvalidInput(f"{path}: {exc}; nothing was changed") from exc
+    lines = changes(before, after)
+    servers = after.get("mcpServers")
+    if servers is not None and not isinstance(servers, dict):
+        raise InvalidInput(f'{path}: "mcpServers" is not a JSON object; nothing was changed')
+    if remove or not mcp:
+        if servers and MCP_NAME in servers:
+            del servers[MCP_NAME]
+            lines.append(f"- mcpServers.{MCP_NAME}")
+            if not servers:
+                del after["mcpServers"]
+    else:
+        wanted = gemini_mcp(url=url, db=db)
+        if (servers or {}).get(MCP_NAME) != wanted:
+            after["mcpServers"] = {**(servers or {}), MCP_NAME: wanted}
+            lines.append(f"+ mcpServers.{MCP_NAME}")
+    _write_changed(path, text, json.dumps(after, indent=2, ensure_ascii=False) + "\n", lines,
+                   "hooks removed" if remove else "hooks written")
 
 
 # -- importing another host's sessions (SPEC §13) ----------------------------------------------

@@ -2,10 +2,11 @@
 
 Hosts start ``sessionledger`` for every hook event and ask ``--version`` of it; importing the
 whole command line (the service, the event catalog, rich, click) costs most of a second
-there. ``main`` answers ``--version`` and ``hook claude-code`` with only the standard library
-loaded (:mod:`.claude_code.forward`: forward to a running ``serve``, else load what recording
-needs), starts ``mcp`` answering the MCP handshake before the SDK loads (:mod:`.mcp.early`),
-and hands everything else, help and mistakes included, to :mod:`.cli` (issue 38).
+there. ``main`` answers ``--version`` and ``hook claude-code|codex|gemini`` with only the
+standard library loaded (:mod:`.claude_code.forward`: forward to a running ``serve``, else load
+what recording needs), starts ``mcp`` answering the MCP handshake before the SDK loads
+(:mod:`.mcp.early`), and hands everything else, help and mistakes included, to :mod:`.cli`
+(issue 38).
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ def main() -> None:
         from .mcp.early import start
 
         start(args[1:])  # answers the handshake while the rest loads, when it can
-    elif args[:2] == ["hook", "claude-code"]:
+    elif args[:1] == ["hook"] and args[1:2] in (["claude-code"], ["codex"], ["gemini"]):
         from .claude_code.forward import main as hook
 
-        if hook(args[2:]):
+        if hook(args[2:], args[1]):
             return
     from .cli import main as cli
 

@@ -36,7 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-__all__ = ["Block", "Recorded", "ScriptedModel", "Text", "ToolUse"]
+__all__ = ["Block", "Recorded", "ScriptedModel", "Text", "ToolUse", "next_turn"]
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 SIDE_TEXT = "Scripted session"
@@ -90,7 +90,10 @@ class _State:
 
 
 class ScriptedModel:
-    """The server; see the module docstring."""
+    """The server; see the module docstring. Another API's server (``tests/openai_model.py``,
+    ``tests/gemini_model.py``) is this class with its own :attr:`handler` answering ``POST``."""
+
+    handler: type[BaseHTTPRequestHandler]  # set below: _Handler, the Messages API
 
     def __init__(self, script: Sequence[Sequence[Block]], *, final_text: str = FINAL_TEXT,
                  side_text: str = SIDE_TEXT) -> None:
@@ -103,7 +106,7 @@ class ScriptedModel:
     def start(self) -> ScriptedModel:
         state = self._state
 
-        class Handler(_Handler):
+        class Handler(self.handler):  # type: ignore[name-defined,misc]
             shared = state
 
         server = _Server(("127.0.0.1", 0), Handler)
@@ -197,16 +200,20 @@ def _estimate_tokens(body: Any) -> int:
     return max(1, len(json.dumps(body, ensure_ascii=False)) // 4)
 
 
+def next_turn(state: _State) -> list[Block]:
+    """The script's next turn, or the final text once it is spent (under the lock)."""
+    if state.next_turn < len(state.script):
+        state.next_turn += 1
+        return state.script[state.next_turn - 1]
+    return [Text(state.final_text)]
+
+
 def _main_turn(state: _State, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     """The content blocks and stop reason for a main-loop request (under the lock)."""
     key = _conversation_key(body)
     if key in state.answered:
         return state.answered[key]
-    if state.next_turn < len(state.script):
-        turn = state.script[state.next_turn]
-        state.next_turn += 1
-    else:
-        turn = [Text(state.final_text)]
+    turn = next_turn(state)
     blocks: list[dict[str, Any]] = []
     for block in turn:
         if isinstance(block, ToolUse):
@@ -372,3 +379,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, _sse(message), "text/event-stream; charset=utf-8")
         else:
             self._json(200, message)
+
+
+ScriptedModel.handler = _Handler

@@ -1,8 +1,10 @@
-"""The real agent hosts, installed from a lock file and run offline (Claude Code).
+"""The real agent hosts, installed from a lock file and run offline (Claude Code, Codex CLI,
+Gemini CLI).
 
-``tests/hosts/package.json`` pins Claude Code (npm ``@anthropic-ai/claude-code``) exactly and
-``tests/hosts/package-lock.json`` pins the whole tree with integrity hashes (the wrapper and
-its per-platform native packages). :func:`install` runs ``npm ci`` from the lock file into
+``tests/hosts/package.json`` pins Claude Code (npm ``@anthropic-ai/claude-code``), Codex CLI
+(``@openai/codex``) and Gemini CLI (``@google/gemini-cli``) exactly and
+``tests/hosts/package-lock.json`` pins the whole tree with integrity hashes (the wrappers and
+their per-platform native packages). :func:`install` runs ``npm ci`` from the lock file into
 :data:`INSTALL_DIR` — a cache directory outside the repository (``$SESSIONLEDGER_HOSTS_DIR``,
 else ``$XDG_CACHE_HOME/sessionledger/hosts``, else ``~/.cache/sessionledger/hosts``: the
 native binary is a few hundred megabytes) — once, and reuses it while the lock file, the
@@ -53,6 +55,8 @@ __all__ = [
 ROOT = Path(__file__).resolve().parents[1]
 HOST_PROJECT = ROOT / "tests" / "hosts"
 CLAUDE_PACKAGE = "@anthropic-ai/claude-code"
+CODEX_PACKAGE = "@openai/codex"
+GEMINI_PACKAGE = "@google/gemini-cli"
 
 
 def _cache_dir() -> Path:
@@ -65,7 +69,7 @@ def _cache_dir() -> Path:
 
 INSTALL_DIR = _cache_dir()
 STAMP = ".installed-sha256"
-MIN_NODE = (18, 0)  # the engines of @anthropic-ai/claude-code 2.1
+MIN_NODE = (20, 0)  # the engines of @google/gemini-cli 0.61 (Claude Code 2.1: 18, Codex: 16)
 INSTALL_TIMEOUT_S = 900
 VERSION_TIMEOUT_S = 60
 PROJECT_FILES = ("package.json", "package-lock.json")
@@ -106,20 +110,36 @@ class ClaudeCode:
         return self.root / "node_modules" / ".bin" / "claude"
 
     @property
+    def codex(self) -> Path:
+        """The ``codex`` executable (Codex CLI's wrapper of its native binary)."""
+        return self.root / "node_modules" / ".bin" / "codex"
+
+    @property
+    def gemini(self) -> Path:
+        """The ``gemini`` executable (Gemini CLI, a bundled Node program)."""
+        return self.root / "node_modules" / ".bin" / "gemini"
+
+    @property
     def version(self) -> str:
-        """The installed version of the package."""
-        manifest = self.root / "node_modules" / CLAUDE_PACKAGE / "package.json"
+        """The installed version of Claude Code."""
+        return self.version_of(CLAUDE_PACKAGE)
+
+    def version_of(self, package: str) -> str:
+        """The installed version of one of the pinned packages."""
+        manifest = self.root / "node_modules" / package / "package.json"
         return str(json.loads(manifest.read_text(encoding="utf-8"))["version"])
 
 
 def _check_runs(host: ClaudeCode, home: Path) -> None:
-    done = subprocess.run(
-        [str(host.claude), "--version"], capture_output=True, text=True, check=False,
-        env=host_environment(home, "http://127.0.0.1:9"), timeout=VERSION_TIMEOUT_S,
-    )
-    if done.returncode != 0 or host.version not in done.stdout:
-        raise InstallError(f"{host.claude} --version answered {done.returncode}:\n"
-                           f"{done.stdout}\n{done.stderr}")
+    for program, package in ((host.claude, CLAUDE_PACKAGE), (host.codex, CODEX_PACKAGE),
+                             (host.gemini, GEMINI_PACKAGE)):
+        done = subprocess.run(
+            [str(program), "--version"], capture_output=True, text=True, check=False,
+            env=host_environment(home, "http://127.0.0.1:9"), timeout=VERSION_TIMEOUT_S,
+        )
+        if done.returncode != 0 or host.version_of(package) not in done.stdout:
+            raise InstallError(f"{program} --version answered {done.returncode}:\n"
+                               f"{done.stdout}\n{done.stderr}")
 
 
 def install(root: Path = INSTALL_DIR) -> ClaudeCode:

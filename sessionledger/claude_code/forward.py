@@ -1,9 +1,10 @@
 """The command hook on the host's hot path (issue 38): forward to a running ``serve``, else
 append directly.
 
-Claude Code (and Codex and Gemini CLI) start the command hook twice per tool call, so its
+Claude Code, Codex CLI and Gemini CLI start the command hook twice per tool call, so its
 start is what users feel. When a ``serve`` is reachable the hook sends the event's bytes to
-its ``POST /v1/hooks/claude-code`` with the standard library and prints the answer — the
+its hook route for the host (``POST /v1/hooks/claude-code``, ``/codex``, ``/gemini``) with the
+standard library and prints the answer — the
 same answer the server gives an HTTP hook — without importing the service, the event
 catalog or any third-party package. The server is found by ``--url``, else
 ``SESSIONLEDGER_URL``, else the discovery file ``serve`` writes beside its SQLite database
@@ -25,7 +26,7 @@ import sys
 import time
 
 from ..environment import DB_ENV, TOKEN_ENV, read_options
-from .wire import HOOK_PATH, PROBLEM_HEADER, discovery_path
+from .wire import HOOK_PATHS, PROBLEM_HEADER, discovery_path
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (a few ms here)
 if TYPE_CHECKING:
@@ -59,14 +60,16 @@ MAX_TIMEOUT_S = 3600.0
 
 
 class HookOptions:
-    """``sessionledger hook claude-code``'s options (a plain class: ``dataclasses`` imports
-    ``inspect``, a seventh of the forwarding hook's start)."""
+    """``sessionledger hook HOST``'s options (a plain class: ``dataclasses`` imports
+    ``inspect``, a seventh of the forwarding hook's start); ``host`` is one of
+    :data:`.wire.HOOK_PATHS`."""
 
-    __slots__ = ("db", "direct", "timeout", "url", "workspace")
+    __slots__ = ("db", "direct", "host", "timeout", "url", "workspace")
 
     def __init__(self, *, db: str | None = None, workspace: str | Path | None = None,
                  url: str | None = None, direct: bool = False,
-                 timeout: float = DEFAULT_TIMEOUT_S) -> None:
+                 timeout: float = DEFAULT_TIMEOUT_S, host: str = "claude-code") -> None:
+        self.host = host
         self.db = db
         self.workspace = None if workspace is None else str(workspace)
         self.url = url
@@ -74,8 +77,8 @@ class HookOptions:
         self.timeout = timeout
 
 
-def parse_hook_args(args: list[str]) -> HookOptions | None:
-    """The options after ``hook claude-code``, or ``None`` for anything this reader does not
+def parse_hook_args(args: list[str], host: str = "claude-code") -> HookOptions | None:
+    """The options after ``hook HOST``, or ``None`` for anything this reader does not
     know (``--help``, a typo, a bad number): the full command line parses those and says what
     is wrong."""
     values = read_options(args, _VALUED, frozenset({"--direct"}))
@@ -91,7 +94,7 @@ def parse_hook_args(args: list[str]) -> HookOptions | None:
     return HookOptions(db=db if isinstance(db, str) else None,
                        workspace=workspace if isinstance(workspace, str) and workspace else None,
                        url=url if isinstance(url, str) else None,
-                       direct=bool(values.get("--direct")), timeout=timeout)
+                       direct=bool(values.get("--direct")), timeout=timeout, host=host)
 
 
 _VALUED = frozenset({"--db", "--workspace", "--url", "--timeout"})
@@ -206,19 +209,20 @@ class _Gone(_Unreachable):
 
 
 def forward(server_url: str, body: bytes, *, timeout: float, token: str | None = None,
-            discovered: bool = False) -> tuple[dict[str, Any], str | None]:
-    """POST the event to the server's hook route; its JSON output and the problem it names,
-    if any (``_Unreachable`` when it gives no output)."""
+            discovered: bool = False, host: str = "claude-code",
+            ) -> tuple[dict[str, Any], str | None]:
+    """POST the event to the server's hook route for ``host``; its JSON output and the
+    problem it names, if any (``_Unreachable`` when it gives no output)."""
     address = _http_address(server_url)
     if address is None:
         raise _Unreachable(f"cannot forward to {server_url!r}: only http://HOST:PORT")
-    host, port, path = address
+    name, port, path = address
     headers = {"Content-Type": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
     try:
         status, answer_headers, payload = _post(
-            host, port, path.rstrip("/") + HOOK_PATH, body, headers, timeout=timeout)
+            name, port, path.rstrip("/") + HOOK_PATHS[host], body, headers, timeout=timeout)
     except ConnectionRefusedError as exc:
         if discovered:
             raise _Gone(str(exc)) from exc
@@ -368,7 +372,7 @@ def answer_directly(body: bytes, options: HookOptions) -> tuple[dict[str, Any], 
                                   workspace_root=PathType(options.workspace) if options.workspace
                                   else PathType.cwd())
     try:
-        answer = answer_hook(Recorder(service), body,
+        answer = answer_hook(Recorder(service), body, host=options.host,
                              hold_s=max(0.0, options.timeout - HOLD_MARGIN_S))
     finally:
         service.close()
@@ -383,7 +387,7 @@ def run_command_hook(body: bytes, options: HookOptions) -> tuple[dict[str, Any],
         if server is not None:
             try:
                 return forward(server.url, body, timeout=options.timeout, token=server.token,
-                               discovered=server.discovered)
+                               discovered=server.discovered, host=options.host)
             except _Gone:
                 pass  # a stale discovery file: nothing serves this database now
             except _Unreachable as exc:
@@ -393,10 +397,10 @@ def run_command_hook(body: bytes, options: HookOptions) -> tuple[dict[str, Any],
         return {}, f"not recorded ({exc.__class__.__name__}: {exc})"
 
 
-def main(args: list[str]) -> bool:
-    """``sessionledger hook claude-code ARGS`` without the command-line parser: ``False``
+def main(args: list[str], host: str = "claude-code") -> bool:
+    """``sessionledger hook HOST ARGS`` without the command-line parser: ``False``
     when ``args`` need it (help, a mistake), else answer and return ``True``."""
-    options = parse_hook_args(args)
+    options = parse_hook_args(args, host)
     if options is None:
         return False
     output, problem = run_command_hook(sys.stdin.buffer.read(), options)

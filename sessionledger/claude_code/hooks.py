@@ -1,8 +1,13 @@
-"""Claude Code's hooks answered by the ledger (CC-1 … CC-8): one event in, its output out.
+"""The hosts' hooks answered by the ledger (CC-1 … CC-8): one event in, its output out.
 
 ``POST /v1/hooks/claude-code`` (an ``"type": "http"`` hook) and ``sessionledger hook
 claude-code`` (a ``"type": "command"`` hook) both call :func:`answer_hook`, so the two differ
-only in how the bytes arrive. An event is read into a :class:`~.observations.Seen`, recorded by
+only in how the bytes arrive. Codex CLI (``/v1/hooks/codex``, ``hook codex``) sends Claude
+Code's events in Claude Code's shape; Gemini CLI (``/v1/hooks/gemini``, ``hook gemini``) its
+own (:data:`GEMINI_EVENTS`). Each is read into the same observations and answered in the
+host's own output (:func:`_decided`), as the section "Three dialects" below says.
+
+An event is read into a :class:`~.observations.Seen`, recorded by
 the :class:`~.recorder.Recorder` at most once, and answered:
 
 - ``PreToolUse``: this service's permission authority decides (PM-3, PM-4, TR-3, TR-4 on the
@@ -63,13 +68,14 @@ from .observations import (
     ToolResult,
     ToolUse,
     content_key,
+    digest,
 )
 from .recorder import AskHere, Recorder, Tally, approved_plan, refusal_text
-from .wire import HOOK_PATH
+from .wire import HOOK_PATH, HOOK_PATHS
 
 __all__ = [
-    "HOOK_EVENTS", "HOOK_PATH", "MAX_HOOK_BYTES", "HookAnswer", "MalformedHook", "answer_hook",
-    "read_hook",
+    "GEMINI_EVENTS", "HOOK_EVENTS", "HOOK_PATH", "HOOK_PATHS", "MAX_HOOK_BYTES", "HookAnswer",
+    "MalformedHook", "answer_hook", "read_hook",
 ]
 
 HOOK_EVENTS = (
@@ -114,8 +120,32 @@ class HookAnswer:
     session_id: str | None = None
 
 
-def read_hook(body: bytes | str | Any) -> tuple[str, Seen]:
-    """The event's name and what it says; raises :class:`MalformedHook`."""
+# -- three dialects ----------------------------------------------------------------------------
+#
+# Codex CLI's hooks are Claude Code's: the same events and fields (its ``exec_command`` is named
+# ``Bash``, ``apply_patch`` carries its patch in ``command``), ``permission_mode`` included, and
+# the same outputs — but ``allow`` and ``ask`` change nothing there (the call runs), so a call
+# this ledger would ask about is refused with the reason (Codex cannot be made to ask its user
+# from a hook) and an allowed one gets no opinion. Its plan tool ``update_plan`` is the todo
+# list. Gemini CLI names its events its own way (below), gives no call id (a BeforeTool's
+# ``timestamp`` names the call; its AfterTool finds the call by tool and input) and no mode; it
+# is refused with ``{"decision": "deny", "reason": …}`` and never sent ``ask`` (it would hang),
+# so a call to ask about gets no opinion and Gemini's own approval mode decides.
+
+GEMINI_EVENTS = {
+    "BeforeTool": "PreToolUse", "AfterTool": "PostToolUse", "BeforeAgent": "UserPromptSubmit",
+    "AfterAgent": "Stop", "SessionStart": "SessionStart", "SessionEnd": "SessionEnd",
+}
+"""Gemini CLI's events by the Claude Code event each reads as. Every other one (its
+``PreCompress`` comes before every model call, compacting or not; the model and
+notification events) is :class:`Noted`."""
+CODEX_CANNOT_ASK = (" Codex CLI cannot be asked to ask its user from a hook, so the call is "
+                    "refused; change the session's mode in the ledger to let such calls run.")
+
+
+def read_hook(body: bytes | str | Any, host: str = "claude-code") -> tuple[str, Seen]:
+    """The event's name (as the host names it) and what it says, for ``host`` (one of
+    :data:`HOOK_PATHS`); raises :class:`MalformedHook`."""
     if isinstance(body, bytes | str):
         if len(body) > MAX_HOOK_BYTES:
             raise MalformedHook(f"the event is larger than {MAX_HOOK_BYTES} bytes")
@@ -135,14 +165,37 @@ def read_hook(body: bytes | str | Any) -> tuple[str, Seen]:
     session = _text(raw, "session_id")
     if not name or not session:
         raise MalformedHook("the event names no hook_event_name and session_id")
-    transcript = _text(raw, "transcript_path")
+    claude = host == "claude-code"
+    transcript = _text(raw, "transcript_path") if claude else None
     claude_dir = _claude_dir(transcript)
     origin = Origin(
-        session_id=session, cwd=_text(raw, "cwd"), agent_id=_text(raw, "agent_id"),
+        session_id=session, client=host, cwd=_text(raw, "cwd"), agent_id=_text(raw, "agent_id"),
         permission_mode=_text(raw, "permission_mode"), claude_dir=claude_dir,
         transcript=transcript if claude_dir is not None else None,
     )
-    return name, Seen(origin, _observation(name, raw), where=name)
+    if host == "gemini":
+        read_as = GEMINI_EVENTS.get(name)
+        observation = Noted(event=name) if read_as is None else _observation(
+            read_as, _gemini(read_as, raw))
+    else:
+        observation = _observation(name, raw)
+    return name, Seen(origin, observation, where=name)
+
+
+def _gemini(read_as: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """A Gemini CLI event in Claude Code's fields: a BeforeTool named by its time (it has no
+    call id; a retried event has the same), an AfterTool's result text and failure."""
+    if read_as == "PreToolUse" and isinstance(raw.get("timestamp"), str):
+        named = [raw["timestamp"], raw.get("tool_name"), raw.get("tool_input")]
+        return {**raw, "tool_use_id": f"gemini~{digest(named)}"}
+    if read_as == "PostToolUse":
+        response = raw.get("tool_response")
+        given = response if isinstance(response, Mapping) else {}
+        if given.get("error"):
+            shown = given.get("llmContent")
+            return {**raw, "hook_event_name": "PostToolUseFailure",
+                    "error": shown if isinstance(shown, str) else str(given["error"])}
+    return raw
 
 
 def _claude_dir(transcript: str | None) -> str | None:
@@ -167,6 +220,8 @@ def _object(raw: Mapping[str, Any], key: str) -> dict[str, Any]:
 
 
 def _observation(name: str, raw: Mapping[str, Any]) -> Observation:
+    if raw.get("hook_event_name") == "PostToolUseFailure":
+        name = "PostToolUseFailure"  # a Gemini AfterTool that failed
     tool = _text(raw, "tool_name")
     if name in ("PreToolUse", "PermissionRequest", "PostToolUse",
                 "PostToolUseFailure") and tool is None:
@@ -208,21 +263,23 @@ def _observation(name: str, raw: Mapping[str, Any]) -> Observation:
 
 
 def _shown(response: Any) -> str:
-    """What a tool's response reads as, for the record."""
+    """What a tool's response reads as, for the record (Gemini's: its ``llmContent``)."""
     if isinstance(response, str):
         return response
+    if isinstance(response, Mapping) and isinstance(response.get("llmContent"), str):
+        return str(response["llmContent"])
     if response is None:
         return ""
     return json.dumps(response, ensure_ascii=False, sort_keys=True)
 
 
-def answer_hook(recorder: Recorder, body: bytes | str | Any, *,
+def answer_hook(recorder: Recorder, body: bytes | str | Any, *, host: str = "claude-code",
                 hold_s: float = HOLD_S) -> HookAnswer:
-    """Record one hook event and answer it (CC-1); never raises for what the event holds.
-    A question or plan approval of a session answered here waits up to ``hold_s`` for the
-    answer."""
+    """Record one of ``host``'s hook events and answer it (CC-1); never raises for what the
+    event holds. A question or plan approval of a session answered here waits up to
+    ``hold_s`` for the answer (Claude Code's)."""
     try:
-        name, seen = read_hook(body)
+        name, seen = read_hook(body, host)
     except MalformedHook as exc:
         return HookAnswer(NO_OPINION, str(exc))
     try:
@@ -238,8 +295,10 @@ def answer_hook(recorder: Recorder, body: bytes | str | Any, *,
 def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen, *,
               hold_s: float = HOLD_S) -> HookAnswer:
     observation = seen.observation
+    host = seen.origin.client
     if isinstance(observation, ToolUse | PermissionAsked):
-        ask_here = _ask_here(recorder, session_id, observation)
+        ask_here = _ask_here(recorder, session_id, observation) if host == "claude-code" \
+            else None
         recorded = recorder.record(session_id, seen, decide=_decider(recorder, seen.origin),
                                    ask_here=ask_here)
         if ask_here is not None:
@@ -247,9 +306,8 @@ def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen, *,
         verdict = next((e.data.decision for e in recorded.events
                         if isinstance(e.data, PermissionDecided)), None)
         if verdict is None:  # AskUserQuestion, ExitPlanMode, a PermissionRequest's ask:
-            return HookAnswer(NO_OPINION, session_id=session_id)  # Claude Code asks its user
-        answer = _pre_tool_use if isinstance(observation, ToolUse) else _permission_request
-        return HookAnswer(answer(verdict), session_id=session_id)
+            return HookAnswer(NO_OPINION, session_id=session_id)  # the host asks its user
+        return HookAnswer(_decided(host, observation, verdict), session_id=session_id)
     recorded = recorder.record(session_id, seen)
     context: str | None = None
     if isinstance(observation, Prompt):
@@ -266,14 +324,34 @@ def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen, *,
 def _decider(recorder: Recorder, origin: Origin) -> Any:
     permissions = recorder.service.tools.permissions
     plans = None if origin.claude_dir is None else Path(origin.claude_dir) / "plans"
+    codex = origin.client == "codex"
 
     def decide(tally: Tally, use: ToolUse) -> PermissionVerdict:
-        return permissions.decide(
+        verdict = permissions.decide(
             tool=named_tool(use.tool), input=use.input, state=tally.execution,
             workspace=tally.workspace, plan_files=plans,
         )
+        if codex and verdict.behavior == "ask":  # Codex runs the call on "ask": refused
+            return verdict.model_copy(update={"behavior": "deny",
+                                              "reason": verdict.reason + "." + CODEX_CANNOT_ASK})
+        return verdict
 
     return decide
+
+
+def _decided(host: str, observation: ToolUse | PermissionAsked,
+             verdict: PermissionVerdict) -> dict[str, Any]:
+    """The decision in the host's own output: Claude Code's as it is; Codex only what
+    changes something there (a deny); Gemini a deny, and nothing else (``ask`` hangs it)."""
+    if isinstance(observation, PermissionAsked):
+        return _permission_request(verdict)
+    if host == "claude-code":
+        return _pre_tool_use(verdict)
+    if verdict.behavior != "deny":
+        return NO_OPINION
+    if host == "gemini":
+        return {"decision": "deny", "reason": refusal_text(verdict.reason, verdict.rule_id)}
+    return _pre_tool_use(verdict)
 
 
 # -- answered here: the hook waits for the person --------------------------------------------

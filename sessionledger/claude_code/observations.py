@@ -23,6 +23,7 @@ from typing import Any, TypeAlias
 
 __all__ = [
     "CLIENT",
+    "CLIENTS",
     "AssistantText",
     "Compacted",
     "Noted",
@@ -41,6 +42,9 @@ __all__ = [
 
 CLIENT = "claude-code"
 """The ``client`` of every session Claude Code's hooks or transcripts create (CC-2)."""
+CLIENTS = ("claude-code", "codex", "gemini")
+"""The hosts whose hooks (and session files) this package reads: Claude Code, Codex CLI and
+Gemini CLI speak one vocabulary here, each its own dialect (:mod:`.hooks`)."""
 
 _ID_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base32, as ULIDs spell it
 
@@ -58,12 +62,13 @@ def content_key(tool: str | None, given: Any) -> str:
     return digest([tool, dict(given) if isinstance(given, dict) else given])
 
 
-def ledger_session_id(claude_session_id: str, agent_id: str | None = None) -> str:
-    """The ledger session of a Claude Code session (or of one of its subagents): ``sess_``
-    and 26 base32 characters derived from Claude's ids, so every hook process and every
+def ledger_session_id(claude_session_id: str, agent_id: str | None = None,
+                      client: str = CLIENT) -> str:
+    """The ledger session of a host's session (or of one of its subagents): ``sess_`` and 26
+    base32 characters derived from the host's name and ids, so every hook process and every
     import finds the same session without a lookup (CC-2)."""
     raw = hashlib.sha256(
-        f"{CLIENT}\0{claude_session_id}\0{agent_id or ''}".encode("utf-8", "surrogatepass")
+        f"{client}\0{claude_session_id}\0{agent_id or ''}".encode("utf-8", "surrogatepass")
     ).digest()
     number = int.from_bytes(raw[:17], "big") >> 6  # 130 bits: 26 characters of 5 bits
     chars = []
@@ -79,6 +84,8 @@ class Origin:
 
     session_id: str
     """Claude Code's ``session_id`` (a transcript's ``sessionId``)."""
+    client: str = CLIENT
+    """The host that said it (one of :data:`CLIENTS`): the session's ``client``."""
     cwd: str | None = None
     """The directory Claude Code runs in: the session's workspace (CC-2)."""
     agent_id: str | None = None

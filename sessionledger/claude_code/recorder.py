@@ -36,6 +36,7 @@ from eventlog import (
     InteractionRequested,
     InteractionResolved,
     MessageRecorded,
+    ModeChangeVia,
     NewEvent,
     PermissionDecided,
     PermissionVerdict,
@@ -66,7 +67,6 @@ from ..ledger import eventlog_errors
 from ..service.sessions import RequestedMode, SessionService
 from ..tools.todo import dropped_unfinished
 from .observations import (
-    CLIENT,
     AssistantText,
     Compacted,
     Noted,
@@ -216,7 +216,7 @@ class Recorder:
             parent = self.bind(replace(origin, agent_id=None, permission_mode=None))
             if parent is None:
                 return None
-        session_id = ledger_session_id(origin.session_id, origin.agent_id)
+        session_id = ledger_session_id(origin.session_id, origin.agent_id, origin.client)
         found = self._service.find_summary(session_id)
         if found is not None:
             return None if found.deleted else session_id
@@ -230,7 +230,8 @@ class Recorder:
             self._service.create_session(
                 session_id=session_id, workspace=workspace, parent_session_id=parent,
                 mode=MODES.get(origin.permission_mode or "") if parent is None else None,
-                client=CLIENT, external_session_id=external, occurred_at=origin.occurred_at,
+                client=origin.client, external_session_id=external,
+                occurred_at=origin.occurred_at,
             )
         except Conflict:  # another hook process created it first
             pass
@@ -324,7 +325,7 @@ class Recorder:
 
         for seen in seens:
             origin = seen.origin
-            slot = ledger_session_id(origin.session_id, origin.agent_id)
+            slot = ledger_session_id(origin.session_id, origin.agent_id, origin.client)
             if slot not in tallies:
                 flush()
                 existed = self._service.find_summary(slot) is not None
@@ -337,7 +338,7 @@ class Recorder:
                     if existed:
                         floors[bound] = self._floor(bound)
                     if origin.agent_id is not None:
-                        parent = ledger_session_id(origin.session_id)
+                        parent = ledger_session_id(origin.session_id, None, origin.client)
                         outcome.appended.setdefault(parent, 0)
             tally = tallies[slot]
             if tally is not None and _before_the_log(seen, floors.get(tally.session_id)):
@@ -407,9 +408,10 @@ def batch_for(
     ``ask_here``: the call's question or plan is put to the user here."""
     observation = seen.observation
     at = seen.origin.occurred_at
-    if isinstance(observation, PermissionAsked) and observation.tool_use_id is None:
-        # PermissionRequest names no tool_use_id: it asks about the latest waiting call with
-        # its tool and input (a plan submitted again is a new call with the same input)
+    if isinstance(observation, PermissionAsked | ToolResult) and observation.tool_use_id is None:
+        # PermissionRequest names no tool_use_id (nor does Gemini CLI's AfterTool): it is about
+        # the latest waiting call with its tool and input (a plan submitted again is a new call
+        # with the same input)
         waiting = tally.waiting.get(content_key(observation.tool, observation.input))
         if waiting is not None:
             observation = replace(observation, tool_use_id=waiting)
@@ -417,19 +419,21 @@ def batch_for(
     # The mode a plan tool's result reports is that tool's doing: recorded as such first
     # (via enter_plan_tool, plan_approval), then whatever of the mode is left to mirror.
     moved_by_tool = isinstance(observation, ToolResult) and observation.tool in _PLAN_TOOLS
-    events = [] if moved_by_tool else _mirrored_mode(tally, seen.origin.permission_mode, at)
+    client = seen.origin.client
+    events = [] if moved_by_tool else _mirrored_mode(tally, seen.origin.permission_mode, at,
+                                                      client)
     events += _closed_refusals(tally, observation, at)
     events += _closed_asks(tally, observation, at, outcomes or {})
     match observation:
         case Prompt(text=text):
             if text.strip():
                 events.append(NewEvent(MessageRecorded(
-                    role="user", content=text, source=CLIENT, occurred_at=at,
+                    role="user", content=text, source=seen.origin.client, occurred_at=at,
                 ), actor="user"))
         case AssistantText(text=text):
             if text.strip():
                 events.append(NewEvent(MessageRecorded(
-                    role="assistant", content=text, source=CLIENT, occurred_at=at,
+                    role="assistant", content=text, source=seen.origin.client, occurred_at=at,
                 ), actor="model"))
         case ToolUse():
             events += _requested(tally, observation, at)
@@ -458,7 +462,7 @@ def batch_for(
         case SessionBegan() | Noted():
             pass
     if moved_by_tool and seen.origin.permission_mode != "plan":  # "plan": said before it
-        events += _mirrored_mode(tally, seen.origin.permission_mode, at)
+        events += _mirrored_mode(tally, seen.origin.permission_mode, at, client)
     return events, key if events else None
 
 
@@ -521,16 +525,19 @@ _ASKS_ITSELF = frozenset({"AskUserQuestion", "ExitPlanMode"})
 """Tools Claude Code asks its user about itself: no permission decision from here (CC-4)."""
 
 
-HOST_PLAN = frozenset({"claude-code", "enter_plan_tool"})
+HOST_PLAN = frozenset({"claude-code", "codex", "enter_plan_tool"})
 """How Plan was turned on when Claude Code turned it on (its mode; its EnterPlanMode): such a
 Plan follows Claude Code's mode. Plan turned on here any other way is the ledger's."""
 
 
-def _mirrored_mode(tally: Tally, mode: str | None, at: str | None) -> list[NewEvent]:
+def _mirrored_mode(tally: Tally, mode: str | None, at: str | None,
+                   client: str = "claude-code") -> list[NewEvent]:
     """CC-3: the mode change ``permission_mode`` implies, if the state differs. While Plan
-    turned on here is on, Claude Code's mode is recorded underneath it and Plan stays."""
+    turned on here is on, the host's mode is recorded underneath it and Plan stays. (Claude
+    Code and Codex CLI report a ``permission_mode``; Gemini CLI none.)"""
     if mode is None:
         return []
+    via: ModeChangeVia = "codex" if client == "codex" else "claude-code"
     requested = MODES.get(mode, "build")
     if requested == "plan" and tally.execution.plan_enabled:
         return []
@@ -538,12 +545,12 @@ def _mirrored_mode(tally: Tally, mode: str | None, at: str | None) -> list[NewEv
     if (requested != "plan" and tally.execution.plan_enabled
             and tally.plan_by not in HOST_PLAN):
         command = UnderPlan(requested)
-    outcome = decide_events(tally.execution, command, via="claude-code")
+    outcome = decide_events(tally.execution, command, via=via)
     if isinstance(outcome, Refusal):
         return []
     state, events = outcome
     if state.plan_enabled and not tally.execution.plan_enabled:
-        tally.plan_by = "claude-code"
+        tally.plan_by = via
     elif not state.plan_enabled:
         tally.plan_by = None
     tally.execution = state
@@ -682,7 +689,7 @@ def _completed(tally: Tally, result: ToolResult, at: str | None) -> list[NewEven
     here = result.error and result.content.startswith(REFUSED_HERE)
     refused = here or (result.error and result.content.startswith(REJECTED))
     match result.tool:
-        case "TodoWrite" if not result.error:
+        case "TodoWrite" | "update_plan" | "write_todos" if not result.error:
             carried += _todos(tally, result)
         case "TaskCreate" | "TaskUpdate" | "TaskList" if not result.error:
             carried += _tasks(tally, result)
@@ -706,22 +713,37 @@ def _completed(tally: Tally, result: ToolResult, at: str | None) -> list[NewEven
             for e in (*carried, completed)]
 
 
+TODO_LISTS: dict[str, tuple[str, str]] = {
+    "TodoWrite": ("todos", "content"),
+    "update_plan": ("plan", "step"),
+    "write_todos": ("todos", "description"),
+}
+"""Each host's todo tool (Claude Code's TodoWrite, Codex CLI's ``update_plan``, Gemini CLI's
+``write_todos``): the input's list and each item's text. Each sends the whole list."""
+
+
 def _todos(tally: Tally, result: ToolResult) -> list[Event]:
-    """TodoWrite's list as TD-1 items (``priority`` medium when Claude Code sends none)."""
-    raw = result.input.get("todos")
+    """A todo tool's list as TD-1 items (``priority`` medium when the host sends none).
+    Gemini's ``cancelled`` items leave the list: the model chose to drop them, so they are
+    not pointed out as dropped unfinished."""
+    list_key, text_key = TODO_LISTS[result.tool]
+    raw = result.input.get(list_key)
     if not isinstance(raw, list):
         return []
+    cancelled = [item for item in raw if isinstance(item, Mapping)
+                 and item.get("status") == "cancelled"]
     try:
         items = tuple(
             TodoItemData(
-                content=item.get("content"), status=item.get("status"),
+                content=item.get(text_key), status=item.get("status"),
                 priority=item.get("priority") or "medium",
             )
-            for item in raw if isinstance(item, Mapping)
+            for item in raw if isinstance(item, Mapping) and item not in cancelled
         )
     except ValidationError:
         return []  # recorded as a call; the list is not one this ledger can hold
-    dropped = tuple(dropped_unfinished(tally.todos, items))
+    gone = {str(item.get(text_key)) for item in cancelled}
+    dropped = tuple(d for d in dropped_unfinished(tally.todos, items) if d.content not in gone)
     tally.todos = items
     return [TodosWritten(todos=items, dropped_unfinished=dropped)]
 

@@ -20,13 +20,21 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from .wire import HOOK_PATH
+from .wire import HOOK_PATH, HOOK_PATHS
 
 __all__ = [
+    "CODEX_EVENTS",
+    "GEMINI_EVENTS",
     "HOOK_TIMEOUT_S",
     "LEDGER_EVENTS",
+    "MCP_NAME",
     "SettingsError",
     "changes",
+    "codex_hooks",
+    "codex_mcp",
+    "codex_trust",
+    "gemini_hooks",
+    "gemini_mcp",
     "is_ledger_hook",
     "ledger_hooks",
     "merged",
@@ -112,7 +120,7 @@ def ledger_hooks(*, url: str | None, db: str | None = None,
 
 
 def is_ledger_hook(hook: Any) -> bool:
-    """Whether one hook of a settings file is this ledger's."""
+    """Whether one hook of a settings file is this ledger's (any host's)."""
     if not isinstance(hook, Mapping):
         return False
     if hook.get("type") == "http":
@@ -123,8 +131,8 @@ def is_ledger_hook(hook: Any) -> bool:
         if not isinstance(text, str):
             return False
         words = text.split()
-        return len(words) >= 3 and words[0].endswith("sessionledger") and words[1:3] == [
-            "hook", "claude-code"]
+        return len(words) >= 3 and words[0].endswith("sessionledger") and words[1] == "hook" \
+            and words[2] in HOOK_PATHS
     return False
 
 
@@ -190,3 +198,100 @@ def changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
         elif json.dumps(old[event], sort_keys=True) != json.dumps(new[event], sort_keys=True):
             lines.append(f"~ {event}: changed")
     return lines
+
+
+# -- Codex CLI and Gemini CLI: command hooks only, and the MCP server ---------------------------
+
+CODEX_EVENTS: tuple[str, ...] = (
+    "SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse",
+    "PreCompact", "Stop",
+)
+"""The Codex CLI events this ledger hooks (its ``hooks.json`` names them as Claude Code does)."""
+CODEX_MATCHED = frozenset({"SessionStart", "PreToolUse", "PermissionRequest", "PostToolUse",
+                           "PreCompact"})
+GEMINI_EVENTS: tuple[str, ...] = (
+    "SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd",
+)
+"""The Gemini CLI events this ledger hooks (its ``PreCompress`` comes before every model
+call and says nothing of a compaction; the model events carry whole requests)."""
+GEMINI_MATCHED = frozenset({"BeforeTool", "AfterTool"})
+MCP_NAME = "sessionledger"
+"""The name the ledger's MCP server is registered under (Codex: ``mcp__sessionledger__*``;
+Gemini: ``mcp_sessionledger_*``)."""
+MCP_STARTUP_S = 30
+"""Seconds Codex waits for the MCP server's start (``startup_timeout_sec``)."""
+
+
+def _host_command(host: str, url: str | None, db: str | None) -> str:
+    parts = ["sessionledger", "hook", host]
+    if url is not None:
+        parts += ["--url", shlex.quote(url)]
+    if db is not None:
+        parts += ["--db", shlex.quote(db)]
+    return " ".join(parts)
+
+
+def codex_hooks(*, url: str | None, db: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Codex CLI's ``hooks`` table: ``sessionledger hook codex`` on every event it hooks,
+    forwarding to ``url`` when given, recording in ``db`` otherwise."""
+    hook = {"type": "command", "command": _host_command("codex", url, db),
+            "timeout": HOOK_TIMEOUT_S}
+    return {event: [{**({"matcher": "*"} if event in CODEX_MATCHED else {}),
+                     "hooks": [dict(hook)]}] for event in CODEX_EVENTS}
+
+
+def gemini_hooks(*, url: str | None, db: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Gemini CLI's ``hooks`` table (its timeouts are in milliseconds)."""
+    hook = {"name": MCP_NAME, "type": "command", "command": _host_command("gemini", url, db),
+            "timeout": HOOK_TIMEOUT_S * 1000}
+    return {event: [{**({"matcher": "*"} if event in GEMINI_MATCHED else {}),
+                     "hooks": [dict(hook)]}] for event in GEMINI_EVENTS}
+
+
+def _snake(event: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in event).lstrip("_")
+
+
+def codex_trust(hooks_file: str, settings: Mapping[str, Any]) -> dict[str, str]:
+    """The ``[hooks.state."KEY"] trusted_hash`` entries that make Codex CLI run this ledger's
+    hooks in ``settings`` (the document of ``hooks_file``, an absolute path): Codex skips a
+    hook nobody trusted, silently. A hook's key is ``FILE:EVENT:ENTRY:HOOK`` (the event in
+    snake case, the entry's and the hook's positions) and its hash the SHA-256 of its entry
+    with only that hook, as canonical JSON with ``event_name`` and ``async`` added — what
+    Codex 0.171's ``hooks/list`` reports as ``currentHash`` (a test holds the two equal)."""
+    import hashlib
+
+    found: dict[str, str] = {}
+    for event, entries in _table(settings).items():
+        for index, entry in enumerate(entries):
+            for position, hook in enumerate(entry.get("hooks", [])):
+                if not is_ledger_hook(hook):
+                    continue
+                named: dict[str, Any] = {"event_name": _snake(event),
+                                         "hooks": [{"async": False, **hook}]}
+                if entry.get("matcher") is not None:
+                    named["matcher"] = entry["matcher"]
+                text = json.dumps(named, sort_keys=True, separators=(",", ":"),
+                                  ensure_ascii=False)
+                digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+                found[f"{hooks_file}:{_snake(event)}:{index}:{position}"] = f"sha256:{digest}"
+    return found
+
+
+def codex_mcp(*, url: str | None, db: str | None = None) -> dict[str, Any]:
+    """Codex CLI's ``[mcp_servers.sessionledger]``: ``serve``'s ``/mcp`` at ``url``, else
+    ``sessionledger mcp`` over stdio; ``required`` so Codex waits for it (up to
+    :data:`MCP_STARTUP_S`) before the model's first request, rather than starting without
+    the ledger's tools."""
+    server: dict[str, Any] = {"url": url.rstrip("/") + "/mcp"} if url is not None else {
+        "command": "sessionledger", "args": ["mcp", *(["--db", db] if db else [])]}
+    return {**server, "required": True, "startup_timeout_sec": MCP_STARTUP_S}
+
+
+def gemini_mcp(*, url: str | None, db: str | None = None) -> dict[str, Any]:
+    """Gemini CLI's ``mcpServers.sessionledger``: ``serve``'s ``/mcp`` (``httpUrl``) at ``url``,
+    else ``sessionledger mcp`` over stdio; ``trust`` so its calls are not confirmed twice (the
+    ledger decides what each call may do)."""
+    server: dict[str, Any] = {"httpUrl": url.rstrip("/") + "/mcp"} if url is not None else {
+        "command": "sessionledger", "args": ["mcp", *(["--db", db] if db else [])]}
+    return {**server, "trust": True}

@@ -1,4 +1,4 @@
-"""What the command hook and ``serve`` agree on: the hook route, the header naming why an
+"""What the command hook and ``serve`` agree on: the hook routes, the header naming why an
 answer is ``{}``, and the discovery file beside a database that says where its ``serve``
 listens (issue 38). Only the standard library: the command hook's hot path reads it.
 """
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DISCOVERY_SUFFIX",
     "HOOK_PATH",
+    "HOOK_PATHS",
     "PROBLEM_HEADER",
     "discovery_path",
     "remove_discovery",
@@ -21,7 +22,10 @@ __all__ = [
 ]
 
 HOOK_PATH = "/v1/hooks/claude-code"
-"""The route of the HTTP hook (``serve``), where the command hook forwards."""
+"""The route of Claude Code's HTTP hook (``serve``), where its command hook forwards."""
+HOOK_PATHS = {"claude-code": HOOK_PATH, "codex": "/v1/hooks/codex", "gemini": "/v1/hooks/gemini"}
+"""Each host's hook route, by the name ``sessionledger hook HOST`` takes: Codex CLI and Gemini
+CLI have command hooks only, which forward here."""
 PROBLEM_HEADER = "Sessionledger-Problem"
 """The response header saying why the answer is ``{}`` (percent-encoded): the forwarding
 command hook prints it on stderr, as it would have recording the event itself."""

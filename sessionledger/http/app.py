@@ -26,7 +26,7 @@ from starlette.routing import Match, Mount, Route
 from eventlog import EventLogError, JsonShapeError
 
 from .. import __version__
-from ..claude_code.hooks import HOOK_PATH, MAX_HOOK_BYTES
+from ..claude_code.hooks import HOOK_PATHS, MAX_HOOK_BYTES
 from ..config import ServerSettings
 from ..errors import (
     OutOfDescriptors,
@@ -349,7 +349,8 @@ def create_app(
     _document_guards(app, token_required=settings.token is not None)
     app.add_middleware(HeadAsGetMiddleware, answers_head=lambda scope: _answers_head(app, scope))
     # inside the token check: strangers read nothing; a hook event may carry a whole file
-    app.add_middleware(BodyLimitMiddleware, larger={HOOK_PATH: MAX_HOOK_BYTES})
+    app.add_middleware(BodyLimitMiddleware,
+                       larger=dict.fromkeys(HOOK_PATHS.values(), MAX_HOOK_BYTES))
     app.add_middleware(BearerAuthMiddleware, token=settings.token, logins=logins)
     app.add_middleware(HostOriginMiddleware, settings=settings)  # EG-3: before anything acts
     app.add_middleware(RequestLogMiddleware)  # outermost: refused requests are logged too

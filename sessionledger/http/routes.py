@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from functools import partial
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
@@ -54,7 +55,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from eventlog import CATALOG, UNDECODABLE, HostKind, UserActivityAction, loads_json
 
-from ..claude_code.hooks import HOOK_PATH, answer_hook
+from ..claude_code.hooks import HOOK_PATHS, answer_hook
 from ..claude_code.recorder import Recorder
 from ..claude_code.wire import PROBLEM_HEADER
 from ..ledger import on_loop
@@ -827,28 +828,36 @@ class _ClientFiles(StaticFiles):
         return response
 
 
-# -- Claude Code's hooks (SPEC CC-1 … CC-8) ---------------------------------------------------
+# -- the hosts' hooks: Claude Code (SPEC CC-1 … CC-8), Codex CLI, Gemini CLI ------------------
+
+HOST_TAGS = {"claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
 
 
 def hook_routes(service: SessionService) -> APIRouter:
-    """``POST /v1/hooks/claude-code``: one hook event as Claude Code's ``"type": "http"`` hook
-    sends it, answered 200 with the hook's output (``{}`` when it has no opinion, an event it
-    cannot read included, so a broken hook never stops the agent)."""
+    """``POST /v1/hooks/claude-code``, ``/v1/hooks/codex`` and ``/v1/hooks/gemini``: one hook
+    event as the host sends it (Claude Code's ``"type": "http"`` hook; the others' command
+    hooks forward here), answered 200 with the hook's output (``{}`` when it has no opinion,
+    an event it cannot read included, so a broken hook never stops the agent)."""
     router = api_router()
     recorder = Recorder(service)
 
-    @router.post(HOOK_PATH, response_model=None, responses=TOO_LARGE,
-                 tags=["claude-code"])
-    async def claude_code_hook(request: Request) -> JSONResponse:
-        """Record a Claude Code hook event and answer it (SPEC §13)."""
-        body = await request.body()
-        answer = await run_in_threadpool(answer_hook, recorder, body)
-        if answer.problem is None:
-            return JSONResponse(answer.output)
-        _log.warning("claude-code hook answered {}: %s", answer.problem)
-        # a forwarding command hook prints it on stderr, as it would have recording itself
-        return JSONResponse(answer.output, headers={PROBLEM_HEADER: quote(answer.problem)})
+    def add(host: str, path: str) -> None:
+        async def host_hook(request: Request) -> JSONResponse:
+            body = await request.body()
+            answer = await run_in_threadpool(partial(answer_hook, host=host), recorder, body)
+            if answer.problem is None:
+                return JSONResponse(answer.output)
+            _log.warning("%s hook answered {}: %s", host, answer.problem)
+            # a forwarding command hook prints it on stderr, as it would have recording itself
+            return JSONResponse(answer.output, headers={PROBLEM_HEADER: quote(answer.problem)})
 
+        host_hook.__doc__ = f"Record a {HOST_TAGS[host]} hook event and answer it."
+        router.add_api_route(path, host_hook, methods=["POST"], response_model=None,
+                             responses=TOO_LARGE, tags=[host],
+                             name=f"{host.replace('-', '_')}_hook")
+
+    for host, path in HOOK_PATHS.items():
+        add(host, path)
     return router
 
 

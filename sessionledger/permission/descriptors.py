@@ -135,6 +135,40 @@ HOST_TOOLS: dict[str, ToolDescriptor] = {
           for name in ("EnterWorktree", "ExitWorktree")),
         ToolDescriptor(name="Workflow", kind="host", read_only=False, side_effect_scope="system",
                        needs_approval=True),
+        # Codex CLI 0.171 (its hooks name exec_command "Bash"): apply_patch edits the files its
+        # patch names; write_stdin types into a running command; update_plan is its todo list;
+        # its question tool and its goal tools touch only the session
+        ToolDescriptor(name="apply_patch", kind="host", read_only=False,
+                       side_effect_scope="workspace", needs_approval=True),
+        ToolDescriptor(name="write_stdin", kind="host", read_only=False,
+                       side_effect_scope="system", needs_approval=True),
+        ToolDescriptor(name="update_plan", kind="host", read_only=True,
+                       side_effect_scope="session", allowed_in_plan_mode=True),
+        *(ToolDescriptor(name=name, kind="host", read_only=True, side_effect_scope="session")
+          for name in ("request_user_input", "get_goal", "create_goal", "update_goal")),
+        *(ToolDescriptor(name=name, kind="host", read_only=True)
+          for name in ("view_image", "tool_search", "web_search")),
+        # Gemini CLI 0.61: write_file and replace are Write and Edit; run_shell_command is
+        # Bash; write_todos is its todo list; save_memory writes the user's GEMINI.md outside
+        # any workspace; its plan mode and its topic touch only the session
+        *(ToolDescriptor(name=name, kind="host", read_only=False, side_effect_scope="workspace",
+                         needs_approval=True, file_edit=True)
+          for name in ("write_file", "replace")),
+        ToolDescriptor(name="run_shell_command", kind="host", read_only=False,
+                       side_effect_scope="system", needs_approval=True, shell=True),
+        ToolDescriptor(name="write_todos", kind="host", read_only=True,
+                       side_effect_scope="session", allowed_in_plan_mode=True),
+        ToolDescriptor(name="save_memory", kind="host", read_only=False,
+                       side_effect_scope="system", needs_approval=True),
+        *(ToolDescriptor(name=name, kind="host", read_only=True)
+          for name in ("read_file", "read_many_files", "list_directory", "glob", "grep_search",
+                       "search_file_content", "google_web_search",
+                       "list_background_processes", "read_background_output", "invoke_agent")),
+        ToolDescriptor(name="web_fetch", kind="host", read_only=True,
+                       side_effect_scope="network"),
+        *(ToolDescriptor(name=name, kind="host", read_only=True, side_effect_scope="session",
+                         allowed_in_plan_mode=True)
+          for name in ("enter_plan_mode", "exit_plan_mode", "update_topic", "activate_skill")),
     )
 }
 """Built-in descriptors for the host's usual coding tools (TR-3), Claude Code's among them."""

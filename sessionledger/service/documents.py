@@ -667,7 +667,7 @@ def describe_event(event: RecordedEvent) -> str:
 
 # -- who created a session, and when an event happened by its host's clock (CC-9) --------------
 
-CLIENT_NAMES = {"claude-code": "Claude Code"}
+CLIENT_NAMES = {"claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
 """The names people know the clients by; any other client is shown as it names itself."""
 
 

@@ -58,7 +58,7 @@ export function minutesSeconds(ms) {
   return `${Math.floor(total / 60)}:${pad(total % 60)}`;
 }
 
-const CLIENT_NAMES = { 'claude-code': 'Claude Code' };
+const CLIENT_NAMES = { 'claude-code': 'Claude Code', codex: 'Codex CLI', gemini: 'Gemini CLI' };
 
 /** The name people know a session's client by (CC-9); any other client as it names itself. */
 export const clientName = (client) => CLIENT_NAMES[client] || String(client);
