@@ -1041,7 +1041,8 @@ def setup_codex(codex_home: Path | None, url: str | None, db: str | None, mcp: b
     _write_changed(hooks_path, hooks_text, json.dumps(after, indent=2, ensure_ascii=False)
                    + "\n", changes(before, after), "hooks removed" if remove
                    else "hooks written")
-    _write_changed(config_path, config_text, tomlkit.dumps(config), lines,
+    written = tomlkit.dumps(config).rstrip("\n")  # a removed table leaves its blank line
+    _write_changed(config_path, config_text, written + "\n" if written else "", lines,
                    "entries removed" if remove else "trust and MCP server written")
 
 

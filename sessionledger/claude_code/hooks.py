@@ -139,8 +139,7 @@ GEMINI_EVENTS = {
 """Gemini CLI's events by the Claude Code event each reads as. Every other one (its
 ``PreCompress`` comes before every model call, compacting or not; the model and
 notification events) is :class:`Noted`."""
-CODEX_CANNOT_ASK = (" Codex CLI cannot be asked to ask its user from a hook, so the call is "
-                    "refused; change the session's mode in the ledger to let such calls run.")
+CODEX_CANNOT_ASK = " Codex CLI cannot be asked to ask its user from a hook, so it is refused."
 
 
 def read_hook(body: bytes | str | Any, host: str = "claude-code") -> tuple[str, Seen]:

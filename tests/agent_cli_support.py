@@ -1,0 +1,129 @@
+"""Codex CLI and Gemini CLI in the tests: headless runs against the scripted model servers
+(``tests/openai_model.py``, ``tests/gemini_model.py``) with the configuration
+``sessionledger setup codex|gemini`` writes, on a running ``serve``
+(``tests/test_codex_binary.py``, ``tests/test_gemini_binary.py``).
+
+Each run gets exactly its environment: ``PATH`` with this environment's ``sessionledger``
+first (the command hooks and ``sessionledger mcp``), a throwaway ``HOME`` in the project, the
+model server's address and a made-up key. Codex's home (``CODEX_HOME``) and Gemini's
+``~/.gemini`` live in that ``HOME``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from server_support import ServerProcess
+
+__all__ = [
+    "CODEX_MODEL", "GEMINI_MODEL", "Run", "codex_config", "gemini_settings", "ledger_session",
+    "run_codex", "run_gemini", "sessionledger", "this_path",
+]
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN_TIMEOUT_S = 180
+CODEX_MODEL = "gpt-5.5"
+"""A model Codex 0.171 knows (an unknown one gets no ``tool_search``: no MCP tools)."""
+GEMINI_MODEL = "gemini-2.5-pro"
+"""A model Gemini CLI 0.61 offers ``write_todos`` to."""
+API_KEY = "scripted-key-0000000000000000"
+
+
+def this_path() -> str:
+    """``PATH`` with this environment's ``sessionledger`` first."""
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
+def sessionledger(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """This environment's ``sessionledger`` with ``args`` (exit status not checked)."""
+    return subprocess.run([str(Path(sys.executable).parent / "sessionledger"), *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One headless run: its exit status and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json_lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.stdout.splitlines()
+                if line.strip().startswith("{")]
+
+
+def _environment(home: Path, extra: dict[str, str]) -> dict[str, str]:
+    home.mkdir(parents=True, exist_ok=True)
+    return {"PATH": this_path(), "HOME": str(home), "PYTHONPATH": str(ROOT), **extra}
+
+
+# -- Codex CLI -------------------------------------------------------------------------------
+
+
+def codex_config(codex_home: Path, model_url: str) -> None:
+    """The model settings of Codex's ``config.toml`` (a provider at the model server), written
+    before ``setup codex`` merges the ledger's entries into the same file."""
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text(
+        f'model = "{CODEX_MODEL}"\nmodel_provider = "scripted"\n\n'
+        f'[model_providers.scripted]\nname = "scripted"\nbase_url = "{model_url}/v1"\n'
+        'wire_api = "responses"\nenv_key = "SCRIPTED_API_KEY"\n', encoding="utf-8")
+
+
+def run_codex(codex: Path, project: Path, *args: str, resume: str | None = None,
+              prompt: str = "Go on.") -> Run:
+    """``codex exec`` (or ``exec resume THREAD``) in ``project``, home ``project/.home``;
+    the sandbox is off (the machine's bubblewrap cannot nest here), so the ledger's answers
+    are all that stands between the model and the files."""
+    home = project / ".home"
+    env = _environment(home, {"CODEX_HOME": str(home / ".codex"),
+                              "SCRIPTED_API_KEY": API_KEY})
+    command = [str(codex), "exec", *(["resume"] if resume else []), "--skip-git-repo-check",
+               "--json", "--dangerously-bypass-approvals-and-sandbox", *args,
+               *([resume] if resume else []), prompt]
+    done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S, check=False)
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+# -- Gemini CLI ------------------------------------------------------------------------------
+
+
+def gemini_settings(home: Path) -> None:
+    """The user's ``~/.gemini/settings.json`` with the key's auth chosen (no prompt)."""
+    (home / ".gemini").mkdir(parents=True, exist_ok=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps(
+        {"security": {"auth": {"selectedType": "gemini-api-key"}}}), encoding="utf-8")
+
+
+def run_gemini(gemini: Path, project: Path, model_url: str, *args: str,
+               prompt: str = "Go on.") -> Run:
+    """``gemini -p PROMPT`` in ``project`` (trusted), home ``project/.home``."""
+    home = project / ".home"
+    env = _environment(home, {"GEMINI_API_KEY": API_KEY, "GOOGLE_GEMINI_BASE_URL": model_url,
+                              "GEMINI_CLI_TRUST_WORKSPACE": "true"})
+    done = subprocess.run([str(gemini), "-m", GEMINI_MODEL, *args, "-p", prompt], cwd=project,
+                          env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                          check=False)
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+# -- the ledger --------------------------------------------------------------------------------
+
+
+def ledger_session(server: ServerProcess, external: str) -> tuple[str, list[dict[str, Any]]]:
+    """The ledger session recording the host's session ``external``, and its events."""
+    with httpx.Client(base_url=server.base_url, timeout=30) as http:
+        (found,) = [s["sessionId"] for s in http.get("/v1/sessions").json()["sessions"]
+                    if s.get("externalSessionId") == external]
+        events = http.get(f"/v1/sessions/{found}/events",
+                          params={"limit": 1000}).json()["events"]
+    return str(found), list(events)

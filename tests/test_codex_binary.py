@@ -1,0 +1,195 @@
+"""The real Codex CLI against a scripted Responses model, with the configuration
+``sessionledger setup codex`` writes (issue 40).
+
+Codex CLI (the version ``tests/hosts/package-lock.json`` pins) runs headless (``codex exec``)
+against ``tests/openai_model.py`` on 127.0.0.1, its hooks forwarding to a real ``serve``. No
+``--dangerously-bypass-hook-trust``: the hooks run because ``setup`` trusted them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from agent_cli_support import (
+    codex_config,
+    ledger_session,
+    run_codex,
+    sessionledger,
+)
+from claude_binary_support import installed_claude, project_in
+from host_support import CODEX_PACKAGE, ClaudeCode
+from openai_model import Custom, ResponsesModel, Text, ToolUse
+from server_support import ServerProcess, running_server
+
+from sessionledger.permission.descriptors import HOST_TOOLS, SERVICE_TOOLS
+
+PATCH = "*** Begin Patch\n*** Add File: notes.txt\n+written by the model\n*** End Patch\n"
+
+
+@pytest.fixture(scope="module")
+def hosts() -> ClaudeCode:
+    return installed_claude()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    with running_server(tmp_path_factory.mktemp("codex-binary")) as server:
+        yield server
+
+
+def set_up(project: Path, server: ServerProcess, model: ResponsesModel, *args: str) -> None:
+    """Codex's home in ``project/.home/.codex``: the model, then what ``setup codex`` writes."""
+    codex_home = project / ".home" / ".codex"
+    codex_config(codex_home, model.url)
+    done = sessionledger("setup", "codex", "--codex-home", str(codex_home), "--url",
+                         server.base_url, *args)
+    assert done.returncode == 0, done.stderr
+
+
+def thread_of(lines: list[dict[str, Any]]) -> str:
+    return str(next(line["thread_id"] for line in lines if line.get("type") == "thread.started"))
+
+
+def test_every_tool_the_pinned_codex_offers_is_classified(
+        hosts: ClaudeCode, served: ServerProcess) -> None:
+    project = project_in(served)
+    with ResponsesModel([]) as model:
+        set_up(project, served, model, "--no-mcp")
+        run = run_codex(hosts.codex, project)
+        assert run.returncode == 0, run.stderr[-2000:]
+        offered = model.tools_offered()
+    assert "exec_command" in offered and "apply_patch" in offered, offered
+    # Codex's hooks name exec_command "Bash"
+    unknown = sorted(set(offered) - {"exec_command"} - set(HOST_TOOLS) - set(SERVICE_TOOLS))
+    assert unknown == [], (
+        f"Codex CLI {hosts.version_of(CODEX_PACKAGE)} offers tools the ledger does not "
+        f"classify: {unknown} (give each a descriptor in sessionledger/permission/"
+        "descriptors.py)")
+
+
+def test_plan_set_in_the_ledger_refuses_codexs_writes_with_the_ledgers_reason(
+        hosts: ClaudeCode, served: ServerProcess) -> None:  # issue 40, acceptance 1
+    project = project_in(served)
+    script: list[list[Any]] = [
+        [ToolUse("exec_command", {"cmd": "ls"})],
+        [Text("Listed.")],
+        [Custom("apply_patch", PATCH)],
+        [ToolUse("exec_command", {"cmd": "echo hi > shell.txt"})],
+        [ToolUse("exec_command", {"cmd": "cat notes.txt shell.txt || true"})],
+    ]
+    with ResponsesModel(script) as model:
+        set_up(project, served, model, "--no-mcp")
+        first = run_codex(hosts.codex, project, prompt="Look around.")
+        assert first.returncode == 0, first.stderr[-2000:]
+        thread = thread_of(first.json_lines())
+        session_id, _events = ledger_session(served, thread)
+        with httpx.Client(base_url=served.base_url, timeout=30) as http:
+            assert http.post(f"/v1/sessions/{session_id}/mode",
+                             json={"mode": "plan"}).status_code == 200
+        second = run_codex(hosts.codex, project, resume=thread, prompt="Now write notes.")
+        assert second.returncode == 0, second.stderr[-2000:]
+        outputs = model.tool_outputs()
+    assert not (project / "notes.txt").exists() and not (project / "shell.txt").exists()
+    shown = [str(item.get("output")) for item in outputs.values()]
+    refused = [text for text in shown if "sessionledger: " in text]
+    assert len(refused) == 2, shown
+    assert all("Plan mode" in text for text in refused), refused
+    _id, events = ledger_session(served, thread)
+    requested = {e["data"]["callId"]: e["data"]["tool"] for e in events
+                 if e["type"] == "ToolCallRequested"}
+    decided = [(requested[e["data"]["callId"]], e["data"]["decision"]["behavior"])
+               for e in events if e["type"] == "PermissionDecided"]
+    assert decided == [("Bash", "allow"), ("apply_patch", "deny"), ("Bash", "deny"),
+                       ("Bash", "allow")]
+    outcomes = {requested[e["data"]["callId"]] + ":" + e["data"]["status"]
+                for e in events if e["type"] == "ToolCallCompleted"}
+    assert outcomes == {"Bash:completed", "apply_patch:denied", "Bash:denied"}
+    state = [e["data"] for e in events if e["type"] == "SessionModeChanged"][-1]
+    assert state["planEnabled"] is True  # Codex's bypassPermissions is mirrored under Plan
+    created = next(e["data"] for e in events if e["type"] == "SessionCreated")
+    assert (created["client"], created["externalSessionId"]) == ("codex", thread)
+
+
+def test_a_call_the_ledger_would_ask_about_is_refused_with_why(
+        hosts: ClaudeCode, served: ServerProcess) -> None:
+    # Codex runs a call its hook answers "ask": the ledger refuses it and says why.
+    project = project_in(served)
+    (project / ".sessionledger").mkdir()
+    (project / ".sessionledger" / "config.toml").write_text(
+        '[permission]\nask = ["Bash(rm *)"]\n', encoding="utf-8")
+    (project / "keep.txt").write_text("keep\n", encoding="utf-8")
+    script: list[list[Any]] = [[ToolUse("exec_command", {"cmd": "rm keep.txt"})]]
+    with ResponsesModel(script) as model:
+        set_up(project, served, model, "--no-mcp")
+        run = run_codex(hosts.codex, project)
+        assert run.returncode == 0, run.stderr[-2000:]
+        (output,) = model.tool_outputs().values()
+    assert (project / "keep.txt").exists()
+    assert "Codex CLI cannot be asked to ask its user" in str(output["output"]), output
+    _id, events = ledger_session(served, thread_of(run.json_lines()))
+    (decision,) = [e["data"]["decision"] for e in events if e["type"] == "PermissionDecided"]
+    assert decision["behavior"] == "deny" and decision["ruleId"] == "config.ask[0]", decision
+
+
+def test_setup_codex_trusts_exactly_its_hooks_and_removes_them(
+        hosts: ClaudeCode, served: ServerProcess, tmp_path: Path) -> None:
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text('# mine\nmodel = "gpt-5.5"\n', encoding="utf-8")
+    (codex_home / "hooks.json").write_text(json.dumps({"hooks": {"Stop": [
+        {"hooks": [{"type": "command", "command": "echo mine", "timeout": 5}]}]}}),
+        encoding="utf-8")
+    first = sessionledger("setup", "codex", "--codex-home", str(codex_home))
+    again = sessionledger("setup", "codex", "--codex-home", str(codex_home))
+    assert first.returncode == again.returncode == 0, first.stderr + again.stderr
+    assert "unchanged" in again.stdout and "written" not in again.stdout, again.stdout
+    listed = _codex_hooks(hosts, codex_home, tmp_path)
+    ours = {h["key"]: h["trustStatus"] for h in listed if "sessionledger" in h["command"]}
+    theirs = [h["trustStatus"] for h in listed if "sessionledger" not in h["command"]]
+    assert len(ours) == 7 and set(ours.values()) == {"trusted"}, ours
+    assert theirs == ["untrusted"]  # the user's own hook is the user's to trust
+    config = (codex_home / "config.toml").read_text(encoding="utf-8")
+    assert config.startswith("# mine\n") and "[mcp_servers.sessionledger]" in config
+    removed = sessionledger("setup", "codex", "--codex-home", str(codex_home), "--remove")
+    assert removed.returncode == 0, removed.stderr
+    assert (codex_home / "config.toml").read_text(encoding="utf-8") == \
+        '# mine\nmodel = "gpt-5.5"\n'
+    left = json.loads((codex_home / "hooks.json").read_text(encoding="utf-8"))
+    assert left == {"hooks": {"Stop": [
+        {"hooks": [{"type": "command", "command": "echo mine", "timeout": 5}]}]}}
+
+
+def _codex_hooks(hosts: ClaudeCode, codex_home: Path, cwd: Path) -> list[dict[str, Any]]:
+    """Codex's own view of its hooks: ``hooks/list`` of ``codex app-server``."""
+    import subprocess
+
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"clientInfo": {"name": "sessionledger-tests", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(cwd)]}},
+    ]
+    with subprocess.Popen([str(hosts.codex), "app-server"], cwd=cwd, text=True,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(cwd),
+                               "CODEX_HOME": str(codex_home)}) as server:
+        assert server.stdin is not None and server.stdout is not None
+        for request in requests:
+            server.stdin.write(json.dumps(request) + "\n")
+            server.stdin.flush()
+        try:
+            for line in server.stdout:
+                answer = json.loads(line)
+                if answer.get("id") == 2:
+                    (listed,) = answer["result"]["data"]
+                    return list(listed["hooks"])
+        finally:
+            server.stdin.close()
+            server.wait(timeout=30)
+    raise AssertionError("codex app-server gave no hooks/list answer")
