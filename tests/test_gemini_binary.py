@@ -1,0 +1,140 @@
+"""The real Gemini CLI against a scripted Gemini API model, with the configuration
+``sessionledger setup gemini`` writes (issue 40).
+
+Gemini CLI (the version ``tests/hosts/package-lock.json`` pins) runs headless (``gemini -p``)
+against ``tests/gemini_model.py`` on 127.0.0.1, its hooks forwarding to a real ``serve``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from agent_cli_support import gemini_settings, ledger_session, run_gemini, sessionledger
+from claude_binary_support import installed_claude, project_in
+from gemini_model import GeminiModel, ToolUse
+from host_support import GEMINI_PACKAGE, ClaudeCode
+from server_support import ServerProcess, running_server
+
+from sessionledger.permission.descriptors import HOST_TOOLS, SERVICE_TOOLS
+
+TODOS = [{"description": "Read the grammar", "status": "completed"},
+         {"description": "Port the parser", "status": "in_progress"},
+         {"description": "Benchmark it", "status": "pending"}]
+
+
+@pytest.fixture(scope="module")
+def hosts() -> ClaudeCode:
+    return installed_claude()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    with running_server(tmp_path_factory.mktemp("gemini-binary")) as server:
+        yield server
+
+
+def set_up(project: Path, server: ServerProcess, *args: str) -> None:
+    """The user's Gemini settings, then what ``setup gemini`` writes into the project's."""
+    gemini_settings(project / ".home")
+    done = sessionledger("setup", "gemini", "--project", str(project), "--url",
+                         server.base_url, *args)
+    assert done.returncode == 0, done.stderr
+
+
+def gemini_session(project: Path) -> str:
+    """Gemini's session id, from the one chat file it recorded under the project's home."""
+    (chat,) = (project / ".home" / ".gemini" / "tmp").rglob("session-*.jsonl")
+    header = json.loads(chat.read_text(encoding="utf-8").splitlines()[0])
+    return str(header["sessionId"])
+
+
+def test_every_tool_the_pinned_gemini_offers_is_classified(
+        hosts: ClaudeCode, served: ServerProcess) -> None:
+    project = project_in(served)
+    set_up(project, served, "--no-mcp")
+    with GeminiModel([]) as model:
+        run = run_gemini(hosts.gemini, project, model.url, "--yolo")
+        assert run.returncode == 0, run.stderr[-2000:]
+        offered = model.tools_offered()
+    assert "run_shell_command" in offered and "write_todos" in offered, offered
+    unknown = sorted(set(offered) - set(HOST_TOOLS) - set(SERVICE_TOOLS))
+    assert unknown == [], (
+        f"Gemini CLI {hosts.version_of(GEMINI_PACKAGE)} offers tools the ledger does not "
+        f"classify: {unknown} (give each a descriptor in sessionledger/permission/"
+        "descriptors.py)")
+
+
+def test_plan_refuses_geminis_writes_and_its_todo_list_is_the_sessions(
+        hosts: ClaudeCode, served: ServerProcess) -> None:  # issue 40, acceptance 1
+    project = project_in(served)
+    set_up(project, served, "--no-mcp")
+    script: list[list[Any]] = [
+        [ToolUse("write_todos", {"todos": TODOS})],
+        [ToolUse("write_file", {"file_path": str(project / "notes.txt"), "content": "x\n"})],
+        [ToolUse("run_shell_command", {"command": "echo hi > shell.txt"})],
+        [ToolUse("read_file", {"file_path": str(project / "notes.txt")})],
+    ]
+    with GeminiModel([script[0]]) as model:  # a first run creates the session
+        first = run_gemini(hosts.gemini, project, model.url, "--yolo", prompt="Plan the port.")
+        assert first.returncode == 0, first.stderr[-2000:]
+    external = gemini_session(project)
+    session_id, _events = ledger_session(served, external)
+    with httpx.Client(base_url=served.base_url, timeout=30) as http:
+        assert http.post(f"/v1/sessions/{session_id}/mode",
+                         json={"mode": "plan"}).status_code == 200
+    with GeminiModel(script[1:]) as model:
+        second = run_gemini(hosts.gemini, project, model.url, "--yolo", "--resume", "latest",
+                            prompt="Write the notes.")
+        assert second.returncode == 0, second.stderr[-2000:]
+        responses = model.function_responses()
+    assert not (project / "notes.txt").exists() and not (project / "shell.txt").exists()
+    refused = [r["response"] for r in responses
+               if "sessionledger: " in json.dumps(r["response"])]
+    assert [r["name"] for r in responses if r["response"] in refused] == [
+        "write_file", "run_shell_command"], responses
+    assert all("Plan mode" in json.dumps(r) for r in refused), refused
+    _id, events = ledger_session(served, external)
+    requested = {e["data"]["callId"]: e["data"]["tool"] for e in events
+                 if e["type"] == "ToolCallRequested"}
+    decided = [(requested[e["data"]["callId"]], e["data"]["decision"]["behavior"])
+               for e in events if e["type"] == "PermissionDecided"]
+    assert decided == [("write_todos", "allow"), ("write_file", "deny"),
+                       ("run_shell_command", "deny"), ("read_file", "allow")]
+    completed = [(requested[e["data"]["callId"]], e["data"]["status"]) for e in events
+                 if e["type"] == "ToolCallCompleted"]
+    assert sorted(completed) == sorted([
+        ("write_todos", "completed"), ("write_file", "denied"), ("run_shell_command", "denied"),
+        ("read_file", "completed")]), completed
+    (written,) = [e["data"]["todos"] for e in events if e["type"] == "TodosWritten"]
+    assert [(t["content"], t["status"]) for t in written] == [
+        (t["description"], t["status"]) for t in TODOS]
+    created = next(e["data"] for e in events if e["type"] == "SessionCreated")
+    assert (created["client"], created["externalSessionId"]) == ("gemini", external)
+
+
+def test_setup_gemini_merges_and_removes_only_its_own(
+        served: ServerProcess, tmp_path: Path) -> None:
+    settings = tmp_path / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    mine = {"theme": "Dracula", "hooks": {"BeforeTool": [{"matcher": "write_file", "hooks": [
+        {"name": "mine", "type": "command", "command": "echo mine", "timeout": 500}]}]},
+        "mcpServers": {"other": {"command": "other-mcp"}}}
+    settings.write_text(json.dumps(mine), encoding="utf-8")
+    first = sessionledger("setup", "gemini", "--project", str(tmp_path))
+    again = sessionledger("setup", "gemini", "--project", str(tmp_path))
+    assert first.returncode == again.returncode == 0, first.stderr + again.stderr
+    assert "unchanged" in again.stdout, again.stdout
+    written = json.loads(settings.read_text(encoding="utf-8"))
+    assert written["theme"] == "Dracula" and written["mcpServers"]["other"] == {
+        "command": "other-mcp"}
+    assert written["mcpServers"]["sessionledger"]["args"] == ["mcp"]
+    assert written["hooks"]["BeforeTool"][0] == mine["hooks"]["BeforeTool"][0]
+    assert len(written["hooks"]["BeforeTool"]) == 2
+    removed = sessionledger("setup", "gemini", "--project", str(tmp_path), "--remove")
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(settings.read_text(encoding="utf-8")) == mine
