@@ -95,9 +95,10 @@ def _body(event: dict[str, Any] | bytes | str) -> bytes:
     return json.dumps(event, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
-def post_hook(client: httpx.Client, event: dict[str, Any] | bytes | str) -> Answer:
-    """``POST /v1/hooks/claude-code`` with the event's bytes, as an HTTP hook sends them."""
-    response = client.post("/v1/hooks/claude-code", content=_body(event),
+def post_hook(client: httpx.Client, event: dict[str, Any] | bytes | str,
+              host: str = "claude-code") -> Answer:
+    """``POST /v1/hooks/HOST`` with the event's bytes, as an HTTP hook sends them."""
+    response = client.post(f"/v1/hooks/{host}", content=_body(event),
                            headers={"content-type": "application/json"})
     try:
         output = response.json()
@@ -125,12 +126,12 @@ def run_cli(*args: str, db: Path, cwd: Path) -> subprocess.CompletedProcess[str]
 
 
 def run_hook(db_url: str, root: Path, event: dict[str, Any] | bytes | str,
-             *options: str) -> Answer:
-    """``sessionledger hook claude-code --db URL --workspace ROOT [OPTIONS]`` with the event
+             *options: str, host: str = "claude-code") -> Answer:
+    """``sessionledger hook HOST --db URL --workspace ROOT [OPTIONS]`` with the event
     on stdin, as a command hook runs it (in the project directory, this repository's code)."""
     environment = this_repo_env()
     done = subprocess.run(
-        [*sessionledger_command(), "hook", "claude-code", "--db", db_url,
+        [*sessionledger_command(), "hook", host, "--db", db_url,
          "--workspace", str(root), *options],
         input=_body(event), cwd=root, env=environment, capture_output=True,
         timeout=HOOK_TIMEOUT_S, check=False,
@@ -171,19 +172,21 @@ class Hooks:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
-    def send(self, way: Way, event: dict[str, Any] | bytes | str) -> Any:
-        """Send the event ``way``; the output (the answer must be 200 / exit 0 with no
+    def send(self, way: Way, event: dict[str, Any] | bytes | str,
+             host: str = "claude-code") -> Any:
+        """Send ``host``'s event ``way``; the output (the answer must be 200 / exit 0 with no
         complaint on stderr)."""
-        answer = self.answer(way, event)
+        answer = self.answer(way, event, host)
         assert answer.code == (200 if way == "http" else 0), answer
         assert answer.stderr == "", answer.stderr
         return answer.output
 
-    def answer(self, way: Way, event: dict[str, Any] | bytes | str) -> Answer:
+    def answer(self, way: Way, event: dict[str, Any] | bytes | str,
+               host: str = "claude-code") -> Answer:
         if way == "http":
-            return post_hook(self.http, event)
+            return post_hook(self.http, event, host)
         return run_hook(self.server.db_url, self.root, event,
-                        *(["--direct"] if way == "direct" else []))
+                        *(["--direct"] if way == "direct" else []), host=host)
 
     def head(self) -> int:
         """The log's head position (every session's events)."""

@@ -193,3 +193,31 @@ def _codex_hooks(hosts: ClaudeCode, codex_home: Path, cwd: Path) -> list[dict[st
             server.stdin.close()
             server.wait(timeout=30)
     raise AssertionError("codex app-server gave no hooks/list answer")
+
+
+def test_after_codex_compacts_the_next_request_carries_the_todo_list(
+        hosts: ClaudeCode, served: ServerProcess) -> None:  # issue 40, acceptance 1
+    # Codex exec offers no plan tool of its own (update_plan is interactive only): the list
+    # here is the one the ledger holds for the session, written through its tool route.
+    project = project_in(served)
+    script: list[list[Any]] = [
+        [Text("Planned.")], [ToolUse("exec_command", {"cmd": "ls"})], [Text("Ported.")]]
+    with ResponsesModel(script) as model:
+        set_up(project, served, model, "--no-mcp")
+        first = run_codex(hosts.codex, project, prompt="Plan the port.")
+        assert first.returncode == 0, first.stderr[-2000:]
+        thread = thread_of(first.json_lines())
+        session_id, _events = ledger_session(served, thread)
+        todos = [{"content": "Port the lexer", "status": "in_progress", "priority": "high"}]
+        with httpx.Client(base_url=served.base_url, timeout=30) as http:
+            assert http.post(f"/v1/sessions/{session_id}/tool-calls", json={
+                "tool": "TodoWrite", "input": {"todos": todos}}).status_code == 200
+        seen_before = len(model.main_requests())
+        second = run_codex(hosts.codex, project, "-c", "model_auto_compact_token_limit=12",
+                           resume=thread, prompt="Go on with the port.")
+        assert second.returncode == 0, second.stderr[-2000:]
+        after = [json.dumps(r.body) for r in model.main_requests()[seen_before:]]
+    assert after and all("1. [in_progress] Port the lexer" in body for body in after), \
+        "a request after the compaction lacks the hand-back"
+    _id, events = ledger_session(served, thread)
+    assert [e for e in events if e["type"] == "ContextCompacted"], "no compaction recorded"

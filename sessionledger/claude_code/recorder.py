@@ -256,6 +256,9 @@ class Recorder:
             if doc.status != "pending":
                 continue
             call_id, tool = doc.body["callId"], doc.body["tool"]
+            asked_by = doc.body.get("interactionId")
+            if asked_by and asked_by != interaction_of(call_id):
+                continue  # the ledger's own call (its tool route, MCP): not the host's to close
             given = doc.body.get("input") or {}
             waiting[content_key(tool, given)] = call_id
             if doc.body.get("interactionId"):
