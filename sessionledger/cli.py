@@ -1159,6 +1159,53 @@ def import_claude_code(
     reported and not imported (see --into). Exit 0 when every transcript was imported
     (skipped lines are no failure), 1 when one could not be, 2 on bad arguments.
     """
+    _import_files("claude-code", db, paths, workspace, into, as_json)
+
+
+IMPORTED_FILES = {
+    "codex": ("Codex CLI", "rollouts", "$CODEX_HOME/sessions/…/rollout-*.jsonl"),
+    "gemini": ("Gemini CLI", "chat recordings", "~/.gemini/tmp/<project>/chats/session-*.jsonl"),
+}
+
+
+def _import_host_command(host: str) -> None:
+    name, what, where = IMPORTED_FILES[host]
+
+    @import_.command(host, help=f"""Import {name}'s {what} into ledger sessions.
+
+    Each PATH is a .jsonl file or a directory searched for them ({where}). Each file's
+    prompts, tool calls and their results, todo lists, the assistant's text and compactions
+    are appended in file order as the host's hooks would have recorded them, each with the
+    file's own time as occurredAt: one session per file, the hooked session when its hooks
+    recorded it. Importing again appends nothing; a file that grew appends only what is new.
+    A malformed line is reported as file:line on stderr and skipped whole. Exit 0 when every
+    file was imported, 1 when one could not be, 2 on bad arguments.
+    """)
+    @db_option
+    @click.argument("paths", metavar="PATH…", nargs=-1, required=True,
+                    type=click.Path(exists=True, path_type=Path))
+    @click.option(
+        "--workspace", type=click.Path(exists=True, file_okay=False, path_type=Path),
+        default=None,
+        help="Workspace root, as for serve: a session's cwd must lie inside it. Default: the "
+             "current directory.",
+    )
+    @click.option(
+        "--into", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+        metavar="DIR",
+        help="Record every imported session in DIR (inside the root) whatever cwd its file "
+             "names: for files from another machine.",
+    )
+    @click.option("--json", "as_json", is_flag=True,
+                  help="One JSON document with every file's outcome instead of text.")
+    def run_import(db: str | None, paths: tuple[Path, ...], workspace: Path | None,
+                   into: Path | None, as_json: bool) -> None:
+        _import_files(host, db, paths, workspace, into, as_json)
+
+
+def _import_files(host: str, db: str | None, paths: tuple[Path, ...], workspace: Path | None,
+                  into: Path | None, as_json: bool) -> None:
+    """``import HOST``: every file under ``paths`` into ledger sessions, reported."""
     from .claude_code.recorder import Recorder
     from .claude_code.transcripts import NotATranscript, find_transcripts
     from .errors import InvalidInput
@@ -1171,33 +1218,40 @@ def import_claude_code(
     except (FileNotFoundError, NotATranscript) as exc:
         raise InvalidInput(str(exc)) from exc
     if not files:
-        raise InvalidInput("no Claude Code transcripts (*.jsonl) under "
+        raise InvalidInput(f"no {HOOK_HOSTS[host]} session files (*.jsonl) under "
                            + ", ".join(str(p) for p in paths))
     reports: list[dict[str, Any]] = []
     with _service(db, root) as service:
         recorder = Recorder(service, workspace=into)
         for file in files:
-            report = _import_transcript(recorder, file, root=root, into=into, as_json=as_json)
-            reports.append(report)
+            reports.append(_import_transcript(recorder, file, root=root, into=into,
+                                              as_json=as_json, host=host))
     if as_json:
         click.echo(json.dumps({"transcripts": reports}, ensure_ascii=False))
     if any(r.get("notImported") for r in reports):
         raise click.exceptions.Exit(1)
 
 
+for _host in IMPORTED_FILES:
+    _import_host_command(_host)
+
+
 def _import_transcript(
-    recorder: Recorder, file: TranscriptFile, *, root: Path, into: Path | None, as_json: bool
+    recorder: Recorder, file: TranscriptFile, *, root: Path, into: Path | None, as_json: bool,
+    host: str = "claude-code",
 ) -> dict[str, Any]:
-    """Import one transcript file and report it (a line on stdout and its skipped lines on
-    stderr, or the JSON entry returned)."""
+    """Import one of ``host``'s session files and report it (a line on stdout and its
+    skipped lines on stderr, or the JSON entry returned)."""
+    from .claude_code.host_files import read_codex_rollout, read_gemini_chat
     from .claude_code.observations import ledger_session_id
     from .claude_code.transcripts import read_transcript
 
+    read = {"codex": read_codex_rollout, "gemini": read_gemini_chat}.get(host, read_transcript)
     name = str(file.path)
     report: dict[str, Any] = {"path": name, "sessionId": None, "externalSessionId": None,
                               "parentSessionId": None, "appended": 0, "skipped": []}
     try:
-        transcript = read_transcript(file)
+        transcript = read(file)
     except OSError as exc:
         report["notImported"] = f"cannot be read: {exc.strerror or exc}"
         _say_not_imported(report, as_json)
@@ -1205,7 +1259,8 @@ def _import_transcript(
     skipped = [(s.line, s.reason) for s in transcript.skipped]
     if transcript.seen:
         origin = transcript.seen[0].origin
-        report["sessionId"] = ledger_session_id(origin.session_id, origin.agent_id)
+        report["sessionId"] = ledger_session_id(origin.session_id, origin.agent_id,
+                                                origin.client)
         report["externalSessionId"] = origin.session_id if origin.agent_id is None else (
             f"{origin.session_id}/{origin.agent_id}")
         if origin.agent_id is not None:
@@ -1238,7 +1293,7 @@ def _import_transcript(
     if report.get("notImported"):
         _say_not_imported(report, as_json)
     elif not as_json:
-        _out().print(escape(_import_line(report)))
+        _out().print(escape(_import_line(report, host)))
     return report
 
 
@@ -1247,14 +1302,15 @@ LATE_TEXT = ("not appended: the assistant's text, dated before the session's las
              "would put the log's times out of order")
 
 
-def _import_line(report: dict[str, Any]) -> str:
+def _import_line(report: dict[str, Any], host: str = "claude-code") -> str:
     skipped = len(report["skipped"])
     lines = f"{skipped} line{'' if skipped == 1 else 's'} skipped"
     if report["sessionId"] is None:
         return f"{report['path']}: nothing to import, {lines}"
     child = f", child of {report['parentSessionId']}" if report["parentSessionId"] else ""
     appended = report["appended"]
-    return (f"{report['path']}: session {report['sessionId']} (claude "
+    label = {"claude-code": "claude"}.get(host, host)
+    return (f"{report['path']}: session {report['sessionId']} ({label} "
             f"{report['externalSessionId']}{child}), {appended} event"
             f"{'' if appended == 1 else 's'} appended, {lines}")
 

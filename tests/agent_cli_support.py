@@ -127,3 +127,46 @@ def ledger_session(server: ServerProcess, external: str) -> tuple[str, list[dict
         events = http.get(f"/v1/sessions/{found}/events",
                           params={"limit": 1000}).json()["events"]
     return str(found), list(events)
+
+
+def outcomes_of(events: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """What an import and the hooks both know of a session, in order: its calls, their
+    outcomes and its todo lists (the hooks alone see permission decisions; the file alone
+    the assistant's text)."""
+    shape: list[tuple[str, ...]] = []
+    for event in events:
+        data = event["data"]
+        if event["type"] == "ToolCallRequested":
+            shape.append(("requested", data["tool"], json.dumps(data["input"], sort_keys=True)))
+        elif event["type"] == "ToolCallCompleted":
+            shape.append(("completed", data["tool"], data["status"]))
+        elif event["type"] == "TodosWritten":
+            shape.append(("todos", *(f"{t['status']}:{t['content']}" for t in data["todos"])))
+    return shape
+
+
+def imported(host: str, files: list[Path], db_url: str, workspace: Path,
+             cwd: Path) -> list[dict[str, Any]]:
+    """``sessionledger import HOST FILES --json`` into ``db_url``: the per-file reports."""
+    done = sessionledger("import", host, *map(str, files), "--db", db_url, "--workspace",
+                         str(workspace), "--json", cwd=cwd)
+    assert done.returncode == 0, done.stdout + done.stderr
+    reports: list[dict[str, Any]] = json.loads(done.stdout)["transcripts"]
+    return reports
+
+
+def session_events(db_url: str, session_id: str) -> list[dict[str, Any]]:
+    from contextlib import closing
+
+    from eventlog import open_store
+
+    with closing(open_store(db_url)) as store:
+        return [e.to_wire() for e in store.read_session(session_id)]
+
+
+def audited(db_url: str, session_id: str, cwd: Path) -> list[tuple[str, str]]:
+    """The audit's findings of a session: (kind, call id)."""
+    done = sessionledger("audit", session_id, "--db", db_url, "--json", cwd=cwd)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (document,) = json.loads(done.stdout)["sessions"]
+    return sorted((f["kind"], f.get("callId") or "") for f in document["findings"])

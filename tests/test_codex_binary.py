@@ -16,9 +16,13 @@ from typing import Any
 import httpx
 import pytest
 from agent_cli_support import (
+    audited,
     codex_config,
+    imported,
     ledger_session,
+    outcomes_of,
     run_codex,
+    session_events,
     sessionledger,
 )
 from claude_binary_support import installed_claude, project_in
@@ -72,8 +76,9 @@ def test_every_tool_the_pinned_codex_offers_is_classified(
         "descriptors.py)")
 
 
-def test_plan_set_in_the_ledger_refuses_codexs_writes_with_the_ledgers_reason(
-        hosts: ClaudeCode, served: ServerProcess) -> None:  # issue 40, acceptance 1
+def test_plan_set_in_the_ledger_refuses_codexs_writes_and_the_rollout_imports_alike(
+        hosts: ClaudeCode, served: ServerProcess,
+        tmp_path: Path) -> None:  # issue 40, acceptances 1 and 2
     project = project_in(served)
     script: list[list[Any]] = [
         [ToolUse("exec_command", {"cmd": "ls"})],
@@ -113,6 +118,22 @@ def test_plan_set_in_the_ledger_refuses_codexs_writes_with_the_ledgers_reason(
     assert state["planEnabled"] is True  # Codex's bypassPermissions is mirrored under Plan
     created = next(e["data"] for e in events if e["type"] == "SessionCreated")
     assert (created["client"], created["externalSessionId"]) == ("codex", thread)
+
+    # acceptance 2: its rollout imports as its hooks recorded it
+    (rollout,) = (project / ".home" / ".codex" / "sessions").rglob("rollout-*.jsonl")
+    findings = audited(served.db_url, _id, tmp_path)
+    assert findings == []  # the refused writes never ran; every call has its outcome
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    (report,) = imported("codex", [rollout], fresh, served.workspace, tmp_path)
+    assert report["sessionId"] == _id and report["skipped"] == [], report
+    assert outcomes_of(session_events(fresh, _id)) == outcomes_of(events)
+    assert audited(fresh, _id, tmp_path) == findings
+    (again,) = imported("codex", [rollout], fresh, served.workspace, tmp_path)
+    assert again["appended"] == 0, again
+    imported("codex", [rollout], served.db_url, served.workspace, tmp_path)
+    _id, after = ledger_session(served, thread)
+    assert outcomes_of(after) == outcomes_of(events), "the import recorded a call again"
+    assert all(e["type"] == "MessageRecorded" for e in after[len(events):]), after[len(events):]
 
 
 def test_a_call_the_ledger_would_ask_about_is_refused_with_why(

@@ -14,7 +14,16 @@ from typing import Any
 
 import httpx
 import pytest
-from agent_cli_support import gemini_settings, ledger_session, run_gemini, sessionledger
+from agent_cli_support import (
+    audited,
+    gemini_settings,
+    imported,
+    ledger_session,
+    outcomes_of,
+    run_gemini,
+    session_events,
+    sessionledger,
+)
 from claude_binary_support import installed_claude, project_in
 from gemini_model import GeminiModel, ToolUse
 from host_support import GEMINI_PACKAGE, ClaudeCode
@@ -69,8 +78,9 @@ def test_every_tool_the_pinned_gemini_offers_is_classified(
         "descriptors.py)")
 
 
-def test_plan_refuses_geminis_writes_and_its_todo_list_is_the_sessions(
-        hosts: ClaudeCode, served: ServerProcess) -> None:  # issue 40, acceptance 1
+def test_plan_refuses_geminis_writes_its_todos_are_the_sessions_and_its_chat_imports_alike(
+        hosts: ClaudeCode, served: ServerProcess,
+        tmp_path: Path) -> None:  # issue 40, acceptances 1 and 2
     project = project_in(served)
     set_up(project, served, "--no-mcp")
     script: list[list[Any]] = [
@@ -115,6 +125,21 @@ def test_plan_refuses_geminis_writes_and_its_todo_list_is_the_sessions(
         (t["description"], t["status"]) for t in TODOS]
     created = next(e["data"] for e in events if e["type"] == "SessionCreated")
     assert (created["client"], created["externalSessionId"]) == ("gemini", external)
+
+    # acceptance 2: its chat recording imports as its hooks recorded it
+    (chat,) = (project / ".home" / ".gemini" / "tmp").rglob("session-*.jsonl")
+    findings = audited(served.db_url, _id, tmp_path)
+    assert findings == []  # the refused writes never ran; every call has its outcome
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    (report,) = imported("gemini", [chat], fresh, served.workspace, tmp_path)
+    assert report["sessionId"] == _id and report["skipped"] == [], report
+    assert outcomes_of(session_events(fresh, _id)) == outcomes_of(events)
+    assert audited(fresh, _id, tmp_path) == findings
+    (again,) = imported("gemini", [chat], fresh, served.workspace, tmp_path)
+    assert again["appended"] == 0, again
+    imported("gemini", [chat], served.db_url, served.workspace, tmp_path)
+    _id, after = ledger_session(served, external)
+    assert outcomes_of(after) == outcomes_of(events), "the import recorded a call again"
 
 
 def test_setup_gemini_merges_and_removes_only_its_own(

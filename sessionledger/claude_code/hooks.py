@@ -68,7 +68,6 @@ from .observations import (
     ToolResult,
     ToolUse,
     content_key,
-    digest,
 )
 from .recorder import AskHere, Recorder, Tally, approved_plan, refusal_text
 from .wire import HOOK_PATH, HOOK_PATHS
@@ -127,8 +126,9 @@ class HookAnswer:
 # the same outputs — but ``allow`` and ``ask`` change nothing there (the call runs), so a call
 # this ledger would ask about is refused with the reason (Codex cannot be made to ask its user
 # from a hook) and an allowed one gets no opinion. Its plan tool ``update_plan`` is the todo
-# list. Gemini CLI names its events its own way (below), gives no call id (a BeforeTool's
-# ``timestamp`` names the call; its AfterTool finds the call by tool and input) and no mode; it
+# list. Gemini CLI names its events its own way (below), gives no call id (a call is named by
+# its tool, input and how many such calls came before; its AfterTool finds the waiting call
+# with its tool and input) and no mode; it
 # is refused with ``{"decision": "deny", "reason": …}`` and never sent ``ask`` (it would hang),
 # so a call to ask about gets no opinion and Gemini's own approval mode decides.
 
@@ -182,11 +182,9 @@ def read_hook(body: bytes | str | Any, host: str = "claude-code") -> tuple[str, 
 
 
 def _gemini(read_as: str, raw: dict[str, Any]) -> dict[str, Any]:
-    """A Gemini CLI event in Claude Code's fields: a BeforeTool named by its time (it has no
-    call id; a retried event has the same), an AfterTool's result text and failure."""
-    if read_as == "PreToolUse" and isinstance(raw.get("timestamp"), str):
-        named = [raw["timestamp"], raw.get("tool_name"), raw.get("tool_input")]
-        return {**raw, "tool_use_id": f"gemini~{digest(named)}"}
+    """A Gemini CLI event in Claude Code's fields: an AfterTool's result text and failure
+    (a call has no id: the recorder names it by tool, input and order, as the chat file
+    import does)."""
     if read_as == "PostToolUse":
         response = raw.get("tool_response")
         given = response if isinstance(response, Mapping) else {}

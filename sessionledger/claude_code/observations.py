@@ -36,6 +36,7 @@ __all__ = [
     "ToolResult",
     "ToolUse",
     "digest",
+    "gemini_call_id",
     "ledger_session_id",
     "observation_key",
 ]
@@ -60,6 +61,13 @@ def content_key(tool: str | None, given: Any) -> str:
     """A call's tool and input as one key: what names a call with no ``tool_use_id``, and how
     a PermissionRequest (which has none) finds the call it asks about."""
     return digest([tool, dict(given) if isinstance(given, dict) else given])
+
+
+def gemini_call_id(tool: str, given: Any, earlier: int) -> str:
+    """A Gemini CLI call's id (its hooks give none): its tool and input, and how many calls
+    of the session with that tool and input came before it — what its hooks and its chat
+    file both see, so an import finds the calls its hooks recorded."""
+    return f"gemini~{digest([content_key(tool, given), earlier], length=26)}"
 
 
 def ledger_session_id(claude_session_id: str, agent_id: str | None = None,

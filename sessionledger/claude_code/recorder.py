@@ -80,6 +80,7 @@ from .observations import (
     ToolUse,
     content_key,
     digest,
+    gemini_call_id,
     ledger_session_id,
     observation_key,
 )
@@ -174,6 +175,10 @@ class Tally:
     waiting: dict[str, str] = field(default_factory=dict)
     """The calls with no outcome yet by their tool and input (:func:`content_key`): how a
     PermissionRequest, which carries no ``tool_use_id``, finds the call it asks about."""
+    contents: dict[str, int] = field(default_factory=dict)
+    """How many calls of the session had each tool and input: a Gemini call (its hooks give
+    no id) is named by its tool, input and this count, as its hooks and its chat file both
+    see it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +257,10 @@ class Recorder:
         todos = written.data.todos if written is not None and isinstance(
             written.data, TodosWritten) else ()
         refused, asking, waiting, interactions = {}, {}, {}, {}
+        contents: dict[str, int] = {}
         for doc in calls:
+            key = content_key(doc.body["tool"], doc.body.get("input") or {})
+            contents[key] = contents.get(key, 0) + 1
             if doc.status != "pending":
                 continue
             call_id, tool = doc.body["callId"], doc.body["tool"]
@@ -276,6 +284,7 @@ class Recorder:
             plan_by=summary.plan_by,
             done_calls={d.body["callId"] for d in calls if d.status != "pending"},
             refused=refused, asking=asking, waiting=waiting, interactions=interactions,
+            contents=contents,
         )
 
     # -- one observation (hooks) -----------------------------------------------------------
@@ -418,6 +427,9 @@ def batch_for(
         waiting = tally.waiting.get(content_key(observation.tool, observation.input))
         if waiting is not None:
             observation = replace(observation, tool_use_id=waiting)
+    if isinstance(observation, ToolUse) and observation.tool_use_id is None \
+            and seen.origin.client == "gemini":
+        observation = replace(observation, tool_use_id=_gemini_call(tally, observation))
     key = observation_key(observation, tally.calls)
     # The mode a plan tool's result reports is that tool's doing: recorded as such first
     # (via enter_plan_tool, plan_approval), then whatever of the mode is left to mirror.
@@ -467,6 +479,16 @@ def batch_for(
     if moved_by_tool and seen.origin.permission_mode != "plan":  # "plan": said before it
         events += _mirrored_mode(tally, seen.origin.permission_mode, at, client)
     return events, key if events else None
+
+
+def _gemini_call(tally: Tally, use: ToolUse) -> str:
+    """The id of a Gemini call: the waiting one with its tool and input (its event sent
+    again), else a new one numbered by the session's calls with that tool and input."""
+    key = content_key(use.tool, use.input)
+    waiting = tally.waiting.get(key)
+    if waiting is not None and waiting not in tally.refused:
+        return waiting
+    return gemini_call_id(use.tool, use.input, tally.contents.get(key, 0))
 
 
 def interaction_of(call_id: str) -> str:
@@ -662,7 +684,9 @@ def _requested(
         return []
     tally.known_calls.add(call_id)
     tally.calls += 1
-    tally.waiting[content_key(call.tool, call.input)] = call_id
+    key = content_key(call.tool, call.input)
+    tally.waiting[key] = call_id
+    tally.contents[key] = tally.contents.get(key, 0) + 1
     if call.tool in _ASKS_ITSELF and not isinstance(call, ToolResult):
         tally.asking[call_id] = (call.tool, dict(call.input))
     return [NewEvent(ToolCallRequested(
