@@ -7,7 +7,8 @@ Responses API: ``POST /v1/responses`` with ``stream: true`` answered as Server-S
 :class:`ToolUse` (a ``function_call`` item: the tool's ``arguments`` as JSON text) and
 :class:`Custom` (a ``custom_tool_call``: a freeform tool's whole ``input`` text, as Codex's
 ``apply_patch`` takes its patch) and :class:`Search` (a client-executed
-``tool_search_call``: Codex offers MCP tools only after the model searched for them).
+``tool_search_call``: Codex offers MCP tools only after the model searched for them; a
+:class:`ToolUse` named ``NAMESPACE.NAME`` then calls one, ``mcp__sessionledger.TodoWrite``).
 
 A request is the main loop's when it offers ``tools``; the same conversation sent again (the
 same ``input``) gets the same turn. ``GET /v1/models`` answers an empty list. Every request is
@@ -86,7 +87,7 @@ def _tool_names(tools: Any) -> list[str]:
     return names
 
 
-def _item(block: Block | Custom | Search, number: int) -> dict[str, Any]:
+def _item(block: Block | Custom | Search, number: int, body: Any) -> dict[str, Any]:
     match block:
         case Text(text=text):
             return {"type": "message", "id": f"msg_{number}", "role": "assistant",
@@ -101,9 +102,12 @@ def _item(block: Block | Custom | Search, number: int) -> dict[str, Any]:
                     "call_id": f"call_scripted{number:06d}", "execution": "client",
                     "status": "completed", "arguments": {"query": query}}
     assert isinstance(block, ToolUse)
+    namespace, _, name = block.name.rpartition(".")  # a deferred tool: NAMESPACE.NAME
     return {"type": "function_call", "id": f"fc_{number}",
-            "call_id": f"call_scripted{number:06d}", "name": block.name,
-            "arguments": json.dumps(block.input if isinstance(block.input, dict) else {}),
+            "call_id": f"call_scripted{number:06d}", "name": name,
+            **({"namespace": namespace} if namespace else {}),
+            "arguments": json.dumps(block.input(body) if callable(block.input)
+                                    else block.input),
             "status": "completed"}
 
 
@@ -148,10 +152,10 @@ class _ResponsesHandler(_Handler):
                 if key not in state.answered:
                     blocks: list[Any] = list(next_turn(state))
                     state.answered[key] = (
-                        [_item(b, next(state.ids)) for b in blocks], "")
+                        [_item(b, next(state.ids), body) for b in blocks], "")
                 items = state.answered[key][0]
             else:
-                items = [_item(Text(state.side_text), next(state.ids))]
+                items = [_item(Text(state.side_text), next(state.ids), body)]
             number = next(state.ids)
         self._record(body, "main" if main else "side")
         self._send(200, _sse(f"resp_{number}", str(body.get("model", "")), items),

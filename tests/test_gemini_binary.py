@@ -8,6 +8,9 @@ against ``tests/gemini_model.py`` on 127.0.0.1, its hooks forwarding to a real `
 from __future__ import annotations
 
 import json
+import queue
+import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -62,6 +65,7 @@ def gemini_session(project: Path) -> str:
     return str(header["sessionId"])
 
 
+@pytest.mark.slow
 def test_every_tool_the_pinned_gemini_offers_is_classified(
         hosts: ClaudeCode, served: ServerProcess) -> None:
     project = project_in(served)
@@ -163,3 +167,74 @@ def test_setup_gemini_merges_and_removes_only_its_own(
     removed = sessionledger("setup", "gemini", "--project", str(tmp_path), "--remove")
     assert removed.returncode == 0, removed.stderr
     assert json.loads(settings.read_text(encoding="utf-8")) == mine
+
+
+QUESTION = {"questions": [{"question": "Which parser?", "header": "Parser", "multiSelect": False,
+                           "options": [{"label": "PEG", "description": "a PEG parser"},
+                                       {"label": "LALR", "description": "an LALR parser"}]}]}
+
+
+@pytest.mark.slow
+def test_gemini_calls_the_ledgers_tools_on_its_first_turn_and_a_person_answers(
+        hosts: ClaudeCode, served: ServerProcess) -> None:  # issue 40, acceptance 3
+    # setup's MCP entry (sessionledger mcp over stdio): Gemini, which offers no elicitation,
+    # gets the question pending; it is answered on the respond route and the model's next
+    # InteractionStatus gets the answer.
+    project = project_in(served)
+    set_up(project, served, "--db", served.db_url)
+    waiting: queue.Queue[dict[str, Any]] = queue.Queue()
+    answered = threading.Event()
+
+    def asked(body: Any) -> dict[str, Any]:
+        pending = _last_document(body)
+        waiting.put(pending)
+        assert answered.wait(90), "nobody answered the question"
+        return {"interactionId": pending.get("interactionId")}
+
+    script: list[list[Any]] = [
+        [ToolUse("mcp_sessionledger_AskUserQuestion", QUESTION)],
+        [ToolUse("mcp_sessionledger_InteractionStatus", asked)],
+    ]
+    runs: list[Any] = []
+    with GeminiModel(script) as model:
+        run = threading.Thread(target=lambda: runs.append(
+            run_gemini(hosts.gemini, project, model.url, "--yolo")))
+        run.start()
+        try:
+            pending = waiting.get(timeout=90)
+            assert pending["status"] == "pending", pending
+            with httpx.Client(base_url=served.base_url, timeout=30) as http:
+                answer = http.post(
+                    f"/v1/sessions/{pending['sessionId']}/interactions/"
+                    f"{pending['interactionId']}/respond", json={"decision": "modify", "input": {
+                        **QUESTION, "answers": {"Which parser?": "PEG"}}})
+                assert answer.status_code == 200, answer.text
+        finally:
+            answered.set()
+            run.join(120)
+        (done,) = runs
+        assert done.returncode == 0, done.stderr[-2000:]
+        first_tools = model.main_requests()[0]
+        status = _last_document(model.main_requests()[-1].body)
+    offered = [d["name"] for t in first_tools.body["tools"] for d in t.get(
+        "functionDeclarations", [])]
+    assert "mcp_sessionledger_AskUserQuestion" in offered, offered
+    assert status["status"] == "answered" and "PEG" in status["text"], status
+    with httpx.Client(base_url=served.base_url, timeout=30) as http:
+        events = http.get(f"/v1/sessions/{pending['sessionId']}/events",
+                          params={"limit": 1000}).json()["events"]
+    resolved = [e["data"]["decision"] for e in events if e["type"] == "InteractionResolved"]
+    assert resolved == ["modify"], resolved
+
+
+def _last_document(body: Any) -> dict[str, Any]:
+    """What the model was shown of the last function response: Gemini passes the tool's text
+    on (the interaction and session it names, whether it still waits)."""
+    responses = [part["functionResponse"] for content in body["contents"]
+                 for part in content.get("parts", []) if "functionResponse" in part]
+    text = json.dumps(responses[-1]["response"])
+    interaction = re.search(r"int_[0-9A-Z]{26}", text)
+    session = re.search(r"sess_[0-9A-Z]{26}", text)
+    return {"status": "pending" if "Waiting for the user" in text else "answered",
+            "interactionId": interaction.group(0) if interaction else None,
+            "sessionId": session.group(0) if session else None, "text": text}
