@@ -214,3 +214,24 @@ def test_every_way_answers_gemini_alike(hooks: Hooks, project: Path) -> None:
     assert [a["decision"] for a in answers] == ["deny"] * 3
     assert len({a["reason"].replace("http", "W").replace("command", "W").replace(
         "direct", "W") for a in answers}) == 1
+
+
+def test_the_ledgers_own_mcp_tools_keep_their_flags_under_plan(
+        hooks: Hooks, project: Path) -> None:
+    # Plan refuses writes, not the ledger's own todo list reached through its MCP server.
+    session = str(uuid.uuid4())
+    hooks.send("http", gemini("BeforeAgent", session, project, prompt="plan"), "gemini")
+    hooks.send("http", codex("UserPromptSubmit", session, project, prompt="plan"), "codex")
+    plan_on(hooks, "gemini", session)
+    plan_on(hooks, "codex", session)
+    todos = {"todos": [{"content": "a", "status": "pending", "priority": "high"}]}
+    assert hooks.send("http", gemini("BeforeTool", session, project,
+                                     tool_name="mcp_sessionledger_TodoWrite",
+                                     tool_input=todos), "gemini") == {}
+    assert hooks.send("http", codex("PreToolUse", session, project,
+                                    tool_name="mcp__sessionledger__TodoWrite",
+                                    tool_input=todos, tool_use_id="call_t"), "codex") == {}
+    refused = hooks.send("http", codex("PreToolUse", session, project,
+                                       tool_name="mcp__other__TodoWrite", tool_input=todos,
+                                       tool_use_id="call_o"), "codex")
+    assert refused["hookSpecificOutput"]["permissionDecision"] == "deny"

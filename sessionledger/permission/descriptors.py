@@ -28,6 +28,10 @@ __all__ = [
 SideEffectScope = Literal["none", "session", "workspace", "system", "network"]
 ToolKind = Literal["service", "host", "mcp"]
 MCP_NAME = re.compile(r"^mcp__([A-Za-z0-9_-]+)__([A-Za-z0-9_.-]+)$")
+OWN_MCP_NAME = re.compile(r"^mcp__?sessionledger__?([A-Za-z]+)$")
+"""This ledger's own tools as a host names them when ``setup`` registered its MCP server
+(Claude Code and Codex ``mcp__sessionledger__TodoWrite``, Gemini ``mcp_sessionledger_TodoWrite``):
+they keep their own flags (TodoWrite runs in Plan)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,12 +195,15 @@ def mcp_tool(name: str, *, read_only: bool, destructive: bool = False) -> ToolDe
 
 def named_tool(name: str) -> ToolDescriptor:
     """The descriptor of any tool a host names without declaring flags (Claude Code, CC-4):
-    the service's own tools (TodoWrite, AskUserQuestion, EnterPlanMode, ExitPlanMode), the
-    built-in host tools, and for anything else — an ``mcp__*`` tool or a tool this build does
-    not know — a tool that is not read-only."""
+    the service's own tools (TodoWrite, AskUserQuestion, EnterPlanMode, ExitPlanMode, also as
+    the ledger's MCP server's tools), the built-in host tools, and for anything else — an
+    ``mcp__*`` tool or a tool this build does not know — a tool that is not read-only."""
     known = SERVICE_TOOLS.get(name) or HOST_TOOLS.get(name)
     if known is not None:
         return known
+    own = OWN_MCP_NAME.match(name)
+    if own is not None and own.group(1) in SERVICE_TOOLS:
+        return SERVICE_TOOLS[own.group(1)]
     if MCP_NAME.match(name):
         return mcp_tool(name, read_only=False)
     return ToolDescriptor(
