@@ -235,3 +235,21 @@ def test_the_ledgers_own_mcp_tools_keep_their_flags_under_plan(
                                        tool_name="mcp__other__TodoWrite", tool_input=todos,
                                        tool_use_id="call_o"), "codex")
     assert refused["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_codex_about_to_ask_its_user_is_left_to_its_prompt(
+        hooks: Hooks, project: Path) -> None:
+    # PermissionRequest: Codex asks its user itself; an "ask" of the ledger's is no decision
+    # there (only its PreToolUse, which runs what it is told to ask about, refuses).
+    (project / ".sessionledger").mkdir()
+    (project / ".sessionledger" / "config.toml").write_text(
+        '[permission]\nask = ["Bash(git push *)"]\n', encoding="utf-8")
+    session = str(uuid.uuid4())
+    push = {"command": "git push origin main"}
+    asked = hooks.send("http", codex("PermissionRequest", session, project, tool_name="Bash",
+                                     tool_input=push), "codex")
+    assert asked == {}
+    refused = hooks.send("http", codex("PreToolUse", session, project, tool_name="Bash",
+                                       tool_input=push, tool_use_id="call_p"), "codex")
+    assert refused["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "cannot be asked to ask" in refused["hookSpecificOutput"]["permissionDecisionReason"]

@@ -126,11 +126,12 @@ class HookAnswer:
 # the same outputs — but ``allow`` and ``ask`` change nothing there (the call runs), so a call
 # this ledger would ask about is refused with the reason (Codex cannot be made to ask its user
 # from a hook) and an allowed one gets no opinion. Its plan tool ``update_plan`` is the todo
-# list. Gemini CLI names its events its own way (below), gives no call id (a call is named by
-# its tool, input and how many such calls came before; its AfterTool finds the waiting call
-# with its tool and input) and no mode; it
-# is refused with ``{"decision": "deny", "reason": …}`` and never sent ``ask`` (it would hang),
-# so a call to ask about gets no opinion and Gemini's own approval mode decides.
+# list. A PermissionRequest (Codex is about to ask its user) is answered as Claude Code's: an
+# ``ask`` leaves it to Codex's prompt. Gemini CLI names its events its own way (below), gives no
+# call id (a call is named by its tool, input and how many such calls came before; its
+# AfterTool finds the waiting call with its tool and input) and no mode; it is refused with
+# ``{"decision": "deny", "reason": …}`` and never sent ``ask`` (it would hang), so a call to ask
+# about gets no opinion and Gemini's own approval mode decides.
 
 GEMINI_EVENTS = {
     "BeforeTool": "PreToolUse", "AfterTool": "PostToolUse", "BeforeAgent": "UserPromptSubmit",
@@ -296,8 +297,9 @@ def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen, *,
     if isinstance(observation, ToolUse | PermissionAsked):
         ask_here = _ask_here(recorder, session_id, observation) if host == "claude-code" \
             else None
-        recorded = recorder.record(session_id, seen, decide=_decider(recorder, seen.origin),
-                                   ask_here=ask_here)
+        decide = _decider(recorder, seen.origin,
+                          refuse_asks=host == "codex" and isinstance(observation, ToolUse))
+        recorded = recorder.record(session_id, seen, decide=decide, ask_here=ask_here)
         if ask_here is not None:
             return _answered_here(recorder, session_id, observation, hold_s)
         verdict = next((e.data.decision for e in recorded.events
@@ -318,17 +320,18 @@ def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen, *,
     }}, session_id=session_id)
 
 
-def _decider(recorder: Recorder, origin: Origin) -> Any:
+def _decider(recorder: Recorder, origin: Origin, *, refuse_asks: bool = False) -> Any:
+    """The permission authority for the session's calls; ``refuse_asks``: an ``ask`` is a
+    ``deny`` with why (Codex's PreToolUse, which runs a call it is told to ask about)."""
     permissions = recorder.service.tools.permissions
     plans = None if origin.claude_dir is None else Path(origin.claude_dir) / "plans"
-    codex = origin.client == "codex"
 
     def decide(tally: Tally, use: ToolUse) -> PermissionVerdict:
         verdict = permissions.decide(
             tool=named_tool(use.tool), input=use.input, state=tally.execution,
             workspace=tally.workspace, plan_files=plans,
         )
-        if codex and verdict.behavior == "ask":  # Codex runs the call on "ask": refused
+        if refuse_asks and verdict.behavior == "ask":
             return verdict.model_copy(update={"behavior": "deny",
                                               "reason": verdict.reason + "." + CODEX_CANNOT_ASK})
         return verdict

@@ -443,12 +443,12 @@ def batch_for(
         case Prompt(text=text):
             if text.strip():
                 events.append(NewEvent(MessageRecorded(
-                    role="user", content=text, source=seen.origin.client, occurred_at=at,
+                    role="user", content=text, source=client, occurred_at=at,
                 ), actor="user"))
         case AssistantText(text=text):
             if text.strip():
                 events.append(NewEvent(MessageRecorded(
-                    role="assistant", content=text, source=seen.origin.client, occurred_at=at,
+                    role="assistant", content=text, source=client, occurred_at=at,
                 ), actor="model"))
         case ToolUse():
             events += _requested(tally, observation, at)
