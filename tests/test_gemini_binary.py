@@ -238,3 +238,24 @@ def _last_document(body: Any) -> dict[str, Any]:
     return {"status": "pending" if "Waiting for the user" in text else "answered",
             "interactionId": interaction.group(0) if interaction else None,
             "sessionId": session.group(0) if session else None, "text": text}
+
+
+@pytest.mark.slow
+def test_a_todo_gemini_dropped_unfinished_is_pointed_out_at_the_next_prompt(
+        hosts: ClaudeCode, served: ServerProcess) -> None:
+    project = project_in(served)
+    set_up(project, served, "--no-mcp")
+    dropped = [t for t in TODOS if t["description"] != "Benchmark it"]
+    script: list[list[Any]] = [
+        [ToolUse("write_todos", {"todos": TODOS})],
+        [ToolUse("write_todos", {"todos": dropped})],
+    ]
+    with GeminiModel(script) as model:
+        first = run_gemini(hosts.gemini, project, model.url, "--yolo", prompt="Plan the port.")
+        assert first.returncode == 0, first.stderr[-2000:]
+        seen = len(model.main_requests())
+        second = run_gemini(hosts.gemini, project, model.url, "--yolo", "--resume", "latest",
+                            prompt="Go on.")
+        assert second.returncode == 0, second.stderr[-2000:]
+        after = json.dumps(model.main_requests()[seen].body)
+    assert "dropped unfinished todos" in after and "Benchmark it" in after, after[-3000:]
