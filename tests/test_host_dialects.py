@@ -253,3 +253,21 @@ def test_codex_about_to_ask_its_user_is_left_to_its_prompt(
                                        tool_input=push, tool_use_id="call_p"), "codex")
     assert refused["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert "cannot be asked to ask" in refused["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+def test_codexs_update_plan_is_the_sessions_todo_list(hooks: Hooks, project: Path) -> None:
+    # Codex's plan tool, in the shape its hooks give any call (Codex 0.171 with gpt-5.5 offers
+    # it neither in exec nor in its TUI, so no binary run shows it).
+    session = str(uuid.uuid4())
+    plan = {"explanation": "port", "plan": [
+        {"step": "Read the grammar", "status": "completed"},
+        {"step": "Port it", "status": "in_progress"}]}
+    hooks.send("http", codex("PreToolUse", session, project, tool_name="update_plan",
+                             tool_input=plan, tool_use_id="call_u"), "codex")
+    hooks.send("http", codex("PostToolUse", session, project, tool_name="update_plan",
+                             tool_input=plan, tool_response="Plan updated",
+                             tool_use_id="call_u"), "codex")
+    (written,) = [e["data"]["todos"] for e in events(hooks, "codex", session)
+                  if e["type"] == "TodosWritten"]
+    assert [(t["content"], t["status"]) for t in written] == [
+        ("Read the grammar", "completed"), ("Port it", "in_progress")]

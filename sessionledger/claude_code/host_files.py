@@ -132,7 +132,7 @@ def _read(path: str | Path | TranscriptFile, client: str,
             observations = line(state, value)
             at = _instant(value.get("timestamp")) if observations else ""
             origin = state.origin(at, client) if observations else None
-        except (_Malformed, KeyError, TypeError) as error:
+        except (_Malformed, KeyError, TypeError, AttributeError) as error:
             reason = str(error) if isinstance(error, _Malformed) else \
                 f"not a {client} line ({error.__class__.__name__}: {error})"
             transcript.skipped.append(Skipped(number, reason, where))
