@@ -1,0 +1,42 @@
+"""Codex rollouts and Gemini chat recordings of any shape are read without a crash: a line is
+an observation or a skipped line with its reason (issue 40; the real files are read in
+tests/test_codex_binary.py and tests/test_gemini_binary.py)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sessionledger.claude_code.host_files import read_codex_rollout, read_gemini_chat
+
+SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+KEYS = st.sampled_from(["type", "payload", "id", "call_id", "name", "arguments", "output",
+                        "role", "content", "text", "item", "timestamp", "sessionId",
+                        "toolCalls", "args", "result", "status", "input", "cwd", "$set"])
+VALUES = st.recursive(
+    SCALARS | st.sampled_from(["session_meta", "response_item", "event_msg", "function_call",
+                               "function_call_output", "custom_tool_call", "message",
+                               "assistant", "user", "gemini", "UserMessage", "item_completed",
+                               "2026-12-06T10:00:00.000Z", "exec_command"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=5),
+    max_leaves=20)
+LINES = st.lists(st.dictionaries(KEYS, VALUES, max_size=6) | VALUES, max_size=8)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=LINES)
+def test_any_lines_are_read_or_skipped(lines: list[Any]) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "session.jsonl"
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+        for read in (read_codex_rollout, read_gemini_chat):
+            transcript = read(path)
+            read_lines = {s.where.rpartition(":")[2] for s in transcript.seen}
+            skipped = {str(s.line) for s in transcript.skipped}
+            assert not read_lines & skipped  # a line is read whole or not at all
+            assert transcript.lines == len(lines)
