@@ -181,9 +181,9 @@ def kill_servers(db_url: str) -> int:
     return killed
 
 
-PERSON_S = 0.25
+PERSON_S = 1.3
 """How long the scripted person takes to decline a form: a decline sooner than the server's
-``unattended_s`` (0.1 s) is no person's and leaves the call pending (issue 40)."""
+``unattended_s`` (1 s) is no person's and leaves the call pending (issue 40)."""
 
 
 class Answers:

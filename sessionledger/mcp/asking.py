@@ -78,10 +78,11 @@ MAX_PROGRESS_S = 15.0
 DEFAULT_ANSWER_POLL_S = 5.0
 """How often a waiting call reads the log for an answer no commit notice told it of (one
 written by another process)."""
-DEFAULT_UNATTENDED_S = 0.1
+DEFAULT_UNATTENDED_S = 1.0
 """A form declined sooner than this after it was sent was declined by no person: Codex's
-headless run declines every form in 1-2 ms. A person reads the form first; the fastest
-human reaction alone takes longer (issue 40)."""
+headless run declines every form in 1-2 ms, which a loaded machine stretched past 0.1 s (the
+first threshold). A person reads the form before declining; one declining within a second
+only sees the question wait on the web page instead (issue 40)."""
 PROGRESS_ENV = "SESSIONLEDGER_MCP_PROGRESS_S"
 ANSWER_POLL_ENV = "SESSIONLEDGER_MCP_ANSWER_POLL_S"
 UNATTENDED_ENV = "SESSIONLEDGER_MCP_UNATTENDED_S"
