@@ -80,8 +80,9 @@ DEFAULT_ANSWER_POLL_S = 5.0
 written by another process)."""
 DEFAULT_UNATTENDED_S = 1.0
 """A form declined sooner than this after it was sent was declined by no person: Codex's
-headless run declines every form in 1-2 ms, which a loaded machine stretched past 0.1 s (the
-first threshold). A person reads the form before declining; one declining within a second
+headless run declines every form in 1-2 ms as it sees it, but the server measures from its
+own send to its own read, which a busy machine stretches (0.1 s, the first threshold, left no
+margin for that). A person reads the form before declining; one declining within a second
 only sees the question wait on the web page instead (issue 40)."""
 PROGRESS_ENV = "SESSIONLEDGER_MCP_PROGRESS_S"
 ANSWER_POLL_ENV = "SESSIONLEDGER_MCP_ANSWER_POLL_S"

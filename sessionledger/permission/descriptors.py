@@ -31,7 +31,8 @@ MCP_NAME = re.compile(r"^mcp__([A-Za-z0-9_-]+)__([A-Za-z0-9_.-]+)$")
 OWN_MCP_NAME = re.compile(r"^mcp__?sessionledger__?([A-Za-z]+)$")
 """This ledger's own tools as a host names them when ``setup`` registered its MCP server
 (Claude Code and Codex ``mcp__sessionledger__TodoWrite``, Gemini ``mcp_sessionledger_TodoWrite``):
-they keep their own flags (TodoWrite runs in Plan)."""
+a host's hook lets them through, since the server decides each call itself (TodoWrite runs in
+Plan, a question waits for a person)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,7 +204,9 @@ def named_tool(name: str) -> ToolDescriptor:
         return known
     own = OWN_MCP_NAME.match(name)
     if own is not None and own.group(1) in SERVICE_TOOLS:
-        return SERVICE_TOOLS[own.group(1)]
+        # the ledger's MCP server decides the call itself, on its own session, and asks the
+        # person when the tool needs one: the host's hook lets it through
+        return ToolDescriptor(name=name, kind="mcp", read_only=True, allowed_in_plan_mode=True)
     if MCP_NAME.match(name):
         return mcp_tool(name, read_only=False)
     return ToolDescriptor(
