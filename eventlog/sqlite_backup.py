@@ -85,9 +85,32 @@ def _target_path(target: Path, source: Path, *, overwrite: bool) -> Path:
         raise BackupRefused(f"{target} is the store itself: back up to another file")
     if target.is_dir():
         raise BackupRefused(f"{target} is a directory: name the backup file")
+    kind = _not_a_file(target)
+    if kind is not None:
+        raise BackupRefused(f"{target} is {kind}, not a regular file: a backup replaces only "
+                            "a file; name a new path or a file")
     if target.exists() and not overwrite:
         raise BackupRefused(f"{target} exists: choose another file or pass --overwrite")
     return target
+
+
+def _not_a_file(target: Path) -> str | None:
+    """What ``target`` is when it exists and is not a regular file (a symbolic link, a FIFO,
+    a device, a socket): the rename that publishes a backup would put a file in its place."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    for test, kind in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -605,7 +605,8 @@ def purge(db: str | None, session_id: str) -> None:
 @db_option
 @click.argument("dest", metavar="DEST", type=click.Path(path_type=Path))
 @click.option("--overwrite", is_flag=True,
-              help="Replace DEST if it exists (never the store itself or its -wal/-shm files).")
+              help="Replace DEST if it is an existing regular file (never the store itself or "
+                   "its -wal/-shm files).")
 def backup(db: str | None, dest: Path, overwrite: bool) -> None:
     """Copy the SQLite store to DEST with SQLite's online backup, safe while serve writes.
 
@@ -614,8 +615,9 @@ def backup(db: str | None, dest: Path, overwrite: bool) -> None:
     on meanwhile. It is written beside DEST and renamed into place when complete, so a failed
     backup leaves DEST as it was. Restore by putting the copy in place of the stopped store;
     check it first with `sessionledger audit --db sqlite:///DEST`. Exit 2 when the store is not
-    SQLite or missing, DEST exists (without --overwrite), is the store, or its directory is
-    missing; 1 when the copy fails.
+    SQLite or missing, DEST exists (without --overwrite), is the store, is not a regular file
+    (a FIFO, a device, a socket, a symbolic link: never replaced), or its directory is missing;
+    1 when the copy fails.
     """
     from eventlog import BackupRefused, backup_store
 

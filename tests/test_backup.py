@@ -374,3 +374,53 @@ def test_backup_of_a_serving_store_under_http_load_restores_and_audits(tmp_path:
         assert listed == set(sids)
         for sid in sids:
             assert http.get(f"/v1/sessions/{sid}/audit").json()["ok"] is True
+
+
+def _fifo(tmp_path: Path) -> Path:
+    os.mkfifo(tmp_path / "pipe")
+    return tmp_path / "pipe"
+
+
+def _symlink(tmp_path: Path) -> Path:
+    (tmp_path / "target.txt").write_text("the link's target")
+    (tmp_path / "link.db").symlink_to(tmp_path / "target.txt")
+    return tmp_path / "link.db"
+
+
+def _socket(tmp_path: Path) -> Path:
+    import socket
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp_path / "s.sock"))
+    listener.close()  # the socket file stays
+    return tmp_path / "s.sock"
+
+
+def _device(tmp_path: Path) -> Path:
+    if os.geteuid() != 0:
+        pytest.skip("making a device node needs root")
+    import stat
+
+    os.mknod(tmp_path / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # as /dev/null
+    return tmp_path / "null"
+
+
+NOT_FILES = {"a FIFO": _fifo, "a symbolic link": _symlink, "a socket": _socket,
+             "a character device": _device}
+
+
+@pytest.mark.parametrize("kind", list(NOT_FILES))
+def test_overwrite_replaces_only_a_regular_file(  # issue 41, finding 4
+    ledger: tuple[Path, list[str]], tmp_path: Path, kind: str
+) -> None:
+    path, _sessions = ledger
+    destination = NOT_FILES[kind](tmp_path)
+    before = os.lstat(destination)
+    result = run_cli("backup", "--db", f"sqlite:///{path}", str(destination), "--overwrite",
+                     cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith("error: ") and f"is {kind}, not a regular file" in \
+        result.stderr, result.stderr
+    after = os.lstat(destination)
+    assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)  # left as it was
+    assert leftovers(tmp_path) == []

@@ -100,6 +100,32 @@ def test_off_loopback_without_a_token_exits_2_and_never_binds(
         sock.bind(("127.0.0.1", port))  # nothing ever listened there
 
 
+@pytest.mark.parametrize(("token", "why", "way"), [
+    (" s3cret", "whitespace", "option"), ("s3cret\n", "whitespace", "environment"),
+    ("s3c\x01ret", "control character", "option"), ("s3crét", "not ASCII", "environment"),
+])
+def test_a_token_no_client_could_send_is_refused_at_start(  # issue 41, finding 6
+    tmp_path: Path, token: str, why: str, way: str
+) -> None:
+    port = free_port()
+    db = tmp_path / "ledger.db"
+    given = ["--token", token] if way == "option" else []
+    env = _environment(SESSIONLEDGER_TOKEN=token) if way == "environment" else _environment()
+    result = subprocess.run(
+        [*sessionledger_command(), "serve", "--port", str(port), "--db", f"sqlite:///{db}",
+         "--workspace", str(tmp_path), *given],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    message = result.stderr.strip()
+    assert message.startswith("error: ") and message.count("\n") == 0, message
+    assert "bearer token" in message and why in message, message
+    assert token not in message  # the secret is not echoed
+    assert not db.exists()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", port))  # nothing ever listened there
+
+
 def test_serve_binds_loopback_by_default(tmp_path: Path) -> None:
     with running_server(tmp_path) as server, server.client() as http:
         assert http.get("/v1/sessions").status_code == 200  # no token needed on loopback

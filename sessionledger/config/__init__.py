@@ -169,8 +169,8 @@ class ServerSettings:
             )
         if not (self.stream_poll_s > 0 and self.stream_keepalive_s > 0):
             raise ConfigurationError("stream intervals must be positive")
-        if self.token is not None and not self.token.strip():
-            raise ConfigurationError("the bearer token must not be empty")
+        if self.token is not None:
+            _check_token(self.token)
         if self.token is None and not is_loopback(self.host):
             raise ConfigurationError(
                 f"binding to {self.host!r} (not loopback) requires a bearer token: "
@@ -194,3 +194,25 @@ class ServerSettings:
         from statemachine.interaction import TimerConfig
 
         return TimerConfig(grace_s=self.question_grace_s, deadline_s=self.question_deadline_s)
+
+
+def _check_token(token: str) -> None:
+    """A bearer token every client can send: HTTP strips a header value's leading and
+    trailing whitespace and carries no control characters, and clients send ASCII."""
+    from ..errors import ConfigurationError
+
+    if not token.strip():
+        raise ConfigurationError("the bearer token must not be empty")
+    if token != token.strip():
+        raise ConfigurationError(
+            "the bearer token starts or ends with whitespace, which HTTP strips from the "
+            "Authorization header: no client could send it; remove the spaces")
+    for at, char in enumerate(token, start=1):  # where, not what: the token is a secret
+        if ord(char) < 0x20 or ord(char) == 0x7F:
+            raise ConfigurationError(
+                f"the bearer token holds a control character (character {at}), which an HTTP "
+                "header cannot carry")
+        if ord(char) > 0x7E:
+            raise ConfigurationError(
+                f"the bearer token holds a character that is not ASCII (character {at}): "
+                "clients send header values as ASCII; use letters, digits and punctuation")
