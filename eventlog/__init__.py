@@ -107,6 +107,7 @@ from .errors import (
     UnknownEventType,
     UnknownSchemaVersion,
     UnreadableStore,
+    WriterFailed,
     descriptors_exhausted,
 )
 from .inline import InlineProjection, Progress
@@ -191,6 +192,7 @@ __all__ = [
     "StorageFault",
     "StoreBusy",
     "StoreClosed",
+    "WriterFailed",
     "SystemClock",
     "TodoItemData",
     "TodoPriority",

@@ -63,7 +63,7 @@ from .envelope import (
     decode_row,
     encode_event,
 )
-from .errors import ConcurrencyConflict, EventLogError, UnknownEventType
+from .errors import ConcurrencyConflict, EventLogError, UnknownEventType, WriterFailed
 from .upcasting import UpcasterRegistry
 
 if TYPE_CHECKING:  # imported where a loop submits: a process without one never loads it
@@ -449,6 +449,7 @@ class GroupCommitter(Generic[I, R]):
         self._thread: threading.Thread | None = None
         self._running = False
         self._stopping = False
+        self._in_flight: list[_Pending[I, R]] = []  # the group the writer thread is committing
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -580,7 +581,29 @@ class GroupCommitter(Generic[I, R]):
             thread.join()
 
     def _write_loop(self) -> None:
-        """The writer thread: lead whenever something is queued, until stopped or idle."""
+        """The writer thread, which survives its own faults: an exception of its own (not of
+        a commit, which is its items' outcome) fails every batch still waiting with
+        :class:`~.errors.WriterFailed` and ends the thread as if idle, so the next submit
+        starts a new one; a thread that died silently would leave every later async append
+        waiting for a writer that never comes (issue 41)."""
+        try:
+            self._lead_while_queued()
+        except BaseException as exc:
+            _log.exception("the event log's writer thread failed; a new one takes the next "
+                           "batches")
+            failure = WriterFailed(
+                f"the event log's writer failed ({exc.__class__.__name__}: {exc}) before it "
+                "answered: whether this batch was committed is unknown; read it back or retry "
+                "it with its idempotency key")
+            with self._queue_lock:
+                stranded, self._queue = list(self._in_flight) + self._queue, []
+                self._in_flight = []
+                self._running = False
+            self._settle([p for p in stranded if not p.done],
+                         [failure] * sum(1 for p in stranded if not p.done))
+
+    def _lead_while_queued(self) -> None:
+        """Lead whenever something is queued, until stopped or idle."""
         wake = self._thread_wake
         idle = False
         while True:
@@ -629,7 +652,9 @@ class GroupCommitter(Generic[I, R]):
         with self._queue_lock:
             group = self._queue[: self._max_group]
             del self._queue[: self._max_group]
+            self._in_flight = group  # failed, not lost, if the writer thread fails here
         self._settle(group, self._commit_all([p.item for p in group], len(group)))
+        self._in_flight = []
 
     @overload
     def _commit_all(self, items: Sequence[I], count: int) -> Sequence[R | BaseException]: ...

@@ -36,6 +36,7 @@ __all__ = [
     "StorageFault",
     "StoreBusy",
     "StoreClosed",
+    "WriterFailed",
     "UnknownEventType",
     "UnknownSchemaVersion",
     "UnreadableStore",
@@ -91,6 +92,12 @@ class StoreBusy(EventLogError):
 
 class StoreClosed(EventLogError):
     """The store was closed; no more appends or reads are accepted."""
+
+
+class WriterFailed(EventLogError):
+    """The writer thread failed before it answered (an error of its own, not of a commit):
+    whether the batch was committed is unknown — read it back, or retry it with its
+    idempotency key. A new writer takes the next batches."""
 
 
 class StorageFault(EventLogError):

@@ -75,6 +75,7 @@ from eventlog import (
     UnknownEventType,
     UnknownSchemaVersion,
     UnreadableStore,
+    WriterFailed,
     check_json,
 )
 from eventlog.appending import Subscribers
@@ -259,6 +260,8 @@ def from_eventlog(exc: EventLogError, *, opening: str | None = None) -> SessionL
         return ServiceUnavailable(f"the event store is busy: {message}")
     if isinstance(exc, StoreClosed):
         return ServiceUnavailable("the event store is closed: the service is stopping")
+    if isinstance(exc, WriterFailed):
+        return ServiceUnavailable(message)
     if isinstance(exc, DescriptorsExhausted):
         return OutOfDescriptors(message)
     if isinstance(exc, StorageFault):

@@ -7,13 +7,18 @@ failing commit failing exactly the callers of its group.
 
 from __future__ import annotations
 
+import asyncio
+import errno
+import itertools
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
-from eventlog.appending import GroupCommitter
+from eventlog import WriterFailed
+from eventlog.appending import GroupCommitter, _Latch
 
 THREADS = 32
 PER_THREAD = 200
@@ -278,3 +283,54 @@ def test_a_commit_that_would_wait_is_left_to_the_writer_thread() -> None:  # D19
     assert asyncio.run(one(plain, 6)) == 12
     plain.stop()
     assert recorder.threads == ["eventlog-writer", "eventlog-writer"]
+
+
+# -- the writer thread's own faults (issue 41, finding 3) ---------------------------------------
+
+
+class FaultyLatch(_Latch):
+    """The writer thread's latch, whose ``wait`` fails ``times`` times as a sleep under a
+    faked clock did (EINVAL)."""
+
+    def __init__(self, times: int) -> None:
+        super().__init__()
+        self.times = times
+
+    def wait(self, timeout: float = -1) -> bool:
+        if self.times > 0:
+            self.times -= 1
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return super().wait(timeout)
+
+
+async def _gathered(committer: GroupCommitter[int, int], items: Sequence[int]) -> list[Any]:
+    futures = [committer.submit_async(item) for item in items]  # one pass: the writer thread
+    return list(await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), 10))
+
+
+def test_a_writer_thread_that_fails_is_replaced_by_the_next_submit() -> None:
+    committer: GroupCommitter[int, int] = GroupCommitter(Recorder())
+    committer._thread_wake = FaultyLatch(times=1)  # the thread's idle wait fails once
+    assert asyncio.run(_gathered(committer, [1, 2, 3])) == [2, 4, 6]
+    deadline = time.monotonic() + 5
+    while committer._running and time.monotonic() < deadline:
+        time.sleep(0.01)  # the failed thread has ended, and says so
+    assert not committer._running
+    assert asyncio.run(_gathered(committer, [4, 5])) == [8, 10]  # a new writer answers
+    committer.stop()
+
+
+def test_the_group_in_flight_when_the_writer_fails_gets_a_clear_error() -> None:
+    calls = itertools.count()
+
+    def timer() -> float:  # the time taken after the first commit: the thread's own fault
+        if next(calls) == 1:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return time.perf_counter()
+
+    committer: GroupCommitter[int, int] = GroupCommitter(Recorder(), timer=timer)
+    outcomes = asyncio.run(_gathered(committer, [1, 2]))
+    assert all(isinstance(o, WriterFailed) for o in outcomes), outcomes
+    assert "whether this batch was committed is unknown" in str(outcomes[0])
+    assert asyncio.run(_gathered(committer, [3])) == [6]
+    committer.stop()
