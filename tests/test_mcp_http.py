@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import httpx
+import pytest
 from mcp import Client, ClientSession
 from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
@@ -137,6 +138,27 @@ def test_the_mcp_endpoint_refuses_a_foreign_host(tmp_path: Path) -> None:  # EG-
     # The app's one Host rule answers, with the JSON error of every route (not the SDK's text).
     assert response.status_code == 421
     assert response.json()["error"]["code"] == "misdirected_request"
+
+
+@pytest.mark.parametrize("last_event_id", ["5", "garbage %$#", "", "0" * 300])
+def test_a_get_asking_to_resume_gets_a_new_stream_not_a_500(  # issue 41, finding 8
+        tmp_path: Path, last_event_id: str) -> None:
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    with running_server(tmp_path) as server, httpx.Client(base_url=server.base_url,
+                                                         timeout=10) as http:
+        opened = http.post("/mcp", json=initialize, headers=accept)
+        assert opened.status_code == 200, opened.text
+        headers = {"Accept": "text/event-stream", "Mcp-Protocol-Version": "2025-11-25",
+                   "Mcp-Session-Id": opened.headers["mcp-session-id"],
+                   "Last-Event-ID": last_event_id}
+        with http.stream("GET", "/mcp", headers=headers) as stream:
+            assert stream.status_code == 200
+            assert stream.headers["content-type"].startswith("text/event-stream")
+        assert http.get("/healthz").status_code == 200
+        assert "without starting response" not in server.log()
 
 
 def test_a_2026_client_names_its_session_in_the_url(tmp_path: Path) -> None:

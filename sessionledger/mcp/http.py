@@ -79,12 +79,24 @@ class McpHttpTransport:
         post = _Post.of(scope)
         if post is not None:
             receive = post.watching(receive)
+        elif scope.get("method") == "GET":
+            scope = _without_resumption(scope)
         try:
             await _completed(manager.asgi_app, scope, receive, send, post)
         finally:
             if post is not None and post.left:
                 with anyio.CancelScope(shield=True):
                     await post.cancel(manager)
+
+
+def _without_resumption(scope: Scope) -> Scope:
+    """A GET's scope without ``Last-Event-ID``: this server keeps no event store to replay
+    from (the SDK then returned without any response: a 500), and a client asking to resume
+    gets a new stream, which the MCP transport allows a server without resumption."""
+    headers = scope.get("headers") or []
+    if not any(name.lower() == b"last-event-id" for name, _value in headers):
+        return scope
+    return {**scope, "headers": [(n, v) for n, v in headers if n.lower() != b"last-event-id"]}
 
 
 class _Post:
