@@ -249,6 +249,7 @@ def test_after_codex_compacts_the_next_request_carries_the_todo_list(
     assert [e for e in events if e["type"] == "ContextCompacted"], "no compaction recorded"
 
 
+PLAN = "# Port the parser\n\n1. Read the grammar\n2. Port it\n"
 QUESTION = {"questions": [{"question": "Which parser?", "header": "Parser", "multiSelect": False,
                            "options": [{"label": "PEG", "description": "a PEG parser"},
                                        {"label": "LALR", "description": "an LALR parser"}]}]}
@@ -257,53 +258,75 @@ QUESTION = {"questions": [{"question": "Which parser?", "header": "Parser", "mul
 def test_codex_reaches_the_ledgers_tools_on_its_first_turn_and_a_person_answers(
         hosts: ClaudeCode, served: ServerProcess) -> None:  # issue 40, acceptance 3
     # setup's MCP entry (sessionledger mcp over stdio, required): Codex waits for it, the model
-    # finds its tools with tool_search on the first turn; the question goes pending (Codex's
-    # headless run declines forms in milliseconds: no person), is answered on the respond
-    # route, and the model's next InteractionStatus gets the answer.
+    # finds its tools with tool_search on the first turn; a question and then a plan go
+    # pending (Codex's headless run declines forms in milliseconds: no person), are answered
+    # on the respond route, and the model's next InteractionStatus gets each answer.
     project = project_in(served)
     waiting: queue.Queue[dict[str, Any]] = queue.Queue()
-    answered = threading.Event()
+    answered = [threading.Event(), threading.Event()]
 
-    def asked(body: Any) -> dict[str, Any]:
-        pending = _last_output(body)  # the test thread says what is wrong with it
-        waiting.put(pending)
-        answered.wait(90)
-        return {"interactionId": pending.get("interactionId")}
+    def asked(which: int) -> Any:
+        def status(body: Any) -> dict[str, Any]:
+            pending = _last_output(body)  # the test thread says what is wrong with it
+            waiting.put(pending)
+            answered[which].wait(90)
+            return {"interactionId": pending.get("interactionId")}
+        return status
 
     script: list[list[Any]] = [
         [Search("ask the user a question")],
         [ToolUse("mcp__sessionledger.AskUserQuestion", QUESTION)],
-        [ToolUse("mcp__sessionledger.InteractionStatus", asked)],
-        [Text("PEG it is.")],
+        [ToolUse("mcp__sessionledger.InteractionStatus", asked(0))],
+        [ToolUse("mcp__sessionledger.EnterPlanMode", {})],
+        [ToolUse("mcp__sessionledger.ExitPlanMode", {"plan": PLAN})],
+        [ToolUse("mcp__sessionledger.InteractionStatus", asked(1))],
+        [Text("PEG it is, and the plan is approved.")],
     ]
+    answers = [{"decision": "modify", "input": {**QUESTION, "answers": {"Which parser?": "PEG"}}},
+               {"decision": "approve"}]
     runs: list[Any] = []
+    statuses: list[dict[str, Any]] = []
     with ResponsesModel(script) as model:
         set_up(project, served, model, "--db", served.db_url)
         run = threading.Thread(target=lambda: runs.append(run_codex(hosts.codex, project)))
         run.start()
         try:
-            pending = waiting.get(timeout=90)
-            assert pending["status"] == "pending", pending
             with httpx.Client(base_url=served.base_url, timeout=30) as http:
-                answer = http.post(
-                    f"/v1/sessions/{pending['sessionId']}/interactions/"
-                    f"{pending['interactionId']}/respond", json={"decision": "modify", "input": {
-                        **QUESTION, "answers": {"Which parser?": "PEG"}}})
-                assert answer.status_code == 200, answer.text
+                for which, answer in enumerate(answers):
+                    pending = waiting.get(timeout=90)
+                    assert pending["status"] == "pending", pending
+                    given = http.post(f"/v1/sessions/{pending['sessionId']}/interactions/"
+                                      f"{pending['interactionId']}/respond", json=answer)
+                    assert given.status_code == 200, given.text
+                    answered[which].set()
         finally:
-            answered.set()
+            for event in answered:
+                event.set()
             run.join(120)
         (done,) = runs
         assert done.returncode == 0, done.stderr[-2000:]
         first_tools = _tool_names(model.main_requests()[1].body)
-        status = _last_output(model.main_requests()[-1].body)
+        statuses = [_last_output(r.body) for r in model.main_requests()
+                    if _answered_call(r.body) == "InteractionStatus"]
     assert "mcp__sessionledger.AskUserQuestion" in first_tools, first_tools
-    assert status["status"] == "completed" and "PEG" in json.dumps(status), status
+    question, plan = statuses
+    assert question["status"] == "completed" and "PEG" in json.dumps(question), question
+    assert plan["status"] == "completed" and plan.get("success") is True, plan
     with httpx.Client(base_url=served.base_url, timeout=30) as http:
         events = http.get(f"/v1/sessions/{pending['sessionId']}/events",
                           params={"limit": 1000}).json()["events"]
     resolved = [e["data"]["decision"] for e in events if e["type"] == "InteractionResolved"]
-    assert resolved == ["modify"], resolved  # Codex's decline was never taken for an answer
+    assert resolved == ["modify", "approve"], resolved  # no decline of Codex's taken for one
+    assert [e["data"]["plan"] for e in events if e["type"] == "PlanApproved"] == [PLAN]
+
+
+def _answered_call(body: Any) -> str | None:
+    """The tool whose output ends the request's input, if it ends with one."""
+    items = body.get("input", [])
+    if len(items) < 2 or items[-1].get("type") != "function_call_output":
+        return None
+    call = items[-2]
+    return str(call.get("name")) if call.get("type") == "function_call" else None
 
 
 def _last_output(body: Any) -> dict[str, Any]:

@@ -169,6 +169,7 @@ def test_setup_gemini_merges_and_removes_only_its_own(
     assert json.loads(settings.read_text(encoding="utf-8")) == mine
 
 
+PLAN = "# Port the parser\n\n1. Read the grammar\n2. Port it\n"
 QUESTION = {"questions": [{"question": "Which parser?", "header": "Parser", "multiSelect": False,
                            "options": [{"label": "PEG", "description": "a PEG parser"},
                                        {"label": "LALR", "description": "an LALR parser"}]}]}
@@ -178,53 +179,69 @@ QUESTION = {"questions": [{"question": "Which parser?", "header": "Parser", "mul
 def test_gemini_calls_the_ledgers_tools_on_its_first_turn_and_a_person_answers(
         hosts: ClaudeCode, served: ServerProcess) -> None:  # issue 40, acceptance 3
     # setup's MCP entry (sessionledger mcp over stdio): Gemini, which offers no elicitation,
-    # gets the question pending; it is answered on the respond route and the model's next
-    # InteractionStatus gets the answer.
+    # gets a question and then a plan pending; each is answered on the respond route and the
+    # model's next InteractionStatus gets the answer.
     project = project_in(served)
     set_up(project, served, "--db", served.db_url)
     waiting: queue.Queue[dict[str, Any]] = queue.Queue()
-    answered = threading.Event()
+    answered = [threading.Event(), threading.Event()]
+    statuses: list[dict[str, Any]] = []
 
-    def asked(body: Any) -> dict[str, Any]:
-        pending = _last_document(body)
-        waiting.put(pending)
-        assert answered.wait(90), "nobody answered the question"
-        return {"interactionId": pending.get("interactionId")}
+    def asked(which: int) -> Any:
+        def status(body: Any) -> dict[str, Any]:
+            pending = _last_document(body)
+            waiting.put(pending)
+            answered[which].wait(90)
+            return {"interactionId": pending.get("interactionId")}
+        return status
+
+    def seen(body: Any) -> dict[str, Any]:
+        statuses.append(_last_document(body))
+        return {}
 
     script: list[list[Any]] = [
         [ToolUse("mcp_sessionledger_AskUserQuestion", QUESTION)],
-        [ToolUse("mcp_sessionledger_InteractionStatus", asked)],
+        [ToolUse("mcp_sessionledger_InteractionStatus", asked(0))],
+        [ToolUse("mcp_sessionledger_EnterPlanMode", seen)],
+        [ToolUse("mcp_sessionledger_ExitPlanMode", {"plan": PLAN})],
+        [ToolUse("mcp_sessionledger_InteractionStatus", asked(1))],
+        [ToolUse("mcp_sessionledger_TodoRead", seen)],
     ]
+    answers = [{"decision": "modify", "input": {**QUESTION, "answers": {"Which parser?": "PEG"}}},
+               {"decision": "approve"}]
     runs: list[Any] = []
     with GeminiModel(script) as model:
         run = threading.Thread(target=lambda: runs.append(
             run_gemini(hosts.gemini, project, model.url, "--yolo")))
         run.start()
         try:
-            pending = waiting.get(timeout=90)
-            assert pending["status"] == "pending", pending
             with httpx.Client(base_url=served.base_url, timeout=30) as http:
-                answer = http.post(
-                    f"/v1/sessions/{pending['sessionId']}/interactions/"
-                    f"{pending['interactionId']}/respond", json={"decision": "modify", "input": {
-                        **QUESTION, "answers": {"Which parser?": "PEG"}}})
-                assert answer.status_code == 200, answer.text
+                for which, answer in enumerate(answers):
+                    pending = waiting.get(timeout=90)
+                    assert pending["status"] == "pending", pending
+                    given = http.post(f"/v1/sessions/{pending['sessionId']}/interactions/"
+                                      f"{pending['interactionId']}/respond", json=answer)
+                    assert given.status_code == 200, given.text
+                    answered[which].set()
         finally:
-            answered.set()
+            for event in answered:
+                event.set()
             run.join(120)
         (done,) = runs
         assert done.returncode == 0, done.stderr[-2000:]
         first_tools = model.main_requests()[0]
-        status = _last_document(model.main_requests()[-1].body)
     offered = [d["name"] for t in first_tools.body["tools"] for d in t.get(
         "functionDeclarations", [])]
     assert "mcp_sessionledger_AskUserQuestion" in offered, offered
-    assert status["status"] == "answered" and "PEG" in status["text"], status
+    question, plan = statuses  # what InteractionStatus answered, read by the next turn
+    assert question["status"] == "answered" and "PEG" in question["text"], question
+    assert plan["status"] == "answered" and "approved" in plan["text"], plan
     with httpx.Client(base_url=served.base_url, timeout=30) as http:
         events = http.get(f"/v1/sessions/{pending['sessionId']}/events",
                           params={"limit": 1000}).json()["events"]
     resolved = [e["data"]["decision"] for e in events if e["type"] == "InteractionResolved"]
-    assert resolved == ["modify"], resolved
+    assert resolved == ["modify", "approve"], resolved
+    assert [e["data"]["plan"] for e in events if e["type"] == "PlanApproved"] == [PLAN]
 
 
 def _last_document(body: Any) -> dict[str, Any]:
