@@ -298,3 +298,20 @@ def test_cli_audit_lists_findings_exits_0_and_1_with_strict(tmp_path: Path) -> N
                                            "callId": "call_w", "path": "src/x.py"}]
     assert by_id[clean]["findings"] == []
     assert _cli("audit", "--json", "--strict", *db, cwd=tmp_path).returncode == 1
+
+
+def test_a_clock_set_back_is_a_finding_not_a_broken_chain(ledger: Ledger) -> None:
+    # issue 41, finding 2: recordedAt ran backwards inside a session and audit said ok.
+    sid = ledger.service.create_session(workspace=str(ledger.root))["sessionId"]
+    ran(ledger, sid, "c1", "Read", {"file_path": "a"})
+    ledger.advance(-3600)  # the wall clock is set back an hour
+    ran(ledger, sid, "c2", "Read", {"file_path": "b"})
+    ran(ledger, sid, "c3", "Read", {"file_path": "c"})  # later than c2: no second finding
+    ledger.advance(7200)
+    ran(ledger, sid, "c4", "Read", {"file_path": "d"})
+    found = findings(ledger, sid)  # the chain and projections are ok
+    (stepped,) = [f for f in found if f["kind"] == "clock_stepped_back"]
+    assert stepped["seq"] == seq_of(ledger, sid, "ToolCallRequested", "c2")
+    assert stepped["recordedAt"] < stepped["previousRecordedAt"]
+    report = ledger.service.audit_report(sid)
+    assert "the server's clock was set back" in "\n".join(str(f) for f in report.findings)

@@ -362,9 +362,11 @@ class AuditFinding(_Wire):
     not a fault. Each kind has its own keys: ``write_in_plan`` ``tool``, ``callId`` and
     ``path`` or ``command`` when the call had one; ``dropped_unfinished_todos`` ``dropped``
     (the items' contents); ``unanswered_question`` ``interactionId``, ``callId``,
-    ``decision`` (``autoContinued``, ``deny`` or ``withdrawn``) and ``questions`` (texts)."""
+    ``decision`` (``autoContinued``, ``deny`` or ``withdrawn``) and ``questions`` (texts);
+    ``clock_stepped_back`` ``recordedAt`` and ``previousRecordedAt``."""
 
-    kind: Literal["write_in_plan", "dropped_unfinished_todos", "unanswered_question"]
+    kind: Literal["write_in_plan", "dropped_unfinished_todos", "unanswered_question",
+                  "clock_stepped_back"]
     seq: int
     tool: str | None = None
     callId: str | None = None
@@ -374,6 +376,8 @@ class AuditFinding(_Wire):
     interactionId: str | None = None
     decision: Literal["autoContinued", "deny", "withdrawn"] | None = None
     questions: list[str] | None = None
+    recordedAt: str | None = None
+    previousRecordedAt: str | None = None
 
 
 class AuditDocument(_Wire):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,6 +39,7 @@ from eventlog import (
     ToolCallCompleted,
     ToolCallRequested,
     Undecodable,
+    parse_instant,
 )
 from projections import Projections, SessionFold, compare_session
 from statemachine.execution import ExecutionState
@@ -77,7 +79,8 @@ class UndecodableAt:
         return f"undecodable at seq {self.seq}: {self.type} event ({self.reason})"
 
 
-FindingKind = Literal["write_in_plan", "dropped_unfinished_todos", "unanswered_question"]
+FindingKind = Literal["write_in_plan", "dropped_unfinished_todos", "unanswered_question",
+                      "clock_stepped_back"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +107,9 @@ class Finding:
             text = f"{len(dropped)} unfinished {noun} dropped: " + ", ".join(
                 _quoted(c) for c in dropped
             )
+        elif self.kind == "clock_stepped_back":
+            text = (f"recorded at {d['recordedAt']}, before the event it follows "
+                    f"({d['previousRecordedAt']}): the server's clock was set back")
         else:
             questions = list(d["questions"])
             text = f"{d['decision']}: " + (
@@ -115,6 +121,12 @@ class Finding:
 def _quoted(text: str) -> str:
     return '"' + text.replace("\n", " ") + '"'
 
+
+CLOCK_STEP_TOLERANCE_S = 1.0
+"""How far back a ``recordedAt`` may lie behind the one before it without a finding: writers
+stamp a batch when they commit it (SQLite inside its write lock, PostgreSQL just before its
+transaction, on each replica's clock), so a later event may carry an earlier time by a few
+milliseconds; a clock set back lies further."""
 
 _UNANSWERED = frozenset({"autoContinued", "deny", "withdrawn"})
 """How an askUserQuestion interaction ends without the user's answer: the timer continued,
@@ -140,6 +152,11 @@ class FindingsReader:
 
     ``unanswered_question`` — an ``askUserQuestion`` interaction resolved ``autoContinued``,
     ``deny`` (declined) or ``withdrawn``, at the seq of its ``InteractionResolved``.
+
+    ``clock_stepped_back`` — an event whose ``recordedAt`` is more than
+    :data:`CLOCK_STEP_TOLERANCE_S` earlier than the one before it in the session: the writer's
+    wall clock was set back (issue 41). The chain is intact (it
+    does not hash time order); what the times say of the session's pace is not.
     """
 
     def __init__(self) -> None:
@@ -149,12 +166,14 @@ class FindingsReader:
         self._plan_files: set[str] = set()
         self._questions: dict[str, InteractionRequested] = {}
         self._found: list[Finding] = []
+        self._last_recorded: tuple[datetime, str] | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
         return tuple(self._found)
 
     def see(self, event: RecordedEvent) -> None:
+        self._clock(event)
         data = event.data
         if isinstance(data, SessionCreated):
             self._plan = data.execution_state.plan_enabled
@@ -183,6 +202,18 @@ class FindingsReader:
                     "interactionId": data.interaction_id, "callId": data.call_id,
                     "decision": data.decision, "questions": _question_texts(asked.payload),
                 }))
+
+    def _clock(self, event: RecordedEvent) -> None:
+        try:
+            at = parse_instant(event.recorded_at)
+        except (ValueError, OverflowError):
+            return  # an unreadable time is the chain check's to report
+        last = self._last_recorded
+        if last is not None and (last[0] - at).total_seconds() > CLOCK_STEP_TOLERANCE_S:
+            self._found.append(Finding("clock_stepped_back", event.seq, {
+                "recordedAt": event.recorded_at, "previousRecordedAt": last[1],
+            }))
+        self._last_recorded = (at, event.recorded_at)  # one finding per step back
 
     def _completed(self, seq: int, data: ToolCallCompleted) -> None:
         requested, plan_at_request = self._requested.pop(data.call_id, (None, False))
