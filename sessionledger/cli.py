@@ -1124,23 +1124,33 @@ def import_() -> None:
     """Import sessions another coding agent recorded."""
 
 
+def _import_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options every ``import HOST`` takes."""
+    for option in reversed((
+        db_option,
+        click.argument("paths", metavar="PATH…", nargs=-1, required=True,
+                       type=click.Path(exists=True, path_type=Path)),
+        click.option(
+            "--workspace", type=click.Path(exists=True, file_okay=False, path_type=Path),
+            default=None,
+            help="Workspace root, as for serve: a session's cwd must lie inside it. Default: "
+                 "the current directory.",
+        ),
+        click.option(
+            "--into", type=click.Path(exists=True, file_okay=False, path_type=Path),
+            default=None, metavar="DIR",
+            help="Record every imported session in DIR (inside the root) whatever cwd its "
+                 "file names: for files from another machine.",
+        ),
+        click.option("--json", "as_json", is_flag=True,
+                     help="One JSON document with every file's outcome instead of text."),
+    )):
+        command = option(command)
+    return command
+
+
 @import_.command("claude-code")
-@db_option
-@click.argument("paths", metavar="PATH…", nargs=-1, required=True,
-                type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "--workspace", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-    help="Workspace root, as for serve: a transcript's cwd must lie inside it. "
-         "Default: the current directory.",
-)
-@click.option(
-    "--into", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-    metavar="DIR",
-    help="Record every imported session in DIR (inside the root) whatever cwd its transcript "
-         "names: for transcripts from another machine.",
-)
-@click.option("--json", "as_json", is_flag=True,
-              help="One JSON document with every transcript's outcome instead of text.")
+@_import_options
 def import_claude_code(
     db: str | None, paths: tuple[Path, ...], workspace: Path | None, into: Path | None,
     as_json: bool,
@@ -1183,23 +1193,7 @@ def _import_host_command(host: str) -> None:
     A malformed line is reported as file:line on stderr and skipped whole. Exit 0 when every
     file was imported, 1 when one could not be, 2 on bad arguments.
     """)
-    @db_option
-    @click.argument("paths", metavar="PATH…", nargs=-1, required=True,
-                    type=click.Path(exists=True, path_type=Path))
-    @click.option(
-        "--workspace", type=click.Path(exists=True, file_okay=False, path_type=Path),
-        default=None,
-        help="Workspace root, as for serve: a session's cwd must lie inside it. Default: the "
-             "current directory.",
-    )
-    @click.option(
-        "--into", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-        metavar="DIR",
-        help="Record every imported session in DIR (inside the root) whatever cwd its file "
-             "names: for files from another machine.",
-    )
-    @click.option("--json", "as_json", is_flag=True,
-                  help="One JSON document with every file's outcome instead of text.")
+    @_import_options
     def run_import(db: str | None, paths: tuple[Path, ...], workspace: Path | None,
                    into: Path | None, as_json: bool) -> None:
         _import_files(host, db, paths, workspace, into, as_json)

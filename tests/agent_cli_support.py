@@ -170,3 +170,24 @@ def audited(db_url: str, session_id: str, cwd: Path) -> list[tuple[str, str]]:
     assert done.returncode == 0, done.stdout + done.stderr
     (document,) = json.loads(done.stdout)["sessions"]
     return sorted((f["kind"], f.get("callId") or "") for f in document["findings"])
+
+
+def imports_as_hooked(host: str, file: Path, server: ServerProcess, external: str,
+                      hooked: list[dict[str, Any]], cwd: Path) -> None:
+    """A host's session file imports as its hooks recorded the session (issue 40, acceptance
+    2): into a fresh ledger the same calls, outcomes, todo lists and audit findings (none:
+    the refused writes never ran), again nothing; into the hooked session no call twice."""
+    session_id, _events = ledger_session(server, external)
+    findings = audited(server.db_url, session_id, cwd)
+    assert findings == []
+    fresh = f"sqlite:///{cwd / 'fresh.db'}"
+    (report,) = imported(host, [file], fresh, server.workspace, cwd)
+    assert report["sessionId"] == session_id and report["skipped"] == [], report
+    assert outcomes_of(session_events(fresh, session_id)) == outcomes_of(hooked)
+    assert audited(fresh, session_id, cwd) == findings
+    (again,) = imported(host, [file], fresh, server.workspace, cwd)
+    assert again["appended"] == 0, again
+    imported(host, [file], server.db_url, server.workspace, cwd)
+    _id, after = ledger_session(server, external)
+    assert outcomes_of(after) == outcomes_of(hooked), "the import recorded a call again"
+    assert all(e["type"] == "MessageRecorded" for e in after[len(hooked):]), after[len(hooked):]

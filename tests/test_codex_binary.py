@@ -18,13 +18,10 @@ from typing import Any
 import httpx
 import pytest
 from agent_cli_support import (
-    audited,
     codex_config,
-    imported,
+    imports_as_hooked,
     ledger_session,
-    outcomes_of,
     run_codex,
-    session_events,
     sessionledger,
 )
 from claude_binary_support import installed_claude, project_in
@@ -124,19 +121,7 @@ def test_plan_set_in_the_ledger_refuses_codexs_writes_and_the_rollout_imports_al
 
     # acceptance 2: its rollout imports as its hooks recorded it
     (rollout,) = (project / ".home" / ".codex" / "sessions").rglob("rollout-*.jsonl")
-    findings = audited(served.db_url, _id, tmp_path)
-    assert findings == []  # the refused writes never ran; every call has its outcome
-    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
-    (report,) = imported("codex", [rollout], fresh, served.workspace, tmp_path)
-    assert report["sessionId"] == _id and report["skipped"] == [], report
-    assert outcomes_of(session_events(fresh, _id)) == outcomes_of(events)
-    assert audited(fresh, _id, tmp_path) == findings
-    (again,) = imported("codex", [rollout], fresh, served.workspace, tmp_path)
-    assert again["appended"] == 0, again
-    imported("codex", [rollout], served.db_url, served.workspace, tmp_path)
-    _id, after = ledger_session(served, thread)
-    assert outcomes_of(after) == outcomes_of(events), "the import recorded a call again"
-    assert all(e["type"] == "MessageRecorded" for e in after[len(events):]), after[len(events):]
+    imports_as_hooked("codex", rollout, served, thread, events, tmp_path)
 
 
 @pytest.mark.slow

@@ -18,13 +18,10 @@ from typing import Any
 import httpx
 import pytest
 from agent_cli_support import (
-    audited,
     gemini_settings,
-    imported,
+    imports_as_hooked,
     ledger_session,
-    outcomes_of,
     run_gemini,
-    session_events,
     sessionledger,
 )
 from claude_binary_support import installed_claude, project_in
@@ -132,18 +129,7 @@ def test_plan_refuses_geminis_writes_its_todos_are_the_sessions_and_its_chat_imp
 
     # acceptance 2: its chat recording imports as its hooks recorded it
     (chat,) = (project / ".home" / ".gemini" / "tmp").rglob("session-*.jsonl")
-    findings = audited(served.db_url, _id, tmp_path)
-    assert findings == []  # the refused writes never ran; every call has its outcome
-    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
-    (report,) = imported("gemini", [chat], fresh, served.workspace, tmp_path)
-    assert report["sessionId"] == _id and report["skipped"] == [], report
-    assert outcomes_of(session_events(fresh, _id)) == outcomes_of(events)
-    assert audited(fresh, _id, tmp_path) == findings
-    (again,) = imported("gemini", [chat], fresh, served.workspace, tmp_path)
-    assert again["appended"] == 0, again
-    imported("gemini", [chat], served.db_url, served.workspace, tmp_path)
-    _id, after = ledger_session(served, external)
-    assert outcomes_of(after) == outcomes_of(events), "the import recorded a call again"
+    imports_as_hooked("gemini", chat, served, external, events, tmp_path)
 
 
 def test_setup_gemini_merges_and_removes_only_its_own(

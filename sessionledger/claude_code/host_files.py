@@ -48,7 +48,7 @@ from .observations import (
     gemini_call_id,
 )
 from .recorder import REFUSED_HERE
-from .transcripts import Skipped, Transcript, TranscriptFile
+from .transcripts import MalformedLine, Skipped, Transcript, TranscriptFile, json_object_line
 
 __all__ = ["BLOCKED", "read_codex_rollout", "read_gemini_chat"]
 
@@ -56,39 +56,13 @@ BLOCKED = ("Command blocked by PreToolUse hook: ", "Tool execution blocked: ")
 """How Codex and Gemini show the model a call a hook refused, before the hook's reason."""
 
 
-class _Malformed(Exception):
-    pass
-
-
-def _lines(path: Path) -> Any:
-    """``(number, object or None, problem or None)`` per line; ``None`` for a blank line."""
-    with path.open("rb") as stream:
-        for number, raw in enumerate(stream, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                yield number, None, f"not UTF-8 ({error.reason} at byte {error.start})"
-                continue
-            if not text.strip():
-                continue
-            try:
-                value = json.loads(text)
-            except (ValueError, RecursionError) as error:
-                yield number, None, f"not JSON ({str(error).splitlines()[0]})"
-                continue
-            if not isinstance(value, dict):
-                yield number, None, "not a JSON object"
-                continue
-            yield number, value, None
-
-
 def _instant(value: Any) -> str:
     if not isinstance(value, str):
-        raise _Malformed("no \"timestamp\"")
+        raise MalformedLine("no \"timestamp\"")
     try:
         return format_instant(parse_instant(value))
     except (ValueError, OverflowError):
-        raise _Malformed(f"\"timestamp\" {value!r} is not an ISO 8601 instant") from None
+        raise MalformedLine(f"\"timestamp\" {value!r} is not an ISO 8601 instant") from None
 
 
 def _refused(content: str) -> tuple[str, bool]:
@@ -113,7 +87,7 @@ class _Read:
 
     def origin(self, at: str, client: str) -> Origin:
         if self.session is None:
-            raise _Malformed("a line before the session's first line")
+            raise MalformedLine("a line before the session's first line")
         return Origin(session_id=self.session, client=client, cwd=self.cwd, occurred_at=at)
 
 
@@ -122,23 +96,24 @@ def _read(path: str | Path | TranscriptFile, client: str,
     file = path if isinstance(path, TranscriptFile) else TranscriptFile(Path(path))
     transcript = Transcript(file.path)
     state = _Read(file, transcript)
-    for number, value, problem in _lines(file.path):
-        transcript.lines = number
-        where = f"{file.path}:{number}"
-        if value is None:
-            transcript.skipped.append(Skipped(number, problem or "unreadable", where))
-            continue
-        try:
-            observations = line(state, value)
-            at = _instant(value.get("timestamp")) if observations else ""
-            origin = state.origin(at, client) if observations else None
-        except (_Malformed, KeyError, TypeError, AttributeError) as error:
-            reason = str(error) if isinstance(error, _Malformed) else \
-                f"not a {client} line ({error.__class__.__name__}: {error})"
-            transcript.skipped.append(Skipped(number, reason, where))
-            continue
-        if origin is not None:
-            transcript.seen += [Seen(origin, o, where) for o in observations]
+    with file.path.open("rb") as stream:
+        for number, raw in enumerate(stream, start=1):
+            transcript.lines = number
+            where = f"{file.path}:{number}"
+            try:
+                value = json_object_line(raw)
+                if value is None:
+                    continue
+                observations = line(state, value)
+                at = _instant(value.get("timestamp")) if observations else ""
+                origin = state.origin(at, client) if observations else None
+            except (MalformedLine, KeyError, TypeError, AttributeError) as error:
+                reason = str(error) if isinstance(error, MalformedLine) else \
+                    f"not a {client} line ({error.__class__.__name__}: {error})"
+                transcript.skipped.append(Skipped(number, reason, where))
+                continue
+            if origin is not None:
+                transcript.seen += [Seen(origin, o, where) for o in observations]
     return transcript
 
 
@@ -153,11 +128,11 @@ def read_codex_rollout(path: str | Path | TranscriptFile) -> Transcript:
 def _codex_line(state: _Read, value: dict[str, Any]) -> list[Observation]:
     kind, payload = value.get("type"), value.get("payload")
     if not isinstance(payload, dict):
-        raise _Malformed("no \"payload\" object")
+        raise MalformedLine("no \"payload\" object")
     if kind == "session_meta":
         session = payload.get("id")
         if not isinstance(session, str) or not session:
-            raise _Malformed("a session_meta without \"id\"")
+            raise MalformedLine("a session_meta without \"id\"")
         state.session = state.session or session
         cwd = payload.get("cwd")
         state.cwd = state.cwd or (cwd if isinstance(cwd, str) else None)
@@ -185,7 +160,7 @@ def _codex_line(state: _Read, value: dict[str, Any]) -> list[Observation]:
     if item in ("function_call", "custom_tool_call"):
         call_id, name = payload["call_id"], payload["name"]
         if not isinstance(call_id, str) or not isinstance(name, str):
-            raise _Malformed("a call without \"call_id\" or \"name\"")
+            raise MalformedLine("a call without \"call_id\" or \"name\"")
         tool, given = _codex_call(name, payload)
         state.calls[call_id] = (tool, given)
         return [ToolUse(tool=tool, input=given, tool_use_id=call_id)]
@@ -255,7 +230,7 @@ def _gemini_line(state: _Read, value: dict[str, Any]) -> list[Observation]:
     if "sessionId" in value and "type" not in value:  # the header
         session = value["sessionId"]
         if not isinstance(session, str) or not session:
-            raise _Malformed("a header without \"sessionId\"")
+            raise MalformedLine("a header without \"sessionId\"")
         state.session = state.session or session
         return []
     if "$set" in value or "$unset" in value:

@@ -62,11 +62,13 @@ from .observations import (
 )
 
 __all__ = [
+    "MalformedLine",
     "NotATranscript",
     "Skipped",
     "Transcript",
     "TranscriptFile",
     "find_transcripts",
+    "json_object_line",
     "read_transcript",
 ]
 
@@ -172,7 +174,7 @@ def _order(file: TranscriptFile) -> tuple[str, int, str]:
     return (str(file.path.parent.parent), 1, file.path.name)
 
 
-class _Malformed(Exception):
+class MalformedLine(Exception):
     """A line that cannot be read whole; its message is the reason."""
 
 
@@ -189,7 +191,7 @@ class _Reader:
     """(message id, block digest) of every assistant block read."""
 
     def observations(self, value: dict[str, Any]) -> list[Observation]:
-        """The observations of one line's object; raises :class:`_Malformed`. Nothing is
+        """The observations of one line's object; raises :class:`MalformedLine`. Nothing is
         remembered from a line that raises."""
         kind = value["type"]
         if kind == "user":
@@ -211,19 +213,19 @@ class _Reader:
         texts: list[str] = []
         for index, block in enumerate(blocks):
             if not isinstance(block, dict):
-                raise _Malformed(f"content block {index} is not an object")
+                raise MalformedLine(f"content block {index} is not an object")
             match block.get("type"):
                 case "tool_result":
                     use = block.get("tool_use_id")
                     if not isinstance(use, str) or not use:
-                        raise _Malformed(f"tool_result block {index} has no tool_use_id")
+                        raise MalformedLine(f"tool_result block {index} has no tool_use_id")
                     if use not in self.uses:
-                        raise _Malformed(f"tool_result {use} answers no tool_use before it")
+                        raise MalformedLine(f"tool_result {use} answers no tool_use before it")
                     results.append((use, block.get("content"), block.get("is_error") is True))
                 case "text":
                     text = block.get("text")
                     if not isinstance(text, str):
-                        raise _Malformed(f"text block {index} has no text")
+                        raise MalformedLine(f"text block {index} has no text")
                     texts.append(text)
         observations: list[Observation] = []
         for use, shown, error in results:
@@ -251,7 +253,7 @@ class _Reader:
         uses: dict[str, tuple[str, dict[str, Any]]] = {}
         for index, block in enumerate(blocks):
             if not isinstance(block, dict):
-                raise _Malformed(f"content block {index} is not an object")
+                raise MalformedLine(f"content block {index} is not an object")
             kind = block.get("type")
             if kind not in ("text", "tool_use"):
                 continue
@@ -263,19 +265,19 @@ class _Reader:
             if kind == "text":
                 text = block.get("text")
                 if not isinstance(text, str):
-                    raise _Malformed(f"text block {index} has no text")
+                    raise MalformedLine(f"text block {index} has no text")
                 if not isinstance(uuid, str) or not uuid:
-                    raise _Malformed("an assistant text without the line's \"uuid\"")
+                    raise MalformedLine("an assistant text without the line's \"uuid\"")
                 if text.strip():
                     observations.append(AssistantText(text=text, message_id=f"{uuid}:{index}"))
                 continue
             use, tool, tool_input = block.get("id"), block.get("name"), block.get("input")
             if not isinstance(use, str) or not use:
-                raise _Malformed(f"tool_use block {index} has no id")
+                raise MalformedLine(f"tool_use block {index} has no id")
             if not isinstance(tool, str) or not tool:
-                raise _Malformed(f"tool_use block {index} has no name")
+                raise MalformedLine(f"tool_use block {index} has no name")
             if not isinstance(tool_input, dict):
-                raise _Malformed(f"tool_use block {index} has no input object")
+                raise MalformedLine(f"tool_use block {index} has no input object")
             if use in self.uses or use in uses:
                 continue  # a tool call read before
             uses[use] = (tool, tool_input)
@@ -286,25 +288,25 @@ class _Reader:
         return observations
 
     def origin(self, value: dict[str, Any]) -> Origin:
-        """The origin of a line that yields observations; raises :class:`_Malformed`."""
+        """The origin of a line that yields observations; raises :class:`MalformedLine`."""
         session = value.get("sessionId")
         if not isinstance(session, str) or not session:
-            raise _Malformed("no \"sessionId\"")
+            raise MalformedLine("no \"sessionId\"")
         stamp = value.get("timestamp")
         if not isinstance(stamp, str):
-            raise _Malformed("no \"timestamp\"")
+            raise MalformedLine("no \"timestamp\"")
         try:
             occurred_at = format_instant(parse_instant(stamp))
         except (ValueError, OverflowError):
-            raise _Malformed(f"\"timestamp\" {stamp!r} is not an ISO 8601 instant") from None
+            raise MalformedLine(f"\"timestamp\" {stamp!r} is not an ISO 8601 instant") from None
         cwd, mode, agent = value.get("cwd"), value.get("permissionMode"), value.get("agentId")
         for name, given in (("cwd", cwd), ("permissionMode", mode), ("agentId", agent)):
             if given is not None and not isinstance(given, str):
-                raise _Malformed(f"\"{name}\" is not a string")
+                raise MalformedLine(f"\"{name}\" is not a string")
         if self.file.agent_id is not None:
             agent = agent or self.file.agent_id
         elif value.get("isSidechain") is True and not agent:
-            raise _Malformed("a sidechain line without \"agentId\" (a subagent's, not this "
+            raise MalformedLine("a sidechain line without \"agentId\" (a subagent's, not this "
                              "session's)")
         elif value.get("isSidechain") is not True:
             agent = None
@@ -332,7 +334,7 @@ def read_transcript(path: str | Path | TranscriptFile) -> Transcript:
                 # whole before anything is remembered: a bad line leaves no trace.
                 origin = reader.origin(value)
                 observations = reader.observations(value)
-            except _Malformed as error:
+            except MalformedLine as error:
                 transcript.skipped.append(Skipped(number, str(error), where))
                 continue
             transcript.seen += [Seen(origin, o, where) for o in observations]
@@ -340,21 +342,28 @@ def read_transcript(path: str | Path | TranscriptFile) -> Transcript:
 
 
 def _parse(raw: bytes) -> dict[str, Any] | None:
-    """A line's object (``None``: a blank line); raises :class:`_Malformed`."""
+    """A transcript line's object (``None``: a blank line); raises :class:`MalformedLine`."""
+    value = json_object_line(raw)
+    if value is not None and not isinstance(value.get("type"), str):
+        raise MalformedLine("no \"type\"")
+    return value
+
+
+def json_object_line(raw: bytes) -> dict[str, Any] | None:
+    """One line of a JSONL session file as its object (``None``: a blank line); raises
+    :class:`MalformedLine` saying why it is not one (not UTF-8, not JSON, not an object)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise _Malformed(f"not UTF-8 ({error.reason} at byte {error.start})") from None
+        raise MalformedLine(f"not UTF-8 ({error.reason} at byte {error.start})") from None
     if not text.strip():
         return None
     try:
         value = json.loads(text)
     except (ValueError, RecursionError) as error:
-        raise _Malformed(f"not JSON ({_first_line(str(error))})") from None
+        raise MalformedLine(f"not JSON ({_first_line(str(error))})") from None
     if not isinstance(value, dict):
-        raise _Malformed(f"not a JSON object (a JSON {_json_kind(value)})")
-    if not isinstance(value.get("type"), str):
-        raise _Malformed("no \"type\"")
+        raise MalformedLine(f"not a JSON object (a JSON {_json_kind(value)})")
     return value
 
 
@@ -368,10 +377,10 @@ def _yields(value: dict[str, Any]) -> bool:
 def _content(value: dict[str, Any]) -> str | list[Any]:
     message = value.get("message")
     if not isinstance(message, dict):
-        raise _Malformed("no \"message\" object")
+        raise MalformedLine("no \"message\" object")
     content = message.get("content")
     if not isinstance(content, (str, list)):
-        raise _Malformed("\"message.content\" is neither a string nor a list of blocks")
+        raise MalformedLine("\"message.content\" is neither a string nor a list of blocks")
     return content
 
 
