@@ -10,7 +10,10 @@ times each (30), so a busy moment falls on every row alike:
 - ``sessionledger --version``, the installed console script, to its exit;
 - ``sessionledger hook claude-code`` on a ``PreToolUse`` of a ``Read`` (Claude Code's event,
   on stdin) to its exit, *forwarded* (a ``serve`` runs on the database, found by the
-  discovery file beside it) and *direct* (no server: the hook records the event itself);
+  discovery file beside it), with *no server* (the first event records itself and starts
+  the hook's writer, a ``serve --hook-writer`` of its own, to which the rest are forwarded; the
+  warm-up start is that first one and the writer is running when the rounds begin) and
+  *direct* (``--direct``: the hook records every event itself, as the first one does);
 - ``python -c "import eventlog"``: the event log and its catalog of pydantic models, which
   every append validates against — the floor of a hook that records the event itself;
 - ``sessionledger mcp`` (a new session, no configuration) to its ``initialize`` answer, and to
@@ -67,7 +70,8 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("bash", "bash -c true", ""),
     ("version", "sessionledger --version", "<= 2x"),
     ("forwarded", "hook claude-code PreToolUse Read, forwarded", "<= 3x"),
-    ("direct", "hook claude-code PreToolUse Read, direct", "<= 6x"),
+    ("unserved", "hook claude-code PreToolUse Read, no server", "<= 6x"),
+    ("direct", "hook claude-code PreToolUse Read, --direct", ""),
     ("catalog", "python -c 'import eventlog' (the catalog)", ""),
     ("initialize", "sessionledger mcp: initialize answered", "<= 10x"),
     ("tools/list", "sessionledger mcp: tools/list answered", "right after"),
@@ -100,7 +104,8 @@ def _child_env() -> dict[str, str]:
     """This environment for the children, bytecode written; ``sessionledger`` as installed
     (no ``PYTHONPATH``: under a user's install the wheel's modules are the ones timed)."""
     return {k: v for k, v in os.environ.items() if k not in (
-        "SESSIONLEDGER_DB", "SESSIONLEDGER_URL", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+        "SESSIONLEDGER_DB", "SESSIONLEDGER_URL", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH",
+        "SESSIONLEDGER_HOOK_WRITER")}  # the hook's writer as a user has it (on, 600 s)
 
 
 ENV = _child_env()
@@ -250,22 +255,56 @@ def running_server(directory: Path) -> Iterator[Path]:
         yield directory
 
 
+def _writer_pid(directory: Path) -> int | None:
+    try:
+        record = json.loads((directory / "ledger.db.serve.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return int(record["pid"]) if record.get("writer") else None
+
+
+def _wait_for_writer(directory: Path) -> None:
+    deadline = time.perf_counter() + ANSWER_TIMEOUT_S
+    while _writer_pid(directory) is None:
+        if time.perf_counter() > deadline:
+            raise RuntimeError("the hook started no writer")
+        time.sleep(0.05)
+
+
+@contextmanager
+def hook_writer(directory: Path) -> Iterator[None]:
+    """The writer a hook on ``directory``'s database starts, stopped at the end."""
+    try:
+        yield
+    finally:
+        pid = _writer_pid(directory)
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            deadline = time.perf_counter() + ANSWER_TIMEOUT_S
+            while _writer_pid(directory) == pid and time.perf_counter() < deadline:
+                time.sleep(0.05)  # it removes its discovery file as it stops
+
+
 # --------------------------------------------------------------------------------------------
 # The interleaved run and the table.
 
 
 def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Samples]:
     found = {key: Samples() for key, _label, _target in ROWS}
-    direct_dir, served_dir, mcp_dir, serve_dir = (tmp / n for n in
-                                                  ("direct", "served", "mcp", "serve"))
-    for directory in (direct_dir, served_dir, mcp_dir, serve_dir):
+    direct_dir, unserved_dir, served_dir, mcp_dir, serve_dir = (
+        tmp / n for n in ("direct", "unserved", "served", "mcp", "serve"))
+    for directory in (direct_dir, unserved_dir, served_dir, mcp_dir, serve_dir):
         (directory / "project").mkdir(parents=True)
     py = sys.executable
     counter = iter(range(10**9))
 
-    def hook(directory: Path) -> tuple[float, bool]:
+    def hook(directory: Path, *options: str) -> tuple[float, bool]:
         command = [_sessionledger(), "hook", "claude-code", "--db",
-                   f"sqlite:///{directory / 'ledger.db'}", "--workspace", str(directory)]
+                   f"sqlite:///{directory / 'ledger.db'}", "--workspace", str(directory),
+                   *options]
         return run_to_exit(command, read_event(directory / "project", next(counter)),
                            cwd=directory / "project", check=allowed)
 
@@ -283,15 +322,17 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Samples]:
         "version": lambda: run_to_exit([_sessionledger(), "--version"],
                                        check=lambda out: out.startswith(version)),
         "forwarded": lambda: hook(served_dir),
-        "direct": lambda: hook(direct_dir),
+        "unserved": lambda: hook(unserved_dir),
+        "direct": lambda: hook(direct_dir, "--direct"),
         "catalog": lambda: run_to_exit([py, "-c", "import eventlog"]),
         "initialize": mcp,
         "serve": lambda: serve_start(serve_dir),
     }
     rng = random.Random(args.seed)
-    with running_server(served_dir):
+    with running_server(served_dir), hook_writer(unserved_dir):
         for workload in workloads.values():  # caches warm, databases created
             workload()
+        _wait_for_writer(unserved_dir)
         for key in found:
             found[key] = Samples()
         order = list(workloads)

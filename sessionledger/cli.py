@@ -216,18 +216,31 @@ def main() -> None:
               help="/mcp never asks through the client's forms: questions and plan approvals "
                    "wait, pending, for the web page (for clients that answer forms by "
                    "themselves, as Codex's headless run does).")
+@click.option("--idle-exit", "idle_exit_s", type=float, default=None, metavar="SECONDS",
+              help="Stop after SECONDS with no request in flight.")
+@click.option("--hook-writer", is_flag=True, default=False,
+              help="Run as the command hook's writer (the hook starts it when no serve runs): "
+                   "exit at once if another one serves the database; its token and workspace "
+                   "in the discovery file; stop when the database is removed. Needs a token "
+                   "and --idle-exit.")
 def serve(
     db: str | None, host: str, port: int, workspace: Path | None,
     question_grace_s: float, question_deadline_s: float, token: str | None,
     allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...], no_elicitation: bool,
+    idle_exit_s: float | None, hook_writer: bool,
 ) -> None:
     """Serve the HTTP API and event streams until SIGTERM or Ctrl+C."""
     settings = ServerSettings(
         host=host, port=port, workspace_root=workspace or Path.cwd(),
         question_grace_s=question_grace_s, question_deadline_s=question_deadline_s,
         token=token, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
-        mcp_elicitation=not no_elicitation,
+        mcp_elicitation=not no_elicitation, idle_exit_s=idle_exit_s, hook_writer=hook_writer,
     )
+    if hook_writer:
+        from .http.server import hold_writer_lock
+
+        if not hold_writer_lock(resolve_store_url(db)):
+            return  # another writer serves this database
     from .config.workspace import load_workspace_config
     from .http import serve as run_server  # FastAPI and uvicorn only when serving
     from .service.sessions import SessionService
@@ -814,9 +827,11 @@ def _hook_command(host: str) -> None:
     exit 0.
 
     The event goes to a running serve when one is named or found (the same answer as its HTTP
-    route, without loading the service here), else it is recorded in the database directly.
-    An event that cannot be read or recorded is answered ``{{}}`` with a line on stderr, so a
-    broken hook never stops the agent.
+    route, without loading the service here), else it is recorded in the database directly
+    and a serve of the hook's own is started in the background for the events that follow
+    (it stops after 10 minutes without one; SESSIONLEDGER_HOOK_WRITER=off starts none,
+    a number of seconds sets the wait). An event that cannot be read or recorded is answered
+    ``{{}}`` with a line on stderr, so a broken hook never stops the agent.
     """)
     @db_option
     @click.option(
@@ -828,9 +843,10 @@ def _hook_command(host: str) -> None:
         "--url", "url", metavar="URL", default=None,
         help="A serve to forward the event to (http://HOST:PORT). Default: $SESSIONLEDGER_URL, "
              "else the serve whose discovery file lies beside the database, else none: the "
-             "event is recorded here.",
+             "event is recorded here (and the hook's own serve started).",
     )
-    @click.option("--direct", is_flag=True, help="Record the event here, never forward it.")
+    @click.option("--direct", is_flag=True,
+                  help="Record the event here, never forward it (and start no serve).")
     @click.option(
         "--timeout", type=click.FloatRange(min=0, min_open=True, max=MAX_TIMEOUT_S),
         default=DEFAULT_TIMEOUT_S, callback=lambda _ctx, _param, value: _finite(value),

@@ -4,12 +4,16 @@ handshake), read with nothing else of the package loaded."""
 
 from __future__ import annotations
 
-__all__ = ["DB_ENV", "TOKEN_ENV", "read_options"]
+__all__ = ["DB_ENV", "TOKEN_ENV", "WRITER_ENV", "read_options"]
 
 DB_ENV = "SESSIONLEDGER_DB"
 """Names the store when ``--db`` is not given (every command)."""
 TOKEN_ENV = "SESSIONLEDGER_TOKEN"
 """Holds ``serve``'s bearer token (``serve``, and the command hook forwarding to it)."""
+WRITER_ENV = "SESSIONLEDGER_HOOK_WRITER"
+"""The command hook's writer (with no ``serve`` running it starts one of its own for the events
+that follow): ``off`` (or ``0``) never starts one, a number of seconds is how long it stays
+without a request (default 600)."""
 
 
 def read_options(args: list[str], valued: frozenset[str],

@@ -22,6 +22,8 @@ from typing import Any
 import httpx
 from server_support import ServerProcess
 
+from sessionledger.environment import WRITER_ENV
+
 __all__ = [
     "CODEX_MODEL", "GEMINI_MODEL", "Run", "codex_config", "gemini_settings", "ledger_session",
     "run_codex", "run_gemini", "sessionledger", "this_path",
@@ -62,7 +64,8 @@ class Run:
 
 def _environment(home: Path, extra: dict[str, str]) -> dict[str, str]:
     home.mkdir(parents=True, exist_ok=True)
-    return {"PATH": this_path(), "HOME": str(home), "PYTHONPATH": str(ROOT), **extra}
+    writer = {WRITER_ENV: os.environ[WRITER_ENV]} if WRITER_ENV in os.environ else {}
+    return {"PATH": this_path(), "HOME": str(home), "PYTHONPATH": str(ROOT), **writer, **extra}
 
 
 # -- Codex CLI -------------------------------------------------------------------------------

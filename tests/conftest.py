@@ -34,6 +34,11 @@ from eventlog.memory import MemoryEventStore
 from eventlog.postgres import PostgresEventStore
 from eventlog.sqlite import SQLiteEventStore
 
+# The command hook starts a writer of its own when no ``serve`` runs (issue 38); a test's
+# hook would leave one running past the test. tests/test_hook_writer.py turns it on where it
+# is the subject, and stops what it started.
+os.environ["SESSIONLEDGER_HOOK_WRITER"] = "off"
+
 settings.register_profile(
     "ci", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )

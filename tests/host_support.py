@@ -46,6 +46,8 @@ from node_support import (
     npm_ci,
 )
 
+from sessionledger.environment import WRITER_ENV
+
 __all__ = [
     "HOST_PROJECT", "INSTALL_DIR", "ClaudeCode", "InstallError", "Terminal", "claude_headless",
     "documented_settings", "host_environment", "install", "interactive_home", "node_version",
@@ -168,7 +170,8 @@ def host_environment(home: Path, base_url: str, *, path: str | None = None,
     """The whole environment of a headless host run: ``PATH`` (this process's unless given),
     ``HOME`` (created, the caller's throwaway directory), the model server at ``base_url``, a
     made-up key, and no telemetry, auto-update or other traffic. As root, ``IS_SANDBOX=1``
-    (Claude Code refuses ``bypassPermissions`` to root otherwise). ``extra`` is added last."""
+    (Claude Code refuses ``bypassPermissions`` to root otherwise); ``SESSIONLEDGER_HOOK_WRITER``
+    as this process has it. ``extra`` is added last."""
     home.mkdir(parents=True, exist_ok=True)
     env = {
         "PATH": path if path is not None else os.environ.get("PATH", os.defpath),
@@ -181,6 +184,8 @@ def host_environment(home: Path, base_url: str, *, path: str | None = None,
     }
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         env["IS_SANDBOX"] = "1"
+    if WRITER_ENV in os.environ:  # the tests' "off" (conftest): no hook's writer left running
+        env[WRITER_ENV] = os.environ[WRITER_ENV]
     env.update(extra or {})
     return env
 

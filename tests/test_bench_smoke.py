@@ -209,7 +209,7 @@ def test_scale_bench_audit_and_bulk_quick_print_their_ratios(tmp_path: Path) -> 
 
 
 def test_startup_bench_quick_prints_every_row_with_no_errors(tmp_path: Path) -> None:
-    # Issue 38: the start-up table (anchors, --version, the hook both ways, mcp, serve), on a
+    # Issue 38: the start-up table (anchors, --version, the hook three ways, mcp, serve), on a
     # user's install built from a copy (the checkout gains no build/ nor .egg-info); shape and
     # errors only.
     before = {p.name for p in ROOT.iterdir()}
@@ -223,7 +223,8 @@ def test_startup_bench_quick_prints_every_row_with_no_errors(tmp_path: Path) -> 
             and not line.startswith(("workload", "targets"))]
     labels = ("python -c pass (anchor)", "python -S -c pass", "bash -c true",
               "sessionledger --version", "hook claude-code PreToolUse Read, forwarded",
-              "hook claude-code PreToolUse Read, direct",
+              "hook claude-code PreToolUse Read, no server",
+              "hook claude-code PreToolUse Read, --direct",
               "python -c 'import eventlog' (the catalog)", "sessionledger mcp: initialize",
               "sessionledger mcp: tools/list", "sessionledger serve: first /healthz 200")
     assert [next(label for label in labels if row.startswith(label)) for row in rows] == list(

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -48,10 +50,12 @@ from host_support import (
     ClaudeCode,
     claude_headless,
     host_environment,
+    settings_file,
 )
 from server_support import ServerProcess, running_server
 
 from eventlog import open_store
+from sessionledger.environment import WRITER_ENV
 from sessionledger.permission.descriptors import HOST_TOOLS, SERVICE_TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -238,6 +242,62 @@ def test_http_hooks_and_command_hooks_give_the_same_log(
     assert ("decided", "Write", "deny") in over_http
     assert ("completed", "Write", "denied") in over_http
     assert ("completed", "Read", "completed") in over_http
+
+
+@pytest.mark.slow
+def test_command_hooks_with_no_server_start_their_writer_and_give_the_same_log(
+        claude: ClaudeCode, served: ServerProcess, tmp_path: Path) -> None:  # issue 38
+    # The page's command hooks on a database no serve runs on: the first event is recorded by
+    # the hook, which starts the hook's writer; the rest are forwarded to it. The log is the
+    # one the HTTP hooks give on a serve.
+    def script(project: Path) -> list[list[Any]]:
+        (project / "notes.txt").write_text("notes\n", encoding="utf-8")
+        return [[created("Read the notes")],
+                [ToolUse("Read", {"file_path": str(project / "notes.txt")})],
+                [ToolUse("Write", {"file_path": str(project / "a.txt"), "content": "x"})],
+                [ToolUse("Bash", {"command": "ls"})]]
+
+    over_http = project_in(served)
+    _model, lines = run_claude(claude, served, over_http, script(over_http),
+                               "--permission-mode", "plan")
+    expected = log_shape(ledger_events(served, claude_session_of(lines))[1])
+
+    project = tmp_path / "project"
+    project.mkdir()
+    db = tmp_path / "ledger.db"
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(
+        settings_file("command", "http://127.0.0.1:9", f"sqlite:///{db}"), encoding="utf-8")
+    try:
+        with ScriptedModel(script(project)) as model:
+            env = host_environment(project / ".home", model.url, path=this_path(),
+                                   extra={"PYTHONPATH": str(ROOT), WRITER_ENV: "60"})
+            done = subprocess.run(
+                claude_headless(claude, "Keep a task list.", "--permission-mode", "plan"),
+                cwd=project, env=env, capture_output=True, text=True,
+                timeout=RUN_TIMEOUT_S, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert not (project / "a.txt").exists()
+        writer = json.loads(Path(f"{db}.serve.json").read_text())
+        assert writer["writer"] is True and writer["root"] == str(project.resolve())
+        session = claude_session_of([json.loads(line) for line in done.stdout.splitlines()
+                                     if line.strip()])
+        with httpx.Client(base_url=writer["url"], timeout=30,
+                          headers={"Authorization": f"Bearer {writer['secret']}"}) as http:
+            (ledger_session,) = [s["sessionId"] for s in http.get("/v1/sessions").json()[
+                "sessions"] if s.get("externalSessionId") == session]
+            events = http.get(f"/v1/sessions/{ledger_session}/events",
+                              params={"limit": 1000}).json()["events"]
+        assert log_shape(events) == expected
+    finally:
+        try:
+            os.kill(json.loads(Path(f"{db}.serve.json").read_text())["pid"], signal.SIGTERM)
+        except (OSError, ValueError, KeyError):
+            pass
+    deadline = time.monotonic() + 60
+    while Path(f"{db}.serve.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)  # it removes its discovery file as it stops
+    assert not Path(f"{db}.serve.json").exists()
 
 
 # -- the interactive TUI in tmux ------------------------------------------------------------------

@@ -14,6 +14,15 @@ store and appends itself (:func:`answer_directly`). When a named server cannot a
 too slow, an error), the hook answers ``{}`` — no decision, so the host goes on as if there
 were no hook — and says why on stderr; it never waits past ``--timeout``.
 
+Recording the event itself costs the hook the event catalog's import (~15 times an empty
+interpreter's start), on every event. So a hook that found no server also starts one in the
+background for the events that follow (:func:`start_writer`): a ``serve --hook-writer`` on a
+free loopback port with a random token, which writes the discovery file as any ``serve`` does
+(with its token and workspace, readable by this user only), serves that workspace's hooks, and
+stops after ``SESSIONLEDGER_HOOK_WRITER`` seconds without a request (600; ``off`` starts none)
+or when its database is gone. At most one runs per database (it holds ``<database>.writer.lock``),
+and a hook starts one at most every :data:`WRITER_RETRY_S` seconds.
+
 This module imports only the standard library at the top: :mod:`sessionledger.launch` runs
 it before anything else is imported.
 """
@@ -25,8 +34,15 @@ import os
 import sys
 import time
 
-from ..environment import DB_ENV, TOKEN_ENV, read_options
-from .wire import HOOK_PATHS, PROBLEM_HEADER, discovery_path
+from ..environment import DB_ENV, TOKEN_ENV, WRITER_ENV, read_options
+from .wire import (
+    DISCOVERY_SUFFIX,
+    HOOK_PATHS,
+    PROBLEM_HEADER,
+    WRITER_LOCK_SUFFIX,
+    WRITER_LOG_SUFFIX,
+    discovery_path,
+)
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (a few ms here)
 if TYPE_CHECKING:
@@ -42,6 +58,7 @@ __all__ = [
     "forward",
     "parse_hook_args",
     "run_command_hook",
+    "start_writer",
 ]
 
 URL_ENV = "SESSIONLEDGER_URL"
@@ -56,6 +73,11 @@ this (the hook must print its answer before Claude Code gives up on it)."""
 """How long the hook waits for a server's answer: under the 10 s the documented hook settings
 give Claude Code to wait for the hook (its own default is 60 s)."""
 MAX_TIMEOUT_S = 3600.0
+DEFAULT_WRITER_IDLE_S = 600.0
+"""How long the hook's writer stays without a request (``SESSIONLEDGER_HOOK_WRITER``)."""
+WRITER_RETRY_S = 30.0
+"""A hook starts a writer at most this often per database: one that is still starting, or
+failed to start (a broken workspace configuration, say), is not started again meanwhile."""
 
 
 
@@ -190,11 +212,103 @@ def _server(options: HookOptions) -> _Server | None:
             record = loads(file.read())
         url = record["url"]
         needs_token = bool(record.get("token"))
-    except (OSError, ValueError, KeyError, TypeError):
+        secret, root = record.get("secret"), record.get("root")
+    except (OSError, ValueError, KeyError, AttributeError, TypeError):
         return None  # no server here (or a file being replaced): append directly
+    if isinstance(secret, str):  # a hook's writer: its own token, one workspace's hooks
+        if not isinstance(root, str) or not _inside(_root(options), root):
+            return None
+        token = secret
     if not isinstance(url, str) or (needs_token and token is None):
         return None
     return _Server(url, True, token)
+
+
+def _root(options: HookOptions) -> str:
+    """The workspace root the hook records under (``--workspace``, else where it runs)."""
+    return os.path.realpath(options.workspace or ".")
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _writer_idle_s() -> float | None:
+    """``SESSIONLEDGER_HOOK_WRITER``: seconds the writer waits, ``None`` for none."""
+    value = os.environ.get(WRITER_ENV, "").strip().lower()
+    if not value:
+        return DEFAULT_WRITER_IDLE_S
+    if value in ("off", "no", "false", "0"):
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return DEFAULT_WRITER_IDLE_S
+    return seconds if 0 < seconds <= 86400 else DEFAULT_WRITER_IDLE_S
+
+
+def start_writer(store_url: str, root: str, idle_s: float) -> int | None:
+    """Start ``serve --hook-writer`` on the SQLite store ``store_url`` in the background
+    (its own session, no descriptor of the host's; its log ``<database>.writer.log``), unless
+    one runs or a hook started one less than :data:`WRITER_RETRY_S` seconds ago: its process
+    id, or ``None`` when none was started."""
+    found = discovery_path(store_url)
+    if found is None:
+        return None  # PostgreSQL: a server of its own is the operator's
+    base = found[:-len(DISCOVERY_SUFFIX)]
+    import fcntl
+
+    try:
+        descriptor = os.open(base + WRITER_LOCK_SUFFIX, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return None  # a writer holds it: it runs
+        started = os.fstat(descriptor)
+        if started.st_size and 0 <= time.time() - started.st_mtime < WRITER_RETRY_S:
+            return None  # one was started a moment ago (still starting, or it failed)
+        os.ftruncate(descriptor, 0)
+        os.write(descriptor, f"{time.time()}\n".encode())
+        return _spawn_writer(store_url, root, idle_s, base + WRITER_LOG_SUFFIX)
+    finally:
+        os.close(descriptor)  # the writer takes the lock itself once it starts
+
+
+def _spawn_writer(store_url: str, root: str, idle_s: float, log: str) -> int | None:
+    """``posix_spawn``: a process of its own session (a host that ends the hook's process
+    group leaves it), its input and output ``/dev/null`` and ``log``, holding none of the
+    host's descriptors (``subprocess``'s ``Popen`` would warn about a child it never waits
+    for)."""
+    environment = dict(os.environ)
+    environment[TOKEN_ENV] = os.urandom(24).hex()  # never on its command line (ps shows it)
+    environment.pop(URL_ENV, None)
+    actions: list[tuple[Any, ...]] = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 2, log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
+    ]
+    try:
+        inherited = [int(n) for n in os.listdir("/proc/self/fd")]
+    except OSError:  # not Linux: descriptors are opened not inheritable (PEP 446) anyway
+        inherited = []
+    for number in inherited:
+        try:
+            if number > 2 and os.get_inheritable(number):
+                actions.append((os.POSIX_SPAWN_CLOSE, number))
+        except OSError:  # the listing's own descriptor, closed since
+            pass
+    try:
+        return os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-m", "sessionledger", "serve", "--db", store_url,
+             "--host", "127.0.0.1", "--port", "0", "--workspace", root,
+             "--idle-exit", f"{idle_s:g}", "--hook-writer"],
+            environment, file_actions=actions, setsid=True)
+    except OSError:
+        return None
 
 
 # -- answering -----------------------------------------------------------------------------------
@@ -392,9 +506,18 @@ def run_command_hook(body: bytes, options: HookOptions) -> tuple[dict[str, Any],
                 pass  # a stale discovery file: nothing serves this database now
             except _Unreachable as exc:
                 return {}, f"not recorded: {exc}"
-        return answer_directly(body, options)
+        answered = answer_directly(body, options)
     except Exception as exc:  # a broken hook never stops the agent
         return {}, f"not recorded ({exc.__class__.__name__}: {exc})"
+    idle_s = None if options.direct or options.url else _writer_idle_s()
+    if idle_s is not None:
+        try:
+            from ..config import resolve_store_url  # loaded already: answering needed it
+
+            start_writer(resolve_store_url(options.db), _root(options), idle_s)
+        except Exception:  # the next event starts one, or records itself
+            pass
+    return answered
 
 
 def main(args: list[str], host: str = "claude-code") -> bool:

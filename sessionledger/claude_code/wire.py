@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DISCOVERY_SUFFIX",
+    "WRITER_LOCK_SUFFIX",
+    "WRITER_LOG_SUFFIX",
     "HOOK_PATH",
     "HOOK_PATHS",
     "PROBLEM_HEADER",
@@ -30,6 +32,11 @@ PROBLEM_HEADER = "Sessionledger-Problem"
 """The response header saying why the answer is ``{}`` (percent-encoded): the forwarding
 command hook prints it on stderr, as it would have recording the event itself."""
 DISCOVERY_SUFFIX = ".serve.json"
+WRITER_LOCK_SUFFIX = ".writer.lock"
+"""Beside the database: the lock the hook's writer holds while it runs (``serve
+--hook-writer``), whose modification time is when a hook last started one."""
+WRITER_LOG_SUFFIX = ".writer.log"
+"""Beside the database: the hook's writer's warnings and errors (its last run's)."""
 
 
 def discovery_path(store_url: str) -> str | None:
@@ -52,9 +59,13 @@ def discovery_path(store_url: str) -> str | None:
     return os.path.normpath(raw) + DISCOVERY_SUFFIX
 
 
-def write_discovery(store_url: str, url: str, *, token: bool) -> Path | None:
+def write_discovery(store_url: str, url: str, *, token: bool,
+                    writer: tuple[str, str] | None = None) -> Path | None:
     """Record that this process serves ``store_url`` at ``url`` (atomically: a hook never
-    reads half a file); ``token``: whether requests need the bearer token."""
+    reads half a file; readable by this user only); ``token``: whether requests need the bearer
+    token. ``writer``: this is a hook's writer (``serve --hook-writer``), whose bearer token
+    (its own, random) and workspace root the file holds — the hooks of that workspace forward
+    to it."""
     import json
     from pathlib import Path
 
@@ -62,9 +73,13 @@ def write_discovery(store_url: str, url: str, *, token: bool) -> Path | None:
     if found is None:
         return None
     path = Path(found)
-    record = {"url": url, "pid": os.getpid(), "token": token}
+    record: dict[str, object] = {"url": url, "pid": os.getpid(), "token": token}
+    if writer is not None:
+        record.update(secret=writer[0], root=writer[1], writer=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}")
-    partial.write_text(json.dumps(record), encoding="utf-8")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(descriptor, "w", encoding="utf-8") as file:
+        file.write(json.dumps(record))
     os.replace(partial, path)
     return path
 

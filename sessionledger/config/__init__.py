@@ -154,6 +154,11 @@ class ServerSettings:
     mcp_elicitation: bool = True
     """``/mcp`` asks through the client's forms where it offers them; ``False``
     (``--no-elicitation``): every question waits as a pending call (issue 40)."""
+    idle_exit_s: float | None = None
+    """Stop after this many seconds with no request in flight (``--idle-exit``)."""
+    hook_writer: bool = False
+    """Run as a command hook's writer (``--hook-writer``): one per database, its token and
+    workspace in the discovery file, stopping too when the database is gone (issue 38)."""
 
     def __post_init__(self) -> None:
         from ..errors import ConfigurationError
@@ -169,6 +174,12 @@ class ServerSettings:
             )
         if not (self.stream_poll_s > 0 and self.stream_keepalive_s > 0):
             raise ConfigurationError("stream intervals must be positive")
+        if self.idle_exit_s is not None and not (
+                math.isfinite(self.idle_exit_s) and self.idle_exit_s > 0):
+            raise ConfigurationError(
+                f"idle-exit must be a finite number of seconds > 0, not {self.idle_exit_s}")
+        if self.hook_writer and (self.token is None or self.idle_exit_s is None):
+            raise ConfigurationError("--hook-writer needs a token and --idle-exit")
         if self.token is not None:
             _check_token(self.token)
         if self.token is None and not is_loopback(self.host):

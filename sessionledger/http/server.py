@@ -16,19 +16,28 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import logging
 import os
 import platform
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import uvicorn
 
-from ..claude_code.wire import remove_discovery, write_discovery
+from ..claude_code.wire import (
+    DISCOVERY_SUFFIX,
+    WRITER_LOCK_SUFFIX,
+    discovery_path,
+    remove_discovery,
+    write_discovery,
+)
 from ..config import ServerSettings
 from ..logs import configure_logging, log_event, logger
 from ..service.sessions import SessionService
@@ -36,7 +45,7 @@ from .app import create_app
 
 __all__ = [
     "GRACEFUL_SHUTDOWN_S", "MMAP_THRESHOLD_BYTES", "STOP_SIGNALS", "GracefulServer",
-    "pin_mmap_threshold", "serve",
+    "hold_writer_lock", "pin_mmap_threshold", "serve",
 ]
 
 GRACEFUL_SHUTDOWN_S = 30
@@ -67,15 +76,82 @@ def pin_mmap_threshold() -> bool:
         return False
 
 
+_writer_lock: list[int] = []
+
+
+def hold_writer_lock(store_url: str, *, wait_s: float = 2.0) -> bool:
+    """Take the lock a command hook's writer holds while it runs on ``store_url``'s
+    database, for the rest of this process (``False``: another writer has it). The hook that
+    started this one may still hold it for a moment."""
+    import fcntl
+
+    found = discovery_path(store_url)
+    if found is None:
+        return True
+    descriptor = os.open(found[:-len(DISCOVERY_SUFFIX)] + WRITER_LOCK_SUFFIX,
+                         os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            if time.monotonic() >= deadline:
+                os.close(descriptor)
+                return False
+            time.sleep(0.05)
+            continue
+        _writer_lock.append(descriptor)
+        return True
+
+
+class _Activity:
+    """The ASGI app with a count of the HTTP requests in flight and when the last ended, for
+    ``--idle-exit``."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.in_flight = 0
+        self.last = time.monotonic()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+            self.last = time.monotonic()
+
+    def idle_for(self) -> float:
+        return 0.0 if self.in_flight else time.monotonic() - self.last
+
+
 class GracefulServer(uvicorn.Server):
     """A uvicorn server that tells the app when shutdown begins, and once it listens, calls
-    ``on_listening`` with the address it is bound to."""
+    ``on_listening`` with the address it is bound to; ``should_stop``, asked once a second,
+    ends it when it answers why (``--idle-exit``)."""
 
     def __init__(self, config: uvicorn.Config, *, on_exit: Callable[[], None],
-                 on_listening: Callable[[str, int], None] | None = None) -> None:
+                 on_listening: Callable[[str, int], None] | None = None,
+                 should_stop: Callable[[], str | None] | None = None) -> None:
         super().__init__(config)
         self._on_exit = on_exit
         self._on_listening = on_listening
+        self._should_stop = should_stop
+
+    async def on_tick(self, counter: int) -> bool:
+        if await super().on_tick(counter):
+            return True
+        if self._should_stop is None or counter % 10:
+            return False
+        reason = self._should_stop()
+        if reason is None:
+            return False
+        log_event(_log, "stopping", reason=reason)
+        self._on_exit()
+        return True
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -129,10 +205,12 @@ def _http_protocol() -> type[asyncio.Protocol] | str:
 
 def serve(settings: ServerSettings, *, service: SessionService) -> None:
     """Serve until a stop signal, then close the service's store; blocks."""
-    configure_logging(names=("sessionledger", "uvicorn", "asyncio"))
+    # A hook's writer logs its warnings and errors only (to <database>.writer.log).
+    configure_logging(names=("sessionledger", "uvicorn", "asyncio"),
+                      level=logging.WARNING if settings.hook_writer else logging.INFO)
     pin_mmap_threshold()
     stopping = threading.Event()
-    app = create_app(service=service, settings=settings, stopping=stopping)
+    app = _Activity(create_app(service=service, settings=settings, stopping=stopping))
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -154,12 +232,24 @@ def serve(settings: ServerSettings, *, service: SessionService) -> None:
 
     def listening(host: str, port: int) -> None:
         # Command hooks on the same database forward their events here (issue 38).
+        writer = (settings.token or "", str(settings.workspace_root)) if (
+            settings.hook_writer) else None
         written = write_discovery(service.store.url, f"http://{_reachable(host)}:{port}",
-                                  token=settings.token is not None)
+                                  token=settings.token is not None, writer=writer)
         if written is not None:
             discovery.append(written)
 
-    server = GracefulServer(config, on_exit=stopping.set, on_listening=listening)
+    database = discovery_path(service.store.url) if settings.hook_writer else None
+
+    def should_stop() -> str | None:
+        if database is not None and not os.path.exists(database[:-len(DISCOVERY_SUFFIX)]):
+            return "database removed"
+        if settings.idle_exit_s is not None and app.idle_for() >= settings.idle_exit_s:
+            return f"no request for {settings.idle_exit_s:g} s"
+        return None
+
+    server = GracefulServer(config, on_exit=stopping.set, on_listening=listening,
+                            should_stop=should_stop)
     log_event(
         _log, "starting", host=settings.host, port=settings.port,
         store=service.store.url, workspaceRoot=str(settings.workspace_root),
