@@ -50,6 +50,7 @@ from sessionledger.claude_code.hooks import answer_hook
 from sessionledger.claude_code.observations import AssistantText, ledger_session_id
 from sessionledger.claude_code.recorder import Recorder, Tally
 from sessionledger.claude_code.transcripts import read_transcript
+from sessionledger.tools.todo import MAX_TODO_CHARS, MAX_TODOS
 
 REJECTED = ("The user doesn't want to proceed with this tool use. The tool use was rejected "
             "(eg. if it was a file edit, the new_string was NOT written to the file). STOP what "
@@ -536,6 +537,29 @@ def test_todo_write_records_the_list_and_what_it_dropped(
     assert [c["status"] for c in of_type(events, "ToolCallCompleted")] == [
         "completed", "completed"]
     assert [t["content"] for t in hooks.document(session)["todos"]] == ["Read the parser"]
+
+
+@pytest.mark.parametrize("way", WAY_PARAMS)
+def test_a_todo_list_over_the_bounds_is_refused_naming_them_and_never_held(
+        hooks: Hooks, project: Path, way: Way) -> None:  # issue 41, finding 5
+    session = new_session()
+    full = [todo(f"step {n}", "pending") for n in range(MAX_TODOS)]
+    for tool_input, allowed in (({"todos": full}, True),
+                                ({"todos": [*full, todo("one more", "pending")]}, False),
+                                ({"todos": [todo("x" * (MAX_TODO_CHARS + 1), "pending")]}, False),
+                                ({"subject": "x" * (MAX_TODO_CHARS + 1)}, False)):
+        tool = "TaskCreate" if "subject" in tool_input else "TodoWrite"
+        use = f"toolu_{uuid.uuid4().hex}"
+        made, reason = decision(hooks.send(way, pre_tool(session, project, tool, tool_input,
+                                                         use=use)))
+        assert made == ("allow" if allowed else "deny"), reason
+        assert allowed or "at most" in reason
+        # a host that ran it anyway: the call is recorded, the list is not held
+        response = todos_response([], tool_input["todos"]) if tool == "TodoWrite" else {
+            "task": {"id": "99", "subject": tool_input["subject"]}}
+        hooks.send(way, post_tool(session, project, tool, tool_input, response, use=use))
+    assert len(of_type(hooks.events(session), "TodosWritten")) == 1
+    assert len(hooks.document(session)["todos"]) == MAX_TODOS
 
 
 def task_calls(hooks: Hooks, session: str, project: Path, way: Way,

@@ -14,6 +14,8 @@ import httpx
 import pytest
 from server_support import create_session as create
 
+from sessionledger.tools.todo import MAX_TODO_CHARS, MAX_TODOS
+
 COMPLETED_KEYS = {
     "status", "callId", "success", "result", "modelContent", "turnControl", "followUpUserInput",
 }
@@ -51,6 +53,10 @@ BAD_INPUTS = [
     pytest.param({}, ["todos"], id="missing-todos"),
     pytest.param({"todos": [{"status": "pending", "priority": "low"}]}, ["todos", 0, "content"],
                  id="missing-content"),
+    pytest.param({"todos": [item(f"step {n}") for n in range(MAX_TODOS + 1)]}, ["todos"],
+                 id="one-item-too-many"),  # issue 41, finding 5
+    pytest.param({"todos": [item("x" * (MAX_TODO_CHARS + 1))]}, ["todos", 0, "content"],
+                 id="an-item-too-long"),
 ]
 
 
@@ -69,6 +75,21 @@ def test_acceptance4_td1_bad_todo_input_is_422_naming_the_field_and_appends_noth
     assert loc in [d["loc"] for d in error["details"]], error["details"]
     assert event_count(http, sid) == before
     assert http.get(f"/v1/sessions/{sid}").json()["todos"] == GOOD
+
+
+def test_a_list_at_the_bounds_is_held_and_one_over_is_refused_naming_them(
+        http: httpx.Client) -> None:  # issue 41, finding 5
+    sid = create(http)
+    longest = [item("x" * MAX_TODO_CHARS)] + [item(f"step {n}") for n in range(MAX_TODOS - 1)]
+    assert call(http, sid, "TodoWrite", {"todos": longest}).status_code == 200
+    assert len(http.get(f"/v1/sessions/{sid}").json()["todos"]) == MAX_TODOS
+    for raw, bound in (({"todos": [*longest, item("one more")]}, f"at most {MAX_TODOS}"),
+                       ({"todos": [item("x" * (MAX_TODO_CHARS + 1))]},
+                        f"at most {MAX_TODO_CHARS}")):
+        response = call(http, sid, "TodoWrite", raw)
+        assert response.status_code == 422, response.text
+        assert bound in str(response.json()["error"]["details"])
+    assert len(http.get(f"/v1/sessions/{sid}").json()["todos"]) == MAX_TODOS
 
 
 def test_acceptance4_input_that_is_not_an_object_is_422(http: httpx.Client) -> None:

@@ -69,7 +69,7 @@ from .observations import (
     ToolUse,
     content_key,
 )
-from .recorder import AskHere, Recorder, Tally, approved_plan, refusal_text
+from .recorder import AskHere, Recorder, Tally, approved_plan, refusal_text, todo_list_refusal
 from .wire import HOOK_PATH, HOOK_PATHS
 
 __all__ = [
@@ -331,6 +331,9 @@ def _decider(recorder: Recorder, origin: Origin, *, refuse_asks: bool = False) -
             tool=named_tool(use.tool), input=use.input, state=tally.execution,
             workspace=tally.workspace, plan_files=plans,
         )
+        too_long = todo_list_refusal(use.tool, use.input, len(tally.todos))
+        if too_long is not None and verdict.behavior != "deny":
+            return verdict.model_copy(update={"behavior": "deny", "reason": too_long})
         if refuse_asks and verdict.behavior == "ask":
             return verdict.model_copy(update={"behavior": "deny",
                                               "reason": verdict.reason + "." + CODEX_CANNOT_ASK})

@@ -65,7 +65,7 @@ from statemachine.execution import (
 from ..errors import Conflict, SessionLedgerError
 from ..ledger import eventlog_errors
 from ..service.sessions import RequestedMode, SessionService
-from ..tools.todo import dropped_unfinished
+from ..tools.todo import MAX_TODO_CHARS, MAX_TODOS, dropped_unfinished
 from .observations import (
     AssistantText,
     Compacted,
@@ -96,6 +96,7 @@ __all__ = [
     "approved_plan",
     "call_id_of",
     "plan_outcome",
+    "todo_list_refusal",
 ]
 
 MODES: dict[str, RequestedMode] = {
@@ -749,14 +750,39 @@ TODO_LISTS: dict[str, tuple[str, str]] = {
 ``write_todos``): the input's list and each item's text. Each sends the whole list."""
 
 
+def todo_list_refusal(tool: str, tool_input: Mapping[str, Any], held: int) -> str | None:
+    """Why a host's todo tool call would make a list longer than the ledger holds
+    (:data:`MAX_TODOS` items of :data:`MAX_TODO_CHARS` characters), or ``None``; ``held``:
+    items in the session's list now (Claude Code's TaskCreate adds one)."""
+    texts: list[Any] = []
+    if tool in TODO_LISTS:
+        list_key, text_key = TODO_LISTS[tool]
+        raw = tool_input.get(list_key)
+        if not isinstance(raw, list):
+            return None
+        if len(raw) > MAX_TODOS:
+            return (f"a todo list holds at most {MAX_TODOS:,} items; this one has "
+                    f"{len(raw):,}")
+        texts = [item.get(text_key) for item in raw if isinstance(item, Mapping)]
+    elif tool in ("TaskCreate", "TaskUpdate"):
+        if tool == "TaskCreate" and held >= MAX_TODOS:
+            return f"a todo list holds at most {MAX_TODOS:,} items; this one is full"
+        texts = [tool_input.get("subject")]
+    longest = max((len(t) for t in texts if isinstance(t, str)), default=0)
+    if longest > MAX_TODO_CHARS:
+        return (f"a todo item holds at most {MAX_TODO_CHARS:,} characters; one has "
+                f"{longest:,}")
+    return None
+
+
 def _todos(tally: Tally, result: ToolResult) -> list[Event]:
     """A todo tool's list as TD-1 items (``priority`` medium when the host sends none).
     Gemini's ``cancelled`` items leave the list: the model chose to drop them, so they are
     not pointed out as dropped unfinished."""
     list_key, text_key = TODO_LISTS[result.tool]
     raw = result.input.get(list_key)
-    if not isinstance(raw, list):
-        return []
+    if not isinstance(raw, list) or todo_list_refusal(result.tool, result.input, 0):
+        return []  # a list over the bounds (refused before it ran) is not held
     cancelled = [item for item in raw if isinstance(item, Mapping)
                  and item.get("status") == "cancelled"]
     try:
@@ -801,13 +827,13 @@ def _tasks(tally: Tally, result: ToolResult) -> list[Event]:
                     dropped.append(items[known])
             return
         update: dict[str, Any] = {}
-        if isinstance(subject, str) and subject.strip():
+        if isinstance(subject, str) and subject.strip() and len(subject) <= MAX_TODO_CHARS:
             update["content"] = subject
         if status in _TASK_STATUSES:
             update["status"] = status
         if known is not None:
             items[known] = items[known].model_copy(update=update)
-        elif "content" in update:
+        elif "content" in update and len(items) - len(deleted) < MAX_TODOS:
             at[key] = len(items)
             items.append(TodoItemData(id=key, content=update["content"],
                                       status=update.get("status", "pending"), priority="medium"))

@@ -23,6 +23,8 @@ from .ask import blank
 from .handlers import HandlerOutcome, Resolution, TodoFields, ToolContext
 
 __all__ = [
+    "MAX_TODOS",
+    "MAX_TODO_CHARS",
     "READ_DESCRIPTION",
     "STATUSES",
     "TODOS_DESCRIPTION",
@@ -87,6 +89,13 @@ READ_DESCRIPTION = (
 # accepted: the rule is advisory (parallel subagents). TodoReadInput is ``{}``, strict.
 
 
+MAX_TODOS = 1_000
+"""Items a todo list holds at most, whoever writes it (TodoWrite here, a host's todo tool
+through its hooks or an import): a longer list is refused naming this bound (issue 41)."""
+MAX_TODO_CHARS = 10_000
+"""Characters one item's text holds at most."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -94,7 +103,7 @@ class _Strict(BaseModel):
 class TodoItem(_Strict):
     """One todo as the model writes it: no id."""
 
-    content: str = Field(min_length=1, description="What to do.")
+    content: str = Field(min_length=1, max_length=MAX_TODO_CHARS, description="What to do.")
     status: Literal["pending", "in_progress", "completed"]
     priority: Literal["high", "medium", "low"]
 
@@ -112,7 +121,7 @@ class TodoItem(_Strict):
 class TodoWriteInput(_Strict):
     """TodoWrite's input: the whole new list (TD-1)."""
 
-    todos: list[TodoItem] = Field(description=TODOS_DESCRIPTION)
+    todos: list[TodoItem] = Field(max_length=MAX_TODOS, description=TODOS_DESCRIPTION)
 
 
 class TodoReadInput(_Strict):
