@@ -162,6 +162,7 @@ def test_a_plan_set_in_the_ledger_is_the_writers_answer_as_it_was_the_hooks(
     assert json.loads(direct.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
+@pytest.mark.slow  # make verify
 def test_one_writer_per_database_and_none_started_again_while_one_starts(
         project: Path, tmp_path: Path) -> None:
     url = f"sqlite:///{db_of(project)}"
@@ -187,6 +188,7 @@ def test_one_writer_per_database_and_none_started_again_while_one_starts(
     assert discovered(project) is None
 
 
+@pytest.mark.slow  # make verify
 def test_the_writer_stops_when_idle_and_takes_its_discovery_file_with_it(
         project: Path, tmp_path: Path) -> None:
     assert allowed(run_hook(project, read_event(project), writer="2"))

@@ -79,6 +79,7 @@ def _closed_by_the_server(sock: socket.socket) -> bool:
     return True
 
 
+@pytest.mark.slow  # waits out the timeouts: make verify
 def test_a_request_head_that_never_ends_is_closed(server: ServerProcess) -> None:
     with ExitStack() as stack:
         (sock,) = half_open(server, stack, 1)
@@ -87,11 +88,13 @@ def test_a_request_head_that_never_ends_is_closed(server: ServerProcess) -> None
             assert client.get("/healthz").status_code == 200
 
 
+@pytest.mark.slow  # waits out the timeouts: make verify
 def test_a_connection_that_sends_nothing_is_closed(server: ServerProcess) -> None:
     with socket.create_connection(_address(server), timeout=30) as sock:
         assert _closed_by_the_server(sock)
 
 
+@pytest.mark.slow  # waits out the timeouts: make verify
 def test_a_slow_but_complete_head_is_answered(server: ServerProcess) -> None:
     # a head sent a line a second, complete well within the header timeout
     host, port = _address(server)
