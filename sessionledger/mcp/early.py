@@ -16,6 +16,11 @@ A request that asks for progress before then hears ``notifications/progress`` ev
 :data:`PROGRESS_S` until the SDK server has it, so a host whose timeout restarts on progress
 does not give up on its first call while the SDK loads.
 
+The same wire serves every stdio connection, answered early or not: each line the client
+sends is screened first (:mod:`.jsonrpc`) — a line that is not UTF-8 or not JSON, a batch, a
+request with an id JSON-RPC forbids, or one reusing the id of a request still in progress is
+answered here with its JSON-RPC error and never reaches the SDK (issue 41).
+
 Only the common case is answered early: a new session (no ``--session``: a resumed one's
 tools depend on the session, and an unknown one must fail before anything is written), a
 workspace with no ``config.toml`` (its features change the tool list, and bad rules must
@@ -34,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..environment import read_options
+from .jsonrpc import InFlight, screen
 
 __all__ = ["PROGRESS_S", "EarlyWire", "HANDSHAKE_FILE", "active", "start"]
 
@@ -86,8 +92,9 @@ class EarlyWire:
     """Standard input and output taken for the MCP wire, the early answers, and the two
     streams the SDK's stdio transport serves instead of the process's own."""
 
-    def __init__(self, handshake: dict[str, Any]) -> None:
-        self._handshake = handshake
+    def __init__(self, handshake: dict[str, Any] | None) -> None:
+        self._handshake = handshake  # None: nothing is answered early, lines are screened
+        self._in_flight = InFlight()
         self._lock = threading.Lock()
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._answered: set[object] = set()
@@ -126,14 +133,31 @@ class EarlyWire:
             pending += chunk
             *lines, pending = pending.split(b"\n")
             for line in lines:
-                text = line.decode("utf-8", "replace")
-                self._answer_early(text)
-                self._lines.put(text + "\n")
-        if pending:
-            self._lines.put(pending.decode("utf-8", "replace"))
+                self._take(line)
+        self._take(pending)
         self._lines.put(None)
 
+    def _take(self, line: bytes) -> None:
+        """One line from the client: answered here when it is no message the SDK may read
+        (:mod:`.jsonrpc`), else answered early when it can be, and handed on."""
+        if not line.strip(b" \t\r"):
+            return  # a blank line is no message
+        screened = screen(line)
+        with self._lock:
+            if screened.error is None:
+                screened = self._in_flight.begin(screened)
+                self._in_flight.ended_by(screened.message)  # a cancellation
+            if screened.error is not None:
+                self._send(json.dumps(screened.error, ensure_ascii=False,
+                                      separators=(",", ":")) + "\n")
+                return
+        text = line.decode("utf-8")
+        self._answer_early(text)
+        self._lines.put(text.rstrip("\r") + "\n")
+
     def _answer_early(self, line: str) -> None:
+        if self._handshake is None:
+            return
         try:
             message = json.loads(line)
         except ValueError:
@@ -164,6 +188,7 @@ class EarlyWire:
             else:
                 return
             self._answered.add(message["id"])
+            self._in_flight.end(message["id"])
             self._send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result},
                                   ensure_ascii=False, separators=(",", ":")) + "\n")
 
@@ -221,6 +246,7 @@ class EarlyWire:
                     and message["id"] in self._answered):
                 self._answered.discard(message["id"])
                 return
+            self._in_flight.ended_by(message)
             self._send(text)
 
     async def flush(self) -> None:

@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..service.sessions import SessionService
 from . import MCP_PATH
+from .jsonrpc import InFlight, Screened, screen
 from .server import LedgerMcp, McpOptions
 
 __all__ = ["DISCONNECT_REASON", "MCP_PATH", "McpHttpTransport"]
@@ -54,6 +55,8 @@ class McpHttpTransport:
         self.session_idle_timeout_s: float = DEFAULT_SESSION_IDLE_TIMEOUT
         """How long an MCP session without a request in flight lives (read at each start)."""
         self._manager: StreamableHTTPSessionManager | None = None
+        self._in_flight: dict[str, InFlight] = {}
+        """Each MCP session's request ids in flight (:mod:`.jsonrpc`), while it has any."""
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -76,6 +79,16 @@ class McpHttpTransport:
                               "message": "the MCP endpoint is not running", "details": None}}
             await JSONResponse(body, status_code=503)(scope, receive, send)
             return
+        held: tuple[str, InFlight, Screened] | None = None
+        if scope.get("type") == "http" and scope.get("method") == "POST":
+            request = await _body(receive)
+            if request is None:
+                return  # the client left before its request arrived
+            screened, held = self._screened(scope, request)
+            if screened.error is not None:
+                await JSONResponse(screened.error, status_code=400)(scope, receive, send)
+                return
+            receive = _replaying(request, receive)
         post = _Post.of(scope)
         if post is not None:
             receive = post.watching(receive)
@@ -84,9 +97,65 @@ class McpHttpTransport:
         try:
             await _completed(manager.asgi_app, scope, receive, send, post)
         finally:
+            if held is not None:
+                self._ended(*held)
             if post is not None and post.left:
                 with anyio.CancelScope(shield=True):
                     await post.cancel(manager)
+
+    def _screened(self, scope: Scope, body: bytes
+                  ) -> tuple[Screened, tuple[str, InFlight, Screened] | None]:
+        """The POST's message as :mod:`.jsonrpc` reads it, and the MCP session's ids in
+        flight that its request now holds (until its POST ends)."""
+        screened = screen(body)
+        session_id = _header(scope, MCP_SESSION_ID_HEADER)
+        if screened.error is not None or session_id is None or screened.request_id is None:
+            return screened, None
+        flight = self._in_flight.setdefault(session_id, InFlight())
+        screened = flight.begin(screened)
+        if screened.error is not None:
+            return screened, None
+        return screened, (session_id, flight, screened)
+
+    def _ended(self, session_id: str, flight: InFlight, screened: Screened) -> None:
+        flight.end(screened.request_id)
+        if flight.empty and self._in_flight.get(session_id) is flight:
+            del self._in_flight[session_id]
+
+
+def _header(scope: Scope, name: str) -> str | None:
+    wanted = name.lower().encode("latin-1")
+    for key, value in scope.get("headers", ()):
+        if key.lower() == wanted:
+            return str(value.decode("latin-1"))
+    return None
+
+
+async def _body(receive: Receive) -> bytes | None:
+    """The whole request body (the app's middleware bounds its size), ``None`` when the
+    client disconnected first."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body.extend(message.get("body", b""))
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` for an app that reads the body again: the body once, then the wire's
+    (a disconnect)."""
+    given = [False]
+
+    async def replayed() -> Message:
+        if not given[0]:
+            given[0] = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
 
 
 def _without_resumption(scope: Scope) -> Scope:

@@ -58,6 +58,7 @@ from .. import __version__
 from ..errors import InvalidInput, NotFound, SessionDeleted, SessionLedgerError, SessionNotFound
 from ..permission.descriptors import ToolDescriptor
 from ..service.sessions import SessionService
+from ..tools.executor import check_input
 from ..tools.registry import ToolRegistry
 from .asking import (
     ANSWER_POLL_ENV,
@@ -75,7 +76,7 @@ from .asking import (
     env_seconds,
     in_thread,
 )
-from .early import active
+from .early import EarlyWire, active
 from .forms import Round, asking_round, returned_round
 from .resources import CHANGE_POLL_S, LedgerServer, McpFeatures
 from .tasks import TaskRequests, task_augmented
@@ -520,6 +521,13 @@ class LedgerMcp:
             named = _named_session(arguments, params, self._handle_argument(params.name)) \
                 if handle else None
             returned = returned_round(params)
+            handler = self._service.tools.executor.registry.handler(params.name)
+            if handler is not None and returned is None:  # refused before a session is made
+                try:
+                    check_input(handler, params.name, arguments)
+                except SessionLedgerError:
+                    session_id = named or await in_thread(lambda: self._existing(ctx)) or ""
+                    raise
             session_id = await self._bound(ctx, params.name, arguments, named, returned)
             if params.name == INTERACTION_STATUS:
                 status = await self._status(ctx, session_id, arguments)
@@ -564,6 +572,13 @@ class LedgerMcp:
         return EmptyResult()
 
     # -- which session ---------------------------------------------------------------------
+
+    def _existing(self, ctx: Ctx) -> str | None:
+        """The session a call would run in, if there is one already (none is created)."""
+        try:
+            return self._listed_session(ctx)
+        except SessionLedgerError:
+            return None
 
     def _listed_session(self, ctx: Ctx) -> str | None:
         """The session whose tools a listing shows; ``None``: a session not created yet."""
@@ -830,10 +845,9 @@ async def _log(ctx: Ctx, level: LoggingLevel, data: dict[str, Any]) -> None:
 
 async def _serve_stdio(server: Server[Any]) -> None:
     early = active()
-    if early is None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-        return
+    if early is None:  # nothing answered early: the same wire, screening every line
+        early = EarlyWire(None)
+        early.start()
     # the wire was taken at start and the handshake may have been answered already (.early)
     streams = stdio_server(stdin=cast(Any, early.lines()), stdout=cast(Any, early))
     try:

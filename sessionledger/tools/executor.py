@@ -87,6 +87,7 @@ __all__ = [
     "ToolExecutor",
     "broker_for",
     "call_answer",
+    "check_input",
     "completed_event",
     "resolved_event",
     "summarize",
@@ -342,6 +343,17 @@ class CallAnswer:
     document: dict[str, Any]
 
 
+def check_input(handler: ToolHandler, tool: str, raw_input: Mapping[str, Any]) -> None:
+    """``raw_input`` as ``handler`` takes it, else :class:`InvalidInput` naming what is wrong
+    (before any session is touched: a refused call appends nothing)."""
+    try:
+        handler.validate_input(raw_input)
+    except ValidationError as exc:
+        raise InvalidInput(
+            f"{tool} input is invalid: {summarize(exc)}", details=validation_details(exc),
+        ) from exc
+
+
 def validation_details(error: ValidationError) -> list[dict[str, Any]]:
     """Pydantic's errors as JSON-safe ``details`` of a 422."""
     return [
@@ -462,13 +474,7 @@ class ToolExecutor:
                 if existing is not None:
                     return _answer(call_answer(self._store, existing))
             handler = self._handler(tool, session, host)
-            try:
-                handler.validate_input(raw_input)
-            except ValidationError as exc:
-                raise InvalidInput(
-                    f"{tool} input is invalid: {summarize(exc)}",
-                    details=validation_details(exc),
-                ) from exc
+            check_input(handler, tool, raw_input)
             cid = call_id or new_id("call")
             events, answer = self._first_step(
                 session, handler, raw_input, cid, host or cast(HostKind, session.host)
