@@ -36,6 +36,7 @@ from .claude_code.forward import (
 from .config import (
     DB_ENV,
     DEFAULT_HOST,
+    DEFAULT_MCP_MAX_SESSIONS,
     DEFAULT_PORT,
     DEFAULT_QUESTION_DEADLINE_S,
     DEFAULT_QUESTION_GRACE_S,
@@ -216,6 +217,9 @@ def main() -> None:
               help="/mcp never asks through the client's forms: questions and plan approvals "
                    "wait, pending, for the web page (for clients that answer forms by "
                    "themselves, as Codex's headless run does).")
+@click.option("--mcp-max-sessions", type=int, default=DEFAULT_MCP_MAX_SESSIONS, show_default=True,
+              help="MCP sessions open at once on /mcp; at the limit a new client closes the "
+                   "session idle longest.")
 @click.option("--idle-exit", "idle_exit_s", type=float, default=None, metavar="SECONDS",
               help="Stop after SECONDS with no request in flight.")
 @click.option("--hook-writer", is_flag=True, default=False,
@@ -227,14 +231,15 @@ def serve(
     db: str | None, host: str, port: int, workspace: Path | None,
     question_grace_s: float, question_deadline_s: float, token: str | None,
     allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...], no_elicitation: bool,
-    idle_exit_s: float | None, hook_writer: bool,
+    mcp_max_sessions: int, idle_exit_s: float | None, hook_writer: bool,
 ) -> None:
     """Serve the HTTP API and event streams until SIGTERM or Ctrl+C."""
     settings = ServerSettings(
         host=host, port=port, workspace_root=workspace or Path.cwd(),
         question_grace_s=question_grace_s, question_deadline_s=question_deadline_s,
         token=token, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
-        mcp_elicitation=not no_elicitation, idle_exit_s=idle_exit_s, hook_writer=hook_writer,
+        mcp_elicitation=not no_elicitation, mcp_max_sessions=mcp_max_sessions,
+        idle_exit_s=idle_exit_s, hook_writer=hook_writer,
     )
     if hook_writer:
         from .http.server import hold_writer_lock

@@ -64,6 +64,9 @@ MALFORMED: list[Any] = [
     pytest.param(b'{"jsonrpc":"2.0","id":1,"method":5}', -32600, id="method-a-number"),
     pytest.param(b'42', -32600, id="a-number"),
     pytest.param(b'{"jsonrpc":"2.0","id":1}', -32600, id="neither-request-nor-answer"),
+    pytest.param(json.dumps({**INITIALIZE, "id": 1, "params": {
+        **INITIALIZE["params"], "capabilities": {"experimental": {"x": "y" * 900_000}}}})
+        .encode(), -32602, id="initialize-declaring-900-kb"),
 ]
 
 
@@ -274,3 +277,56 @@ def test_http_refuses_an_id_a_request_in_progress_holds(
         assert time.monotonic() < deadline, again.text
         time.sleep(0.05)
     assert _json_answer(again)["result"] == {}
+
+
+# -- MCP sessions: bounded, with room kept for new clients ---------------------------------------
+
+LIMIT = 8
+
+
+@pytest.fixture(scope="module")
+def bounded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    with running_server(tmp_path_factory.mktemp("mcp-bounded"),
+                        args=["--mcp-max-sessions", str(LIMIT)]) as server:
+        yield server
+
+
+def _initialized(client: httpx.Client) -> str:
+    response = client.post("/mcp", json=INITIALIZE, headers=ACCEPT)
+    assert response.status_code == 200, response.text
+    session = response.headers["mcp-session-id"]
+    assert client.post("/mcp", json=INITIALIZED, headers={
+        **ACCEPT, "Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-06-18"},
+    ).status_code == 202
+    return str(session)
+
+
+def _ping(client: httpx.Client, session: str) -> int:
+    return client.post("/mcp", json={"jsonrpc": "2.0", "id": "p", "method": "ping"}, headers={
+        **ACCEPT, "Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-06-18"},
+    ).status_code
+
+
+def test_at_the_session_limit_a_new_client_gets_in_and_the_idlest_session_closes(
+        bounded: ServerProcess) -> None:  # issue 41, finding 7
+    with httpx.Client(base_url=bounded.base_url, timeout=60) as client:
+        # one process opens many more sessions than the limit (the SDK's own answer to the
+        # ninth would be 503 "Too many open sessions" for every client after)
+        opened = [_initialized(client) for _ in range(LIMIT * 3)]
+        assert _ping(client, opened[-1]) == 200
+        # a client that keeps using its session keeps it
+        kept = opened[-LIMIT]
+        assert _ping(client, kept) == 200
+        newcomer = _initialized(client)
+        assert _ping(client, newcomer) == 200
+        assert _ping(client, kept) == 200
+        # the sessions idle longest were closed for the others: told 404, they start anew
+        assert _ping(client, opened[0]) == 404
+
+
+def test_a_session_in_use_is_never_closed_for_room(bounded: ServerProcess) -> None:
+    with httpx.Client(base_url=bounded.base_url, timeout=60) as client:
+        used = _initialized(client)
+        for _ in range(LIMIT * 3):  # each new one closes the idlest, never the one in use
+            _initialized(client)
+            assert _ping(client, used) == 200

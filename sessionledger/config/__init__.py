@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DB_ENV",
     "MAX_CURSOR",
+    "DEFAULT_MCP_MAX_SESSIONS",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "DEFAULT_QUESTION_DEADLINE_S",
@@ -125,6 +126,10 @@ def _check_duration(name: str, value: float) -> None:
         raise ConfigurationError(f"{name} must be a finite number of seconds >= 0, not {value}")
 
 
+DEFAULT_MCP_MAX_SESSIONS = 1_000
+"""MCP sessions open at once on ``/mcp`` (the SDK's default is 10,000, ~40 KB each)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerSettings:
     """How ``serve`` runs; built once at start, read everywhere, never changed.
@@ -154,6 +159,9 @@ class ServerSettings:
     mcp_elicitation: bool = True
     """``/mcp`` asks through the client's forms where it offers them; ``False``
     (``--no-elicitation``): every question waits as a pending call (issue 40)."""
+    mcp_max_sessions: int = DEFAULT_MCP_MAX_SESSIONS
+    """MCP sessions open at once on ``/mcp``; at the limit the one idle longest is closed for
+    a new client (``--mcp-max-sessions``, issue 41)."""
     idle_exit_s: float | None = None
     """Stop after this many seconds with no request in flight (``--idle-exit``)."""
     hook_writer: bool = False
@@ -174,6 +182,9 @@ class ServerSettings:
             )
         if not (self.stream_poll_s > 0 and self.stream_keepalive_s > 0):
             raise ConfigurationError("stream intervals must be positive")
+        if self.mcp_max_sessions < 1:
+            raise ConfigurationError(
+                f"mcp-max-sessions must be at least 1, not {self.mcp_max_sessions}")
         if self.idle_exit_s is not None and not (
                 math.isfinite(self.idle_exit_s) and self.idle_exit_s > 0):
             raise ConfigurationError(

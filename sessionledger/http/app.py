@@ -27,7 +27,7 @@ from eventlog import EventLogError, JsonShapeError
 
 from .. import __version__
 from ..claude_code.hooks import HOOK_PATHS, MAX_HOOK_BYTES
-from ..config import ServerSettings
+from ..config import DEFAULT_MCP_MAX_SESSIONS, ServerSettings
 from ..errors import (
     OutOfDescriptors,
     SessionLedgerError,
@@ -225,9 +225,11 @@ class McpOnDemand:
     answered 503, as requests after shutdown began are.
     """
 
-    def __init__(self, service: SessionService, *, elicitation: bool = True) -> None:
+    def __init__(self, service: SessionService, *, elicitation: bool = True,
+                 max_sessions: int = DEFAULT_MCP_MAX_SESSIONS) -> None:
         self._service = service
         self._elicitation = elicitation
+        self._max_sessions = max_sessions
         self._built: McpHttpTransport | None = None
         self._building = threading.Lock()
         self._transport: McpHttpTransport | None = None  # while its session manager runs
@@ -242,7 +244,8 @@ class McpOnDemand:
             if self._built is None:
                 module = import_module("sessionledger.mcp.http")
                 self._built = module.McpHttpTransport(self._service,
-                                                      elicitation=self._elicitation)
+                                                      elicitation=self._elicitation,
+                                                      max_sessions=self._max_sessions)
             return self._built
 
     @asynccontextmanager
@@ -305,7 +308,8 @@ def create_app(
 
     scheduler = TimerScheduler(service.timers, service.store, poll_s=settings.stream_poll_s)
     # the MCP server at /mcp (#12), loaded when first asked for
-    mcp = McpOnDemand(service, elicitation=settings.mcp_elicitation)
+    mcp = McpOnDemand(service, elicitation=settings.mcp_elicitation,
+                      max_sessions=settings.mcp_max_sessions)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

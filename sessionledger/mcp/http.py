@@ -16,6 +16,7 @@ server that answered. ``Host`` and ``Origin`` are checked in front of it by the 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -32,6 +33,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..config import DEFAULT_MCP_MAX_SESSIONS
 from ..service.sessions import SessionService
 from . import MCP_PATH
 from .jsonrpc import InFlight, Screened, screen
@@ -47,23 +49,87 @@ _SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 """The SDK's Host and Origin lists stay unused: the app's middleware answered them already."""
 
 
+class _RoomyManager(StreamableHTTPSessionManager):
+    """The SDK's session manager, which at its limit refuses every new client (``503 Too many
+    open sessions``) until a session ends or idles out (30 minutes): one process could lock
+    every other client out. At the limit this one closes the session idle longest — none with
+    a request or stream open — to admit the new one; that session's client is told ``404
+    Session not found`` at its next request and starts a new one, as MCP clients do. It uses
+    the manager's own bookkeeping (``_server_instances``, pinned SDK)."""
+
+    def __init__(self, *args: Any, activity: _Activity, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._activity = activity
+
+    def _admit_session(self, requestor: Any) -> Any:
+        if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
+            idlest = self._activity.idlest(self._server_instances)
+            if idlest is not None and self._task_group is not None:
+                transport = self._server_instances.pop(idlest)
+                self._session_owners.pop(idlest, None)
+                self._task_group.start_soon(transport.terminate)
+                self._activity.closed(idlest)
+        return super()._admit_session(requestor)
+
+
+class _Activity:
+    """Each MCP session's requests and streams open, and when its last one ended."""
+
+    def __init__(self) -> None:
+        self.open: dict[str, int] = {}
+        self.last: dict[str, float] = {}
+        self.shed = 0
+
+    def began(self, session_id: str) -> None:
+        self.open[session_id] = self.open.get(session_id, 0) + 1
+        self.last[session_id] = time.monotonic()
+
+    def ended(self, session_id: str) -> None:
+        left = self.open.get(session_id, 1) - 1
+        if left > 0:
+            self.open[session_id] = left
+        else:
+            self.open.pop(session_id, None)
+        self.last[session_id] = time.monotonic()
+
+    def idlest(self, sessions: dict[str, Any]) -> str | None:
+        """The open session with nothing in flight (no request being served, no response
+        stream open: the transport's own counts) that was used longest ago."""
+        for gone in [s for s in self.last if s not in sessions]:
+            self.closed(gone)
+        idle = [(self.last.get(s, 0.0), s) for s, transport in sessions.items()
+                if s not in self.open and not getattr(transport, "_requests_in_flight", 0)
+                and not getattr(transport, "_request_streams", None)]
+        return min(idle)[1] if idle else None
+
+    def closed(self, session_id: str) -> None:
+        self.open.pop(session_id, None)
+        self.last.pop(session_id, None)
+        self.shed += 1
+
+
 class McpHttpTransport:
     """The ``/mcp`` endpoint (an ASGI app) and the lifetime of its session manager."""
 
-    def __init__(self, service: SessionService, *, elicitation: bool = True) -> None:
+    def __init__(self, service: SessionService, *, elicitation: bool = True,
+                 max_sessions: int = DEFAULT_MCP_MAX_SESSIONS) -> None:
         self.ledger = LedgerMcp(service, McpOptions(elicitation=elicitation))
         self.session_idle_timeout_s: float = DEFAULT_SESSION_IDLE_TIMEOUT
         """How long an MCP session without a request in flight lives (read at each start)."""
+        self.max_sessions = max_sessions
         self._manager: StreamableHTTPSessionManager | None = None
+        self._activity = _Activity()
         self._in_flight: dict[str, InFlight] = {}
         """Each MCP session's request ids in flight (:mod:`.jsonrpc`), while it has any."""
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Run a session manager until the app stops; open MCP sessions end then."""
-        manager = StreamableHTTPSessionManager(
+        self._activity = _Activity()
+        manager = _RoomyManager(
             app=self.ledger.server(), security_settings=_SECURITY,
-            session_idle_timeout=self.session_idle_timeout_s,
+            session_idle_timeout=self.session_idle_timeout_s, max_sessions=self.max_sessions,
+            activity=self._activity,
         )
         async with manager.run():
             self._manager = manager
@@ -94,14 +160,36 @@ class McpHttpTransport:
             receive = post.watching(receive)
         elif scope.get("method") == "GET":
             scope = _without_resumption(scope)
+        session_id = _header(scope, MCP_SESSION_ID_HEADER)
+        if session_id is not None:
+            self._activity.began(session_id)
+        else:
+            send = self._noting_new_session(send)
         try:
             await _completed(manager.asgi_app, scope, receive, send, post)
         finally:
+            if session_id is not None:
+                self._activity.ended(session_id)
             if held is not None:
                 self._ended(*held)
             if post is not None and post.left:
                 with anyio.CancelScope(shield=True):
                     await post.cancel(manager)
+
+    def _noting_new_session(self, send: Send) -> Send:
+        """``send``, noting the session an ``initialize`` opened (its answer names it) as
+        used now: a session never used again is still the idlest to close."""
+        wanted = MCP_SESSION_ID_HEADER.lower().encode("latin-1")
+
+        async def noting(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                for key, value in message.get("headers", ()):
+                    if key.lower() == wanted:
+                        self._activity.began(value.decode("latin-1"))
+                        self._activity.ended(value.decode("latin-1"))
+            await send(message)
+
+        return noting
 
     def _screened(self, scope: Scope, body: bytes
                   ) -> tuple[Screened, tuple[str, InFlight, Screened] | None]:

@@ -17,7 +17,9 @@ import json
 from typing import Any
 
 __all__ = [
+    "INVALID_PARAMS",
     "INVALID_REQUEST",
+    "MAX_CAPABILITIES_BYTES",
     "PARSE_ERROR",
     "InFlight",
     "Screened",
@@ -27,6 +29,10 @@ __all__ = [
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+MAX_CAPABILITIES_BYTES = 64 * 1024
+"""What a client may declare in ``initialize`` (its ``capabilities`` and ``clientInfo``, as
+JSON): the session keeps it for its life, so 0.9 MB of it cost ~6 MB a session."""
 
 
 def error_response(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
@@ -96,12 +102,27 @@ def screen(raw: bytes | str) -> Screened:
             return Screened(None, error_response(
                 INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer '
                                  f"(not {_kind(request_id)})"))
+        if message["method"] == "initialize":
+            declared = _declared_bytes(message.get("params"))
+            if declared > MAX_CAPABILITIES_BYTES:
+                return Screened(None, error_response(
+                    INVALID_PARAMS, f"Invalid params: capabilities and clientInfo take at "
+                                    f"most {MAX_CAPABILITIES_BYTES:,} bytes of JSON, not "
+                                    f"{declared:,}", answer_id))
         return Screened(message, None)
     if "result" in message or "error" in message:
         return Screened(message, None)  # the client's answer to a request of the server's
     return Screened(None, error_response(
         INVALID_REQUEST, 'Invalid Request: neither "method" nor "result" nor "error"',
         answer_id))
+
+
+def _declared_bytes(params: Any) -> int:
+    """The JSON size of what an ``initialize`` declares that its session keeps."""
+    if not isinstance(params, dict):
+        return 0
+    kept = {k: params.get(k) for k in ("capabilities", "clientInfo")}
+    return len(json.dumps(kept, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 def valid_id(value: Any) -> bool:
