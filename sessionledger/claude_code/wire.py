@@ -36,7 +36,7 @@ WRITER_LOCK_SUFFIX = ".writer.lock"
 """Beside the database: the lock the hook's writer holds while it runs (``serve
 --hook-writer``), whose modification time is when a hook last started one."""
 WRITER_LOG_SUFFIX = ".writer.log"
-"""Beside the database: the hook's writer's warnings and errors (its last run's)."""
+"""Beside the database: the hook's writers' warnings and errors, appended."""
 
 
 def discovery_path(store_url: str) -> str | None:
