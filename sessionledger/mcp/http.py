@@ -57,7 +57,7 @@ class _RoomyManager(StreamableHTTPSessionManager):
     Session not found`` at its next request and starts a new one, as MCP clients do. It uses
     the manager's own bookkeeping (``_server_instances``, pinned SDK)."""
 
-    def __init__(self, *args: Any, activity: _Activity, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, activity: _SessionUse, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._activity = activity
 
@@ -72,7 +72,7 @@ class _RoomyManager(StreamableHTTPSessionManager):
         return super()._admit_session(requestor)
 
 
-class _Activity:
+class _SessionUse:
     """Each MCP session's requests and streams open, and when its last one ended."""
 
     def __init__(self) -> None:
@@ -118,14 +118,14 @@ class McpHttpTransport:
         """How long an MCP session without a request in flight lives (read at each start)."""
         self.max_sessions = max_sessions
         self._manager: StreamableHTTPSessionManager | None = None
-        self._activity = _Activity()
+        self._activity = _SessionUse()
         self._in_flight: dict[str, InFlight] = {}
         """Each MCP session's request ids in flight (:mod:`.jsonrpc`), while it has any."""
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Run a session manager until the app stops; open MCP sessions end then."""
-        self._activity = _Activity()
+        self._activity = _SessionUse()
         manager = _RoomyManager(
             app=self.ledger.server(), security_settings=_SECURITY,
             session_idle_timeout=self.session_idle_timeout_s, max_sessions=self.max_sessions,
