@@ -108,3 +108,57 @@ def test_a_slow_but_complete_head_is_answered(server: ServerProcess) -> None:
         while chunk := sock.recv(4096):
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 200")
+
+
+# -- the soak (make verify): bursts of what holds a server's resources --------------------------
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "soak", "version": "0"}}}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json"}
+BURSTS = 4
+INITIALIZES = 5_000
+"""Per burst: 20,000 MCP sessions opened from one process in all."""
+
+
+def _resources(pid: int) -> tuple[float, int]:
+    """The process's resident memory (MB) and open descriptors."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    rss_kb = next(int(line.split()[1]) for line in status.splitlines()
+                  if line.startswith("VmRSS:"))
+    return rss_kb / 1024, len(list(Path(f"/proc/{pid}/fd").iterdir()))
+
+
+def _served_meanwhile(server: ServerProcess) -> None:
+    """A fresh client is answered, and gets an MCP session."""
+    with httpx.Client(base_url=server.base_url, timeout=30) as fresh:
+        assert fresh.get("/healthz").status_code == 200
+        assert fresh.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS).status_code == 200
+
+
+@pytest.mark.slow
+def test_soak_bursts_of_half_open_idle_and_mcp_sessions_leave_resources_flat(
+        server: ServerProcess) -> None:  # issue 41, acceptance 2
+    host, port = _address(server)
+    after: list[tuple[float, int]] = []
+    with httpx.Client(base_url=server.base_url, timeout=60) as opener:
+        for _burst in range(BURSTS):
+            with ExitStack() as stack:
+                half_open(server, stack, DESCRIPTORS + 44)
+                for _ in range(40):  # idle keep-alives: one request answered, then nothing
+                    idle = stack.enter_context(socket.create_connection((host, port), timeout=30))
+                    idle.sendall(f"GET /healthz HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+                    assert idle.recv(4096).startswith(b"HTTP/1.1 200")
+                _served_meanwhile(server)
+                for n in range(INITIALIZES):  # one process, one kept-alive connection
+                    opened = opener.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+                    assert opened.status_code == 200, (n, opened.text)
+                _served_meanwhile(server)
+            time.sleep(2)  # the sockets closed: the server has let them go
+            after.append(_resources(server.process.pid))
+    rss = [mb for mb, _fds in after]
+    fds = [count for _mb, count in after]
+    print(f"after each burst: RSS MB {[round(m, 1) for m in rss]}, descriptors {fds}")
+    assert max(fds) <= fds[0] + 20, fds
+    assert max(rss[1:]) <= rss[0] + 60, rss  # the first burst fills the session table
