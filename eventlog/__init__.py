@@ -91,7 +91,9 @@ from .envelope import (
     format_instant,
     new_id,
     new_session_id,
+    now_text,
     parse_instant,
+    service_time_ns,
 )
 from .errors import (
     BackupFailed,
@@ -222,7 +224,9 @@ __all__ = [
     "format_instant",
     "new_id",
     "new_session_id",
+    "now_text",
     "open_store",
     "parse_instant",
+    "service_time_ns",
     "verify_chain",
 ]

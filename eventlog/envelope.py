@@ -57,6 +57,7 @@ __all__ = [
     "now_text",
     "paged_rows",
     "parse_instant",
+    "service_time_ns",
 ]
 
 Actor = Literal["model", "user", "host", "timer", "system"]
@@ -362,7 +363,7 @@ _PAIRS = [first + second for first in _ALPHABET for second in _ALPHABET]
 
 
 def _ulid() -> str:
-    value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
+    value = (service_time_ns() // 1_000_000 << 80) | int.from_bytes(os.urandom(10), "big")
     pairs = _PAIRS
     return "".join([pairs[(value >> shift) & 1023] for shift in _SHIFTS])
 
@@ -384,6 +385,39 @@ def new_session_id() -> str:
 # SystemClock; tests use ManualClock and advance it. Every instant the service records or
 # shows is rendered by format_instant so that the same instant is always the same string
 # (SPEC §11: ISO 8601 UTC with milliseconds and ``Z``).
+#
+# The service's time does not step (issue 41): it is the wall clock read once, when the process
+# first asks, carried forward by the time elapsed since (CLOCK_BOOTTIME on Linux: monotonic,
+# counting a suspend; elsewhere the monotonic clock). A step of the wall clock (an operator's
+# ``date -s``, NTP correcting a clock that was far off) therefore moves neither a question's
+# countdown nor the order of ``recordedAt`` in a running process; the rate follows the wall
+# clock's (NTP slews the monotonic clock too). A process started after a step starts from the
+# new wall time: that is where a step shows (``audit``'s ``clock_stepped_back``).
+
+try:
+    _ELAPSED_CLOCK = time.CLOCK_BOOTTIME
+except AttributeError:  # not Linux
+    _ELAPSED_CLOCK = time.CLOCK_MONOTONIC
+
+_anchor: tuple[int, int] | None = None
+"""The wall time when the process first read the time, and the elapsed clock then (ns)."""
+_anchor_lock = threading.Lock()
+
+
+def _anchored() -> tuple[int, int]:
+    global _anchor
+    with _anchor_lock:
+        if _anchor is None:
+            _anchor = (time.time_ns(), time.clock_gettime_ns(_ELAPSED_CLOCK))
+        return _anchor
+
+
+def service_time_ns() -> int:
+    """The service's current time, nanoseconds since the epoch: the wall clock at the process's
+    first reading moved on by the elapsed time since, so it never steps."""
+    wall, elapsed = _anchor or _anchored()
+    return wall + time.clock_gettime_ns(_ELAPSED_CLOCK) - elapsed
+
 
 class Clock(Protocol):
     """Source of the current instant, UTC, millisecond precision."""
@@ -395,8 +429,12 @@ def _truncate(moment: datetime) -> datetime:
     return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 class SystemClock:
-    """The machine's clock, truncated to milliseconds."""
+    """The service's time (:func:`service_time_ns`: the wall clock that does not step),
+    truncated to milliseconds."""
 
     __slots__ = ("_second",)
 
@@ -405,12 +443,12 @@ class SystemClock:
         """The last whole second rendered, and its text (one tuple: replaced atomically)."""
 
     def now(self) -> datetime:
-        return _truncate(datetime.now(UTC))
+        return _EPOCH + timedelta(milliseconds=service_time_ns() // 1_000_000)
 
     def now_text(self) -> str:
         """``format_instant(self.now())`` without building a datetime: every append stamps
         its rows with this, and the datetime round trip was a tenth of a lone append's CPU."""
-        second, millis = divmod(time.time_ns() // 1_000_000, 1000)
+        second, millis = divmod(service_time_ns() // 1_000_000, 1000)
         cached, text = self._second
         if second != cached:
             text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))

@@ -181,7 +181,9 @@ body or changes anything (SPEC EG-3, docs/operations.md).
 The full machine-readable description is served at `/openapi.json`, these 503s included, and
 with a token configured its 401s and the bearer scheme; the wire shapes the tests compare are
 those of SPEC §11. `HEAD` is answered wherever `GET` is, with its status and headers and no
-body, except on the event streams.
+body, except on the event streams. Every answer carries `X-Request-ID` and the service's
+time in `Sessionledger-Time` (`2026-11-29T19:10:56.123Z`, the clock its deadlines are on: a
+client whose own clock is off or steps counts `deadlineAt` down against it).
 
 Every JSON body (and every tool input, also from MCP and the CLI) must read back as sent
 (SPEC EG-1): UTF-8, nested at most 64 levels, no lone surrogate in a key or string, no `NaN`

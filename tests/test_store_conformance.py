@@ -469,12 +469,32 @@ def test_el1_system_clock_text_is_the_wire_format_of_now(
         946_684_799_999_000_000,  # 1999-12-31T23:59:59.999
     ]
     for ns in instants:
-        monkeypatch.setattr(clock_module.time, "time_ns", lambda ns=ns: ns)
+        monkeypatch.setattr(clock_module, "service_time_ns", lambda ns=ns: ns)
         moment = datetime.fromtimestamp(ns // 1_000_000 / 1000, UTC)
         assert system.now_text() == format_instant(moment)
         assert now_text(system) == format_instant(moment)
     manual = ManualClock(datetime(2026, 3, 4, 5, 6, 7, 891_234, tzinfo=UTC))
     assert now_text(manual) == "2026-03-04T05:06:07.891Z"
+
+
+@pytest.mark.parametrize("step_s", [-3600, 86_400])
+def test_the_system_clock_does_not_follow_a_step_of_the_wall_clock(  # issue 41 finding 2
+    monkeypatch: pytest.MonkeyPatch, step_s: int,
+) -> None:
+    """Read once, the wall clock is carried forward by the elapsed time: a later step of the
+    wall clock moves neither ``now`` nor the ids' time."""
+    import time
+
+    import eventlog.envelope as clock_module
+
+    system = SystemClock()
+    before = clock_module.service_time_ns()
+    stepped = time.time_ns() + step_s * 1_000_000_000
+    monkeypatch.setattr(clock_module.time, "time_ns", lambda: stepped)
+    monkeypatch.setattr(clock_module, "_anchor", clock_module._anchor)  # restored afterwards
+    after_ms = int(system.now().timestamp() * 1000)
+    assert 0 <= after_ms - before // 1_000_000 < 5_000
+    assert abs(clock_module.service_time_ns() - stepped) > 3_000 * 10**9  # not the stepped wall
 
 
 def test_el1_envelope_fields(store: EventStore, clock: ManualClock) -> None:

@@ -357,5 +357,6 @@ def create_app(
                        larger=dict.fromkeys(HOOK_PATHS.values(), MAX_HOOK_BYTES))
     app.add_middleware(BearerAuthMiddleware, token=settings.token, logins=logins)
     app.add_middleware(HostOriginMiddleware, settings=settings)  # EG-3: before anything acts
-    app.add_middleware(RequestLogMiddleware)  # outermost: refused requests are logged too
+    # outermost: refused requests are logged too
+    app.add_middleware(RequestLogMiddleware, clock=service.timers.clock)
     return app

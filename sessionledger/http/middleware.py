@@ -27,7 +27,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from eventlog import loads_json, new_id
+from eventlog import Clock, loads_json, new_id, now_text
 from eventlog.encoding import plain_json_bytes
 
 from ..config import DEFAULT_PORTS, ServerSettings, parse_authority, parse_origin
@@ -55,6 +55,9 @@ __all__ = [
 ]
 
 REQUEST_ID_HEADER = "x-request-id"
+TIME_HEADER = "sessionledger-time"
+"""The service's time when the answer started (the clock its deadlines are on): a client
+whose own clock differs, or steps, counts a countdown down against this (the page does)."""
 OPEN_PATHS = frozenset({"/healthz", "/", "/v1/login", "/v1/logout"})
 """Paths answered without a token: probes need no secret, and a browser must load the page
 and reach its login form (``login.py``) before it has one."""
@@ -100,10 +103,12 @@ def _request_id(scope: Scope) -> str:
 
 
 class RequestLogMiddleware:
-    """Log one JSON line per request and echo its request id in ``X-Request-ID``."""
+    """Log one JSON line per request, echo its request id in ``X-Request-ID`` and tell the
+    service's time in ``Sessionledger-Time``."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, clock: Clock) -> None:
         self.app = app
+        self.clock = clock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -120,6 +125,7 @@ class RequestLogMiddleware:
                 status = message["status"]
                 headers = list(message.get("headers", []))
                 headers.append((REQUEST_ID_HEADER.encode(), request_id.encode()))
+                headers.append((TIME_HEADER.encode(), now_text(self.clock).encode()))
                 message = {**message, "headers": headers}
             await send(message)
 

@@ -12,6 +12,7 @@ also after a reload.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -162,6 +163,28 @@ def test_question_countdown_after_grace_same_deadline_on_reload_paused_by_a_clic
         assert len(_events(http, sid, "InteractionUserActivity")) == 1  # posted once
         expect(page.locator("#timeline > li[data-type='ToolCallCompleted']")).to_have_count(1)
         shots.take(page, "answered")
+
+
+@pytest.mark.parametrize("step_s", [-3600, 86_400], ids=["hour-back", "day-ahead"])
+def test_a_browser_clock_that_is_off_shows_the_servers_countdown(  # issue 41 finding 2
+    page: Page, shots: Shots, timer_server: ServerProcess, step_s: int,
+) -> None:
+    """The browser's clock an hour behind or a day ahead of the server's (or stepped there):
+    the countdown still appears after the grace and counts the server's seconds down."""
+    expect = _expect()
+    page.clock.set_system_time(time.time() + step_s)
+    with timer_server.client() as http:
+        sid, pending, card = _asked(page, timer_server, http, QUESTION)
+        assert abs(page.evaluate("Date.now()") / 1000 - time.time() - step_s) < 60
+        countdown = card.locator(".countdown")
+        expect(countdown).to_be_hidden()
+        expect(countdown).to_be_visible(timeout=(GRACE_S + 8) * 1000)
+        expect(countdown.locator(".countdown-remaining")).to_have_text(
+            re.compile(r"^Auto-continues in 0:0[1-6]$"))
+        shots.take(page, "countdown-on-the-servers-clock")
+        card.get_by_role("button", name="Submit answers").click()
+        expect(card).to_have_count(0)
+        assert _call(http, sid, pending["callId"])["status"] == "completed"
 
 
 def test_questionnaire_preview_as_text_multi_select_other_skip_and_notes(

@@ -25,6 +25,21 @@ const unauthorized = new Set();
 export const onUnauthorized = (listener) => { unauthorized.add(listener); };
 export const LOGIN_PATH = '/v1/login';
 
+// The server's time, learned from every answer's `Sessionledger-Time` and carried forward by
+// performance.now() (monotonic): countdowns count against it, so neither a browser clock that
+// is off nor one that steps moves them; until the first answer, the browser's own clock.
+let serverOffset = null;
+
+/** Now on the server's clock, in epoch milliseconds. */
+export function serverNow() {
+  return serverOffset === null ? Date.now() : serverOffset + performance.now();
+}
+
+function learnServerTime(response, sent) {
+  const told = Date.parse(response.headers.get('sessionledger-time') || '');
+  if (Number.isFinite(told)) serverOffset = told - (sent + performance.now()) / 2;
+}
+
 export async function request(method, path, body) {
   const init = { method, headers: { accept: 'application/json' }, cache: 'no-store' };
   if (body !== undefined) {
@@ -32,11 +47,13 @@ export async function request(method, path, body) {
     init.body = JSON.stringify(body);
   }
   let response;
+  const sent = performance.now();
   try {
     response = await fetch(path, init);
   } catch (_err) {
     throw new ApiError(0, 'unreachable', 'the server cannot be reached');
   }
+  learnServerTime(response, sent);
   const text = await response.text();
   let json = null;
   try {

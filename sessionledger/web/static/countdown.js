@@ -2,7 +2,9 @@
 // server's absolute times: hidden while `hiddenGrace` and before `visibleAt`; then the time
 // left until `deadlineAt` and the deadline itself; "paused" once the user engaged. A reload or
 // a reconnect reads the same three instants from the server, so it shows the same deadline.
+// "Now" is the server's (api.js serverNow): a browser clock that is off or steps moves nothing.
 
+import { serverNow } from './api.js';
 import { clock, fill, h, instant, minutesSeconds } from './dom.js';
 
 const TICK_MS = 250;
@@ -21,7 +23,7 @@ export function updateCountdown(el, autoResolution) {
     if (timer[key]) el.dataset[key] = timer[key];
     else delete el.dataset[key];
   }
-  draw(el, Date.now());
+  draw(el, serverNow());
 }
 
 function draw(el, now) {
@@ -66,7 +68,7 @@ let ticker = null;
 export function startTicking() {
   if (ticker !== null) return;
   ticker = setInterval(() => {
-    const now = Date.now();
+    const now = serverNow();
     for (const el of document.querySelectorAll('.countdown')) draw(el, now);
     for (const el of document.querySelectorAll('.time-left')) drawTimeLeft(el, now);
   }, TICK_MS);

@@ -5,7 +5,7 @@
 // waits across all sessions; once the user allowed it, a desktop notification tells of a
 // question or plan approval asked in a session not on screen (issue 23.4).
 
-import { get } from './api.js';
+import { get, serverNow } from './api.js';
 import { clientName, clock, fill, h } from './dom.js';
 import { drawTimeLeft } from './countdown.js';
 import { LedgerStream } from './stream.js';
@@ -167,7 +167,7 @@ function attention(pending) {
       class: 'time-left', dataset: { deadlineAt: pending.deadlineAt },
       title: `auto-continues at ${clock(pending.deadlineAt)}`,
     });
-    drawTimeLeft(left, Date.now());
+    drawTimeLeft(left, serverNow());
   }
   return h('span', {
     class: 'attention', role: 'status', dataset: { count: String(count) },
