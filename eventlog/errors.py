@@ -106,13 +106,17 @@ class StorageFault(EventLogError):
     the store works again once the fault clears.
 
     ``reason`` is the driver's text (``disk I/O error``), ``error_name`` the backend's own
-    name for it (``SQLITE_IOERR_WRITE``) when it has one.
+    name for it (``SQLITE_IOERR_WRITE``) when it has one; ``medium`` what failed: ``disk``
+    (a file's, or the database server's), or ``database connection`` (a server that went away,
+    restarted or could not be reached).
     """
 
-    def __init__(self, message: str, *, reason: str, error_name: str | None = None) -> None:
+    def __init__(self, message: str, *, reason: str, error_name: str | None = None,
+                 medium: str = "disk") -> None:
         super().__init__(message)
         self.reason = reason
         self.error_name = error_name
+        self.medium = medium
 
 
 class UnreadableStore(EventLogError):

@@ -178,7 +178,11 @@ class PostgresEventStore(GroupAppends):
             return DescriptorsExhausted(f"PostgreSQL: {reason}: no file descriptor left")
         name = getattr(exc, "sqlstate", None)
         where = self._url.split("@")[-1]  # no credentials in messages
-        return StorageFault(f"PostgreSQL at {where}: {reason}", reason=reason, error_name=name)
+        # class 53 is the server's resources (disk full, out of memory): the rest of what
+        # reaches here is the connection (lost, refused, the server shutting down)
+        medium = "disk" if name is not None and name.startswith("53") else "database connection"
+        return StorageFault(f"PostgreSQL at {where}: {reason}", reason=reason, error_name=name,
+                            medium=medium)
 
     def _create(self, conn: psycopg.Connection) -> None:
         for statement in SCHEMA:

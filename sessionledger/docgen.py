@@ -199,10 +199,10 @@ ones. A server bound beyond loopback requires `Authorization: Bearer <token>` (t
 name in any case, RFC 7235) or a login cookie on every path but `/healthz`, the page (`/`,
 `/static/…`) and the login routes, and answers 401 `unauthorized` without one. A browser,
 whose `EventSource` sends no header, logs in: `POST /v1/login` with `{"token": …}` answers
-`Set-Cookie: sessionledger_login_<port>=<random id>; HttpOnly; SameSite=Strict; Path=/;
+`Set-Cookie: sessionledger_login_<16 hex>=<signed value>; HttpOnly; SameSite=Strict; Path=/;
 Max-Age=43200` (`Secure` over https), a wrong token 401 with no cookie; the cookie is then
-taken on every route, streams included, until `POST /v1/logout`, 12 hours, or a restart
-(docs/operations.md).
+taken on every route, streams included, by every replica with the same token, until
+`POST /v1/logout` or 12 hours (docs/operations.md).
 
 A stored event this build cannot decode (a payload an earlier version wrote that the current
 reader refuses: JSON nested too deep, a lone surrogate escape, a value its model rejects) is

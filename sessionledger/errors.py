@@ -230,7 +230,8 @@ class OutOfDescriptors(ServiceUnavailable):
 
 class StorageUnavailable(ServiceUnavailable):
     """The disk refused the store's read or write (an I/O error, a full disk, a read-only
-    file); nothing was changed, and the same request succeeds once the fault is repaired.
+    file), or the database server's connection failed; nothing was changed, and the same
+    request succeeds once the fault is repaired.
 
     ``details.storageError`` names the fault as the backend reports it (``SQLITE_FULL``).
     """
@@ -238,9 +239,11 @@ class StorageUnavailable(ServiceUnavailable):
     code = "storage_unavailable"
 
     def __init__(self, fault: StorageFault) -> None:
+        retry = ("once the database server is reachable" if fault.medium == "database connection"
+                 else "once the disk is repaired or has room")
         super().__init__(
-            f"the event store's disk failed: {fault.reason}; nothing was changed (retry "
-            "once the disk is repaired or has room)",
+            f"the event store's {fault.medium} failed: {fault.reason}; nothing was changed "
+            f"(retry {retry})",
             details={"storageError": fault.error_name},
         )
 

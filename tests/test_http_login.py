@@ -19,7 +19,7 @@ import pytest
 from server_support import ServerProcess, create_session, in_process_client, running_server
 
 from sessionledger import ServerSettings
-from sessionledger.http.login import COOKIE_PREFIX, LOGIN_MAX_AGE_S
+from sessionledger.http.login import LOGIN_MAX_AGE_S, LoginSessions
 
 TOKEN = "login-token-for-tests-5f1c"
 EVIL = "http://evil.example"
@@ -31,8 +31,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         yield running
 
 
+COOKIE_NAME = LoginSessions(TOKEN).name
+
+
 def _cookie_name(server: ServerProcess) -> str:
-    return f"{COOKIE_PREFIX}{server.base_url.rsplit(':', 1)[1]}"
+    return COOKIE_NAME
 
 
 def _login(http: httpx.Client, token: str = TOKEN, **headers: str) -> httpx.Response:
@@ -165,3 +168,22 @@ def test_an_expired_login_is_refused_and_no_token_means_no_login(  # issue 23.7
         refused = client.post("/v1/login", json={"token": TOKEN})
         assert refused.status_code == 409 and "set-cookie" not in refused.headers
         assert client.post("/v1/logout").status_code == 200
+
+
+def test_a_login_is_signed_so_every_process_with_the_token_takes_it() -> None:  # issue 41
+    """Replicas and restarts: another process with the same token takes the cookie (same
+    name); another token, a changed expiry, nonce or signature, or an expired one is refused;
+    a logout ends it where it was made."""
+    here, there, other = LoginSessions(TOKEN), LoginSessions(TOKEN), LoginSessions(TOKEN + "x")
+    assert here.name == there.name != other.name
+    value, expires = here.open()
+    assert TOKEN not in value
+    assert there.expiry(value) == expires and other.expiry(value) is None
+    stamp, nonce, signature = value.split(".")
+    for forged in (f"{int(stamp) + 3600}.{nonce}.{signature}", f"{stamp}.{nonce}x.{signature}",
+                   f"{stamp}.{nonce}.{signature[:-1]}", f"{stamp}.{nonce}", "", "..", "é.1.2"):
+        assert there.expiry(forged) is None, forged
+    there.clock = lambda: expires + 1
+    assert there.expiry(value) is None
+    here.close(value)
+    assert here.expiry(value) is None and LoginSessions(TOKEN).expiry(value) == expires

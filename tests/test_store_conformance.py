@@ -51,6 +51,7 @@ from eventlog import (
 from eventlog.envelope import now_text
 from eventlog.postgres import PostgresEventStore
 from eventlog.sqlite import SQLiteEventStore
+from sessionledger.errors import StorageUnavailable
 
 if TYPE_CHECKING:
     from conftest import StoreFactory
@@ -897,8 +898,11 @@ def test_el8_postgresql_lost_connection_is_a_storage_fault_then_reconnects(
         store.append("sess_x", [new("a")])
         with psycopg.connect(pg_database, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (store._writer.info.backend_pid,))
-        with pytest.raises(StorageFault):
+        with pytest.raises(StorageFault) as lost:
             store.append("sess_x", [new("b")])
+        answer = StorageUnavailable(lost.value)  # the 503 says what failed (issue 41)
+        assert answer.message.startswith("the event store's database connection failed: ")
+        assert "disk" not in answer.message and "reachable" in answer.message
         assert store.append("sess_x", [new("c")], expected_version=1).version == 2
         assert markers(list(store.read_all())) == ["a", "c"]
         assert_verifies(store)

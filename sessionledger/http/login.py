@@ -10,15 +10,21 @@ included. ``POST /v1/logout`` forgets the login and clears the cookie; ``GET /v1
 whether a token is required and how this request is authenticated, so the page knows whether
 to show its login form.
 
-The cookie's value is a random id (256 bits) and never the token; the server keeps only the
-SHA-256 of each live id with its expiry, in memory (:class:`LoginSessions`). So a logout
-really ends the login (a copied cookie stops working), the token never leaves the login
-request, and a restart logs everyone out (they log in again). Failed logins are not throttled:
-the token is the secret a bearer client sends anyway, and every guess costs a request.
+The cookie's value is signed, never the token: ``<expiry>.<nonce>.<HMAC-SHA256>`` under a key
+derived from the token (scrypt, once at start), so every replica with the same token accepts a
+login made on any of them, and a restart keeps everyone logged in; the login lasts until its
+expiry (12 hours) or until the token changes. Its name, ``sessionledger_login_`` and 16 hex
+characters of that key's digest, is the same on every replica behind one address and differs
+between two servers of one machine with other tokens (cookies are shared by every port of a
+host). ``POST /v1/logout`` clears the browser's cookie and ends its login on the replica that
+answered it: a copy of the cookie still works on another replica until it expires (nothing but
+the token is shared between replicas). Failed logins are not throttled: the token is the secret
+a bearer client sends anyway, and every guess costs a request.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import secrets
@@ -42,85 +48,93 @@ from .schemas import error_responses
 __all__ = [
     "COOKIE_PREFIX",
     "LOGIN_MAX_AGE_S",
-    "MAX_LOGINS",
     "LoginSessions",
-    "cookie_name",
     "login_routes",
 ]
 
 COOKIE_PREFIX = "sessionledger_login_"
-"""The cookie is named by this and the server's port: cookies are shared by every port of a
-host, so two servers on one machine would otherwise log each other out."""
+"""The cookie's name is this and 16 hex characters derived from the token (:class:`Logins`)."""
 LOGIN_MAX_AGE_S = 12 * 3600
-"""How long a login lasts, in seconds: the cookie's ``Max-Age`` and the server's own limit."""
-MAX_LOGINS = 1024
-"""Live logins kept; beyond it the oldest is forgotten (its browser logs in again)."""
+"""How long a login lasts, in seconds: the cookie's ``Max-Age`` and the signed expiry."""
+MAX_ENDED = 10_000
+"""Logouts remembered by one process until their cookies expire; beyond it the oldest is
+forgotten (its cookie, if someone kept a copy, works again until it expires)."""
 
 Via = Literal["bearer", "cookie"]
-
-
-def cookie_name(scope: Scope) -> str:
-    """The login cookie's name on the port this request arrived on."""
-    server = scope.get("server")
-    port = server[1] if server and server[1] else 0
-    return f"{COOKIE_PREFIX}{port}"
 
 
 def _digest(value: str) -> bytes:
     return hashlib.sha256(value.encode("utf-8", "surrogateescape")).digest()
 
 
-class LoginSessions:
-    """The live logins of one server process: SHA-256 of the cookie value → expiry.
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
-    Looking a cookie up by its digest compares nothing secret in a way that could leak it by
-    timing; the raw values are never kept. The token check reads it on the event loop while
-    the login routes run in worker threads: one lock keeps the table whole.
+
+class LoginSessions:
+    """The logins of every replica sharing one token: signed cookies, checked statelessly.
+
+    The key is scrypt of the token (a cookie in the wrong hands does not make guessing a weak
+    token cheap); the signature is compared in constant time. Ended logins (logouts here) are
+    kept by the digest of their cookie until they expire. The token check reads this on the
+    event loop while the login routes run in worker threads: one lock keeps that table whole.
     """
 
     def __init__(
-        self, *, max_age_s: float = LOGIN_MAX_AGE_S,
+        self, token: str, *, max_age_s: float = LOGIN_MAX_AGE_S,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.max_age_s = max_age_s
         self.clock = clock
-        self._expiry: dict[bytes, float] = {}
+        """Seconds since the epoch: the wall clock, which every replica shares."""
+        self._key = hashlib.scrypt(token.encode("utf-8", "surrogateescape"),
+                                   salt=b"sessionledger login cookie", n=2**14, r=8, p=1)
+        self.name = COOKIE_PREFIX + hashlib.sha256(b"name\0" + self._key).hexdigest()[:16]
+        """The cookie's name: the same on every replica with this token."""
+        self._ended: dict[bytes, float] = {}
         self._lock = threading.Lock()
+
+    def _signature(self, body: str) -> str:
+        return _b64(hmac.digest(self._key, body.encode("ascii"), "sha256"))
 
     def open(self) -> tuple[str, float]:
         """A new login: its cookie value and its expiry (seconds since the epoch)."""
-        value = secrets.token_urlsafe(32)
-        with self._lock:
-            now = self.clock()
-            for key in [key for key, expires in self._expiry.items() if expires <= now]:
-                del self._expiry[key]
-            while len(self._expiry) >= MAX_LOGINS:
-                del self._expiry[next(iter(self._expiry))]
-            expires = now + self.max_age_s
-            self._expiry[_digest(value)] = expires
-        return value, expires
+        expires = int(self.clock() + self.max_age_s)
+        body = f"{expires}.{secrets.token_urlsafe(16)}"
+        return f"{body}.{self._signature(body)}", float(expires)
 
     def expiry(self, value: str) -> float | None:
         """When the login of this cookie value ends; ``None`` when it is not a live one."""
-        key = _digest(value)
+        body, dot, signature = value.rpartition(".")
+        if not dot or not body.isascii() or not hmac.compare_digest(
+                signature.encode("utf-8", "surrogateescape"),
+                self._signature(body).encode("ascii")):
+            return None
+        expires = float(body.partition(".")[0])  # signed by us: digits
+        if expires <= self.clock():
+            return None
         with self._lock:
-            expires = self._expiry.get(key)
-            if expires is None:
+            if _digest(value) in self._ended:
                 return None
-            if expires <= self.clock():
-                del self._expiry[key]
-                return None
-            return expires
+        return expires
 
     def close(self, value: str) -> None:
-        key = _digest(value)
+        """End this cookie's login here (a logout)."""
+        expires = self.expiry(value)
+        if expires is None:
+            return
         with self._lock:
-            self._expiry.pop(key, None)
+            now = self.clock()
+            for key in [key for key, until in self._ended.items() if until <= now]:
+                del self._ended[key]
+            while len(self._ended) >= MAX_ENDED:
+                del self._ended[next(iter(self._ended))]
+            self._ended[_digest(value)] = expires
 
     def cookie(self, scope: Scope) -> str | None:
         """This request's login cookie value, if it sent one."""
         header = Headers(scope=scope).get("cookie")
-        return None if header is None else cookie_parser(header).get(cookie_name(scope))
+        return None if header is None else cookie_parser(header).get(self.name)
 
     def authorizes(self, scope: Scope) -> bool:
         """Whether this request carries the cookie of a live login."""
@@ -193,7 +207,7 @@ def login_routes(token: str | None, logins: LoginSessions | None) -> APIRouter:
                   "expiresAt": _iso(expires)}
         response = JSONResponse(answer)
         response.set_cookie(
-            cookie_name(request.scope), value, max_age=int(logins.max_age_s), path="/",
+            logins.name, value, max_age=int(logins.max_age_s), path="/",
             secure=request.url.scheme == "https", httponly=True, samesite="strict",
         )
         return response
@@ -209,9 +223,10 @@ def login_routes(token: str | None, logins: LoginSessions | None) -> APIRouter:
         if after["via"] == "cookie":
             after.update(authenticated=expected is None, via=None)
         response = JSONResponse(after)
-        response.delete_cookie(cookie_name(request.scope), path="/",
-                               secure=request.url.scheme == "https", httponly=True,
-                               samesite="strict")
+        if logins is not None:
+            response.delete_cookie(logins.name, path="/",
+                                   secure=request.url.scheme == "https", httponly=True,
+                                   samesite="strict")
         return response
 
     return router

@@ -78,7 +78,6 @@ class _SessionUse:
     def __init__(self) -> None:
         self.open: dict[str, int] = {}
         self.last: dict[str, float] = {}
-        self.shed = 0
 
     def began(self, session_id: str) -> None:
         self.open[session_id] = self.open.get(session_id, 0) + 1
@@ -105,7 +104,6 @@ class _SessionUse:
     def closed(self, session_id: str) -> None:
         self.open.pop(session_id, None)
         self.last.pop(session_id, None)
-        self.shed += 1
 
 
 class McpHttpTransport:
@@ -145,12 +143,16 @@ class McpHttpTransport:
                               "message": "the MCP endpoint is not running", "details": None}}
             await JSONResponse(body, status_code=503)(scope, receive, send)
             return
+        session_id = _header(scope, MCP_SESSION_ID_HEADER)
+        if session_id is not None and session_id not in manager._server_instances:
+            await _unknown_session(session_id)(scope, receive, send)
+            return
         held: tuple[str, InFlight, Screened] | None = None
         if scope.get("type") == "http" and scope.get("method") == "POST":
             request = await _body(receive)
             if request is None:
                 return  # the client left before its request arrived
-            screened, held = self._screened(scope, request)
+            screened, held = self._screened(scope, session_id, request)
             if screened.error is not None:
                 await JSONResponse(screened.error, status_code=400)(scope, receive, send)
                 return
@@ -160,7 +162,6 @@ class McpHttpTransport:
             receive = post.watching(receive)
         elif scope.get("method") == "GET":
             scope = _without_resumption(scope)
-        session_id = _header(scope, MCP_SESSION_ID_HEADER)
         if session_id is not None:
             self._activity.began(session_id)
         else:
@@ -191,12 +192,11 @@ class McpHttpTransport:
 
         return noting
 
-    def _screened(self, scope: Scope, body: bytes
+    def _screened(self, scope: Scope, session_id: str | None, body: bytes
                   ) -> tuple[Screened, tuple[str, InFlight, Screened] | None]:
         """The POST's message as :mod:`.jsonrpc` reads it, and the MCP session's ids in
         flight that its request now holds (until its POST ends)."""
         screened = screen(body)
-        session_id = _header(scope, MCP_SESSION_ID_HEADER)
         if screened.error is not None or session_id is None or screened.request_id is None:
             return screened, None
         flight = self._in_flight.setdefault(session_id, InFlight())
@@ -209,6 +209,20 @@ class McpHttpTransport:
         flight.end(screened.request_id)
         if flight.empty and self._in_flight.get(session_id) is flight:
             del self._in_flight[session_id]
+
+
+def _unknown_session(session_id: str) -> JSONResponse:
+    """The answer to a request naming an MCP session this process does not hold: 404, which
+    tells an MCP client to ``initialize`` again, with why in a JSON-RPC error."""
+    shown = session_id if len(session_id) <= 64 and session_id.isprintable() else "given"
+    message = (
+        f"MCP session {shown!r} is not open on this server: it was opened on another replica "
+        "(an MCP session lives in the process that answered its initialize, so route each "
+        "client to one replica: sticky on the Mcp-Session-Id header), or it was closed or "
+        "the server restarted. Send initialize to open a new session."
+    )
+    return JSONResponse({"jsonrpc": "2.0", "id": None,
+                         "error": {"code": -32600, "message": message}}, status_code=404)
 
 
 def _header(scope: Scope, name: str) -> str | None:
