@@ -19,12 +19,13 @@ from typing import Any
 
 from .catalog import CATALOG
 from .encoding import GENESIS_HASH, canonical_json, envelope_hash
-from .envelope import RawRow, RecordedEvent, decode_rows
+from .envelope import RawRow, RecordedEvent, decode_rows, paged_rows
 from .errors import EventLogError
 from .upcasting import UpcasterRegistry
 
 __all__ = [
-    "DECODE_FAILURES", "ChainReport", "listed", "verified_stream", "verify_chain",
+    "DECODE_FAILURES", "ChainReport", "listed", "verified_pages", "verified_stream",
+    "verify_chain",
 ]
 
 
@@ -208,6 +209,38 @@ def verified_stream(
         return report, None
     sound: list[RawRow] = rows  # checked column by column above
     return report, decode_rows(sound, upcasters=upcasters)
+
+
+def verified_pages(
+    session_id: str,
+    *,
+    head: tuple[int, str] | None,
+    fetch: Callable[[tuple[Any, ...]], list[RawRow]],
+    head_now: Callable[[], tuple[int, str] | None],
+    upcasters: UpcasterRegistry,
+    page: int,
+) -> tuple[ChainReport, Iterator[RecordedEvent]] | None:
+    """:func:`verified_stream` in the memory of one page, whatever the session's length
+    (issue 41): the chain is checked over one paged read of the rows up to ``head`` (the
+    store's head record as read first; what is appended after it is a later audit's), and the
+    events are decoded from a second paged read of the same rows as the caller takes them.
+    ``fetch((session_id, after_seq, size))`` is the backend's page: rows with ``seq`` above
+    ``after_seq`` in ``seq`` order. ``None`` when the chain does not hold, or a row lies past
+    the head and the head read again (``head_now``) does not cover it (a truncated head): the
+    caller then reads the session whole the way that names the fault."""
+    version = head[0] if head else 0
+
+    def rows() -> Iterator[RawRow]:
+        return paged_rows(fetch, (session_id,), 0, version, page=page)
+
+    report = verify_chain(session_id, rows(), head=head)
+    if not report.ok:
+        return None
+    if fetch((session_id, version, 1)):  # appended since the head was read, or a bad head
+        now = head_now()
+        if now is None or now[0] <= version:
+            return None
+    return report, decode_rows(rows(), upcasters=upcasters)
 
 
 DECODE_FAILURES = (EventLogError, ValueError, TypeError, LookupError, RecursionError)

@@ -26,7 +26,7 @@ from .appending import (
     Subscribers,
     write_group,
 )
-from .chain import ChainReport, listed, verified_stream, verify_chain
+from .chain import ChainReport, listed, verified_pages, verified_stream, verify_chain
 from .encoding import GENESIS_HASH
 from .envelope import (
     AppendResult,
@@ -355,20 +355,22 @@ class PostgresEventStore(GroupAppends):
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _pages(
-        self, sql: str, key: tuple[Any, ...], after: int, limit: int | None
-    ) -> Iterator[RawRow]:
+    def _fetch(self, sql: str) -> Callable[[tuple[Any, ...]], list[RawRow]]:
+        """One page of ``sql``'s rows for these parameters, on a pooled connection."""
         def fetch(params: tuple[Any, ...]) -> list[RawRow]:
             return self._read(lambda conn: conn.execute(sql, params).fetchall())
 
-        return paged_rows(fetch, key, after, limit, page=_PAGE)
+        return fetch
+
+    def _pages(
+        self, sql: str, key: tuple[Any, ...], after: int, limit: int | None
+    ) -> Iterator[RawRow]:
+        return paged_rows(self._fetch(sql), key, after, limit, page=_PAGE)
 
     def read_session(
         self, session_id: str, *, after: int = 0, limit: int | None = None
     ) -> Iterator[RecordedEvent]:
-        sql = (f"SELECT {COLUMNS} FROM events WHERE session_id = %s AND seq > %s "
-               "ORDER BY seq LIMIT %s")
-        yield from decode_rows(self._pages(sql, (session_id,), after, limit),
+        yield from decode_rows(self._pages(_SESSION_PAGE, (session_id,), after, limit),
                                upcasters=self._upcasters)
 
     def read_all(self, *, after: int = 0, limit: int | None = None) -> Iterator[RecordedEvent]:
@@ -426,11 +428,22 @@ class PostgresEventStore(GroupAppends):
     def verify_and_stream(
         self, session_id: str
     ) -> tuple[ChainReport, Iterator[RecordedEvent] | None]:
-        """:func:`~eventlog.chain.verified_stream` over one read of the session's rows."""
-        head = self._head_row(session_id)
-        recorded = (int(head[0]), head[1]) if head else None
-        return verified_stream(session_id, list(self.raw_session(session_id)), head=recorded,
+        """:func:`~eventlog.chain.verified_pages`: a sound session in the memory of a page;
+        otherwise :func:`verified_stream` over :meth:`raw_session` read whole."""
+        head = self._recorded_head(session_id)
+        paged = verified_pages(
+            session_id, head=head, fetch=self._fetch(_SESSION_PAGE),
+            head_now=lambda: self._recorded_head(session_id), upcasters=self._upcasters,
+            page=_PAGE,
+        )
+        if paged is not None:
+            return paged
+        return verified_stream(session_id, list(self.raw_session(session_id)), head=head,
                                upcasters=self._upcasters)
+
+    def _recorded_head(self, session_id: str) -> tuple[int, str] | None:
+        head = self._head_row(session_id)
+        return (int(head[0]), head[1]) if head else None
 
     def _head_row(self, session_id: str) -> Any:
         return self._read(lambda conn: conn.execute(
@@ -520,6 +533,9 @@ HIGH_WATER = (
 )
 """The last global position ever used: purged positions are never handed out again."""
 
+_SESSION_PAGE = (f"SELECT {COLUMNS} FROM events WHERE session_id = %s AND seq > %s "
+                 "ORDER BY seq LIMIT %s")
+"""A page of a session's events in ``seq`` order."""
 _RAW_SESSION = (f"SELECT {COLUMNS} FROM events WHERE session_id = %s "
                 "ORDER BY seq < 1, seq, global_position")
 """A session's rows as stored; rows whose seq was tampered below 1 sort last (as on SQLite)."""

@@ -30,7 +30,7 @@ from .appending import (
     Subscribers,
     write_group,
 )
-from .chain import ChainReport, listed, verified_stream, verify_chain
+from .chain import ChainReport, listed, verified_pages, verified_stream, verify_chain
 from .encoding import GENESIS_HASH
 from .envelope import (
     AppendResult,
@@ -412,21 +412,23 @@ class SQLiteEventStore(GroupAppends):
 
         return self._retry(run)  # type: ignore[no-any-return]
 
-    def _pages(
-        self, sql: str, key: tuple[Any, ...], after: int, limit: int | None
-    ) -> Iterator[RawRow]:
+    def _fetch(self, sql: str) -> Callable[[tuple[Any, ...]], list[RawRow]]:
+        """One page of ``sql``'s rows for these parameters, on a pooled connection."""
         def fetch(params: tuple[Any, ...]) -> list[RawRow]:
             rows: list[RawRow] = self._read(lambda conn: fetch_rows(conn, sql, params))
             return rows
 
-        return paged_rows(fetch, key, after, limit, page=_PAGE)
+        return fetch
+
+    def _pages(
+        self, sql: str, key: tuple[Any, ...], after: int, limit: int | None
+    ) -> Iterator[RawRow]:
+        return paged_rows(self._fetch(sql), key, after, limit, page=_PAGE)
 
     def read_session(
         self, session_id: str, *, after: int = 0, limit: int | None = None
     ) -> Iterator[RecordedEvent]:
-        sql = (f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND seq > ? "
-               "ORDER BY seq LIMIT ?")
-        yield from decode_rows(self._pages(sql, (session_id,), after, limit),
+        yield from decode_rows(self._pages(_SESSION_PAGE, (session_id,), after, limit),
                                upcasters=self._upcasters)
 
     def read_all(self, *, after: int = 0, limit: int | None = None) -> Iterator[RecordedEvent]:
@@ -502,14 +504,18 @@ class SQLiteEventStore(GroupAppends):
     def verify_and_stream(
         self, session_id: str
     ) -> tuple[ChainReport, Iterator[RecordedEvent] | None]:
-        """:func:`~eventlog.chain.verified_stream` over one read of the session's rows: the
-        rows of :meth:`raw_session`, fetched whole as ``str`` (as bytes only where the text
-        is not UTF-8, like every read: no per-value text callback on a sound page)."""
+        """:func:`~eventlog.chain.verified_pages`: a sound session in the memory of a page
+        (rows as ``str``, as bytes only where the text is not UTF-8, like every read: no
+        per-value text callback on a sound page); otherwise :func:`verified_stream` over the
+        rows of :meth:`raw_session` read whole, which names the fault."""
         head = self._head_row(session_id)
-        rows = self._read(lambda conn: fetch_rows(conn, _SESSION_ROWS, (session_id,)))
-        checked = verified_stream(session_id, rows, head=head, upcasters=self._upcasters)
-        if checked[0].ok:
-            return checked
+        paged = verified_pages(
+            session_id, head=head, fetch=self._fetch(_SESSION_PAGE),
+            head_now=lambda: self._head_row(session_id), upcasters=self._upcasters,
+            page=_PAGE,
+        )
+        if paged is not None:
+            return paged
         # Read in index order, a damaged row may sit elsewhere than raw_session puts it: the
         # report is the one of raw_session's order (a sound chain is the same in both).
         rows = self._read(lambda conn: fetch_rows(conn, _RAW_SESSION, (session_id,)))
@@ -880,9 +886,11 @@ _RAW_SESSION = (
     "ORDER BY typeof(seq) != 'integer' OR seq < 1, seq, global_position"
 )
 """A session's rows for the chain check, damaged ones included (see ``raw_session``)."""
-_SESSION_ROWS = f"SELECT {COLUMNS} FROM events WHERE session_id = ? ORDER BY seq"
-"""The same rows straight from ``events_session_seq``, without the sort: in the same order
-when every ``seq`` is an integer from 1 up (which a sound chain proves)."""
+_SESSION_PAGE = (f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND seq > ? "
+                 "ORDER BY seq LIMIT ?")
+"""A page of a session's rows straight from ``events_session_seq``, without the sort: in
+``raw_session``'s order when every ``seq`` is an integer from 1 up (which a sound chain
+proves)."""
 
 _REPLAY = (
     f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND idempotency_key = ? "

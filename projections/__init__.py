@@ -7,6 +7,7 @@ is the projection half of an audit: the stored read model against a fresh fold o
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -220,7 +221,7 @@ class SessionFold:
         self._todos = TodoFold()
         views = (projections.tool_calls, projections.interactions, projections.records)
         self._docs: tuple[tuple[DocProjection, dict[str, Doc | None]], ...] = tuple(
-            (view, {}) for view in views
+            (view, PackedDocs()) for view in views
         )
         self._doc_types = frozenset().union(*(view.types for view in views))
         self._timers: dict[str, TimerRow | None] = {}
@@ -263,15 +264,49 @@ class SessionFold:
         return differences
 
 
+class PackedDocs(dict[str, Any]):
+    """A session's freshly folded documents, each kept packed (``marshal``: one bytes object
+    instead of its nested dicts), unpacked when a fold or the comparison reads it: an audit of
+    a long session holds little per document (issue 41). A body ``marshal`` cannot pack (not
+    plain JSON values) is kept as it is."""
+
+    def __getitem__(self, key: str) -> Doc | None:
+        packed = super().__getitem__(key)
+        if type(packed) is not tuple:
+            return packed  # type: ignore[no-any-return]
+        session_id, status, order, body = packed
+        return Doc(key, session_id, status, order, marshal.loads(body))
+
+    def get(self, key: str, default: Any = None) -> Doc | None:
+        return self[key] if key in self else default
+
+    def __setitem__(self, key: str, doc: Doc | None) -> None:
+        try:
+            value: Any = None if doc is None else (
+                doc.session_id, doc.status, doc.order, marshal.dumps(doc.body))
+        except ValueError:
+            value = doc
+        super().__setitem__(key, value)
+
+
+_COMPARED_AT_ONCE = 500
+"""Documents read back from a view per query when an audit compares them."""
+
+
 def _doc_differences(
     store: EventStore, view: DocProjection, fresh: dict[str, Doc | None], session_id: str
 ) -> list[str]:
-    stored = {d.key: d for d in store.read_view(lambda tx: view.of_session(tx, session_id))}
-    return [
-        f"{view.name}: {key} differs from the log"
-        for key in sorted(set(fresh) | set(stored))
-        if fresh.get(key) != stored.get(key)
-    ]
+    """The keys whose stored document is not the fresh one, read back a few hundred at a
+    time by key, then the session's stored keys the fold does not have."""
+    differing: list[str] = []
+    keys = sorted(fresh)
+    table = view.table
+    for start in range(0, len(keys), _COMPARED_AT_ONCE):
+        part = keys[start:start + _COMPARED_AT_ONCE]
+        stored = store.read_view(lambda tx, part=part: table.load(tx, part))  # type: ignore[misc]
+        differing += [k for k in part if fresh.get(k) != stored.get(k)]
+    extra = set(store.read_view(lambda tx: table.keys_of(tx, session_id))).difference(fresh)
+    return [f"{view.name}: {key} differs from the log" for key in sorted([*differing, *extra])]
 
 
 def _summary_differences(

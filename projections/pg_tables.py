@@ -150,6 +150,10 @@ class PgDocTable:
             params += (status,)
         return [self._doc(r) for r in tx.execute(sql + " ORDER BY ord", params).fetchall()]
 
+    def keys_of(self, tx: Any, session_id: str) -> list[str]:
+        sql = f"SELECT key FROM {self.name} WHERE session_id = %s"
+        return [r[0] for r in tx.execute(sql, (session_id,)).fetchall()]
+
 
 # -- todo ------------------------------------------------------------------------------
 

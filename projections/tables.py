@@ -267,6 +267,7 @@ class DocTable(Table, Protocol):
     def save(self, tx: Any, docs: Sequence[Doc]) -> None: ...
     def delete_session(self, tx: Any, session_id: str) -> None: ...
     def of_session(self, tx: Any, session_id: str, status: str | None = None) -> list[Doc]: ...
+    def keys_of(self, tx: Any, session_id: str) -> list[str]: ...
 
 
 class SqliteDocTable:
@@ -342,6 +343,11 @@ class SqliteDocTable:
             params += (status,)
         return [self._doc(r) for r in tx.execute(sql + " ORDER BY ord", params)]
 
+    def keys_of(self, tx: sqlite3.Connection, session_id: str) -> list[str]:
+        """The keys of the session's documents (an audit compares the documents by key)."""
+        sql = f"SELECT key FROM {self.name} WHERE session_id = ?"
+        return [r[0] for r in tx.execute(sql, (session_id,))]
+
 
 class SqliteSessionDocTable(SqliteDocTable):
     """Documents whose keys begin with their session id and ``/`` (the call view's
@@ -379,6 +385,10 @@ class SqliteSessionDocTable(SqliteDocTable):
             params += (status,)
         return [self._doc(r) for r in tx.execute(sql + " ORDER BY ord", params)]
 
+    def keys_of(self, tx: sqlite3.Connection, session_id: str) -> list[str]:
+        sql = f"SELECT key FROM {self.name} WHERE key >= ? AND key < ? AND session_id = ?"
+        return [r[0] for r in tx.execute(sql, self._range(session_id))]
+
 
 class MemoryDocTable:
     """Documents in a dict, for the in-memory store (``tx`` is unused)."""
@@ -410,6 +420,9 @@ class MemoryDocTable:
         docs = [d for d in self.rows.values()
                 if d.session_id == session_id and (status is None or d.status == status)]
         return sorted(docs, key=lambda d: d.order)
+
+    def keys_of(self, tx: Any, session_id: str) -> list[str]:
+        return [k for k, d in self.rows.items() if d.session_id == session_id]
 
 
 # -- todo (SPEC TD-4) -----------------------------------------------------------------

@@ -8,6 +8,8 @@ fold fails midway (the session is then audited again the listed way).
 from __future__ import annotations
 
 import sqlite3
+import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from timer_support import Ledger, question
 from eventlog import (
     InteractionRequested,
     InteractionResolved,
+    MessageRecorded,
     NewEvent,
     ToolCallCompleted,
     ToolCallRequested,
@@ -142,3 +145,129 @@ def test_a_fold_that_fails_midway_audits_the_session_the_listed_way(
     assert [audit_session(store, projections, sid) for sid in sessions] == expected
     assert seen
     assert any("cannot be compared (TypeError)" in d for r in expected for d in r.differences)
+
+
+def _long_session(ledger: Ledger, calls: int) -> str:
+    """A session of ``calls`` Read calls, each requested and completed, with two messages."""
+    session_id = ledger.session()
+    group: list[NewEvent] = []
+    for index in range(calls):
+        call = f"call_{index:06d}"
+        group += [
+            NewEvent(MessageRecorded(role="user", content=f"look at module {index}"),
+                     actor="user"),
+            NewEvent(ToolCallRequested(call_id=call, tool="Read",
+                                       input={"file_path": f"src/module_{index}.py"},
+                                       host="protocol"), actor="host"),
+            NewEvent(ToolCallCompleted(call_id=call, tool="Read", status="completed",
+                                       success=True, result={"lines": index},
+                                       model_content="def main(): ...\n" * 8), actor="host"),
+            NewEvent(MessageRecorded(role="assistant", content="It runs the main loop. " * 4),
+                     actor="assistant"),
+        ]
+        if len(group) >= 2000:
+            ledger.service.ledger.append(session_id, group)
+            group = []
+    if group:
+        ledger.service.ledger.append(session_id, group)
+    return session_id
+
+
+def _audit_peak(ledger: Ledger, session_id: str) -> tuple[AuditReport, float]:
+    """The audit's report and the most memory it held at once (MB, tracemalloc)."""
+    store, projections = ledger.service.store, ledger.service.projections
+    tracemalloc.start()
+    try:
+        report = audit_session(store, projections, session_id)
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+    return report, peak
+
+
+def test_the_audit_of_a_long_session_holds_memory_that_does_not_grow_with_it(  # issue 41
+    tmp_path: Path,
+) -> None:
+    """Chain checked and events decoded a page at a time, the folded documents kept packed
+    and read back a few hundred at a time: ten times the session, not ten times the memory
+    (the audit before held every row, every document folded and every document stored)."""
+    ledger = Ledger("sqlite", tmp_path)
+    try:
+        short = _long_session(ledger, 1_000)
+        long = _long_session(ledger, 10_000)
+        report, peak_short = _audit_peak(ledger, short)
+        assert report.ok and report.events == 4_001 and report.findings == ()
+        report, peak_long = _audit_peak(ledger, long)
+        assert report.ok and report.events == 40_001 and report.findings == ()
+        assert report == _listed(ledger, long)
+        assert peak_long < 12, f"{peak_long:.1f} MB for 40,001 events"
+        assert peak_long < 2.5 * peak_short + 4, (peak_short, peak_long)
+    finally:
+        ledger.close()
+
+
+def test_events_appended_while_an_audit_reads_are_never_faults(  # issue 41
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A live session: an append just after the audit read the session's head (its read
+    models then ahead of the fold) is audited again, not reported as a difference."""
+    session_id = _long_session(ledger, 600)  # 2,401 events: more than a page
+    store = ledger.service.store
+    version = store.version(session_id)
+    appended = 0
+    read = store.verify_and_stream
+
+    def appending(sid: str) -> Any:
+        nonlocal appended
+        answer = read(sid)
+        if not appended:  # as if another client appended just after the head was read
+            appended += 1
+            ledger.service.ledger.append(sid, [NewEvent(
+                MessageRecorded(role="user", content="one more"), actor="user")])
+        return answer
+
+    monkeypatch.setattr(store, "verify_and_stream", appending)
+    report = audit_session(store, ledger.service.projections, session_id)
+    assert appended == 1
+    assert report.ok and report.differences == () and report.events == version + 1
+
+
+def test_at_most_two_audits_run_at_once(  # issue 41
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    from sessionledger.service import sessions as service_module
+
+    session_id = ledger.session()
+    running, most = 0, 0
+    lock = threading.Lock()
+    release = threading.Event()
+    real = service_module.audit_session
+
+    def slow(*args: Any) -> AuditReport:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        release.wait(10)
+        with lock:
+            running -= 1
+        return real(*args)
+
+    monkeypatch.setattr(service_module, "audit_session", slow)
+    reports: list[dict[str, Any]] = []
+    threads = [threading.Thread(target=lambda: reports.append(
+        ledger.service.audit(session_id))) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while running < 2 and time.monotonic() < deadline:
+        release.wait(0.01)
+    release.wait(0.2)  # time for a third to start, were it allowed
+    assert running == 2
+    release.set()
+    for thread in threads:
+        thread.join()
+    assert most == service_module.AUDITS_AT_ONCE == 2
+    assert len(reports) == 5 and all(r["ok"] for r in reports)

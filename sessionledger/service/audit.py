@@ -392,9 +392,28 @@ class _LogReader:
         return tuple(self._notes), tuple(self._undecodable), self._findings.findings
 
 
+AUDIT_ATTEMPTS = 3
+"""How often a session that moved on while audited (a live one) is audited again."""
+
+
 def audit_session(store: EventStore, projections: Projections, session_id: str) -> AuditReport:
     """Both halves of one session's audit (the caller checks the session exists), with the
     events it cannot decode and the plan files it could not write.
+
+    The chain and the fold are of the session as its head was first read; its read models are
+    read after. A session appended to meanwhile (a live one) has read models ahead of the
+    fold: when they differ and the session's version moved past the audited one, it is
+    audited again (:data:`AUDIT_ATTEMPTS` in all), so appends are never reported as faults.
+    """
+    for _attempt in range(AUDIT_ATTEMPTS - 1):
+        report = _audit_once(store, projections, session_id)
+        if not report.differences or store.version(session_id) <= report.events:
+            return report
+    return _audit_once(store, projections, session_id)
+
+
+def _audit_once(store: EventStore, projections: Projections, session_id: str) -> AuditReport:
+    """One audit of the session as it is now.
 
     A session whose chain holds is read once (issue 24): the rows the chain check hashed are
     decoded for the read-model comparison and the findings (:meth:`verify_and_stream`), each
