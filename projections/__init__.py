@@ -40,6 +40,7 @@ from .tables import (
     SqliteSummaryTable,
     SqliteTimerTable,
     SqliteTodoTable,
+    SummaryPage,
     TimerRow,
     TodoRow,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "Projections",
     "SessionFold",
     "SessionSummary",
+    "SummaryPage",
     "TodoProjection",
     "ToolRecordsProjection",
     "TurnCounters",
@@ -142,6 +144,11 @@ class Projections:
         """Every session's summary, most recently written first."""
         projection = self.execution_state
         return store.read_view(projection.newest_first)
+
+    def summary_page(self, store: EventStore, query: SummaryPage) -> list[SessionSummary]:
+        """A page of the session list (:class:`~.tables.SummaryPage`)."""
+        projection = self.execution_state
+        return store.read_view(lambda tx: projection.page(tx, query))
 
 
 def open_projected_store(

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from .tables import Doc, SessionSummary, TimerRow, TodoRow
+from .tables import Doc, SessionSummary, SummaryPage, TimerRow, TodoRow
 
 __all__ = ["PgDocTable", "PgSummaryTable", "PgTimerTable", "PgTodoTable"]
 
@@ -88,6 +88,11 @@ class PgSummaryTable:
     def newest_first(self, tx: Any) -> list[SessionSummary]:
         rows = tx.execute(f"{_SELECT} ORDER BY last_position DESC").fetchall()
         return [SessionSummary(*r) for r in rows]
+
+    def page(self, tx: Any, query: SummaryPage) -> list[SessionSummary]:
+        where, params = query.where("%s")
+        sql = f"{_SELECT} WHERE {where} ORDER BY last_position DESC LIMIT %s"
+        return [SessionSummary(*r) for r in tx.execute(sql, (*params, query.limit)).fetchall()]
 
 
 # -- documents (tool calls, interactions, turn counters, tool records) -------------------

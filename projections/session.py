@@ -64,7 +64,15 @@ from eventlog import (
     TodosWritten,
 )
 
-from .tables import FIRST_MESSAGE_CHARS, Doc, DocTable, SessionSummary, SummaryTable, TableBacked
+from .tables import (
+    FIRST_MESSAGE_CHARS,
+    Doc,
+    DocTable,
+    SessionSummary,
+    SummaryPage,
+    SummaryTable,
+    TableBacked,
+)
 
 __all__ = [
     "APPLIERS",
@@ -399,6 +407,9 @@ class ExecutionStateProjection(TableBacked[SummaryTable]):
 
     def newest_first(self, tx: Any) -> list[SessionSummary]:
         return self.table.newest_first(tx)
+
+    def page(self, tx: Any, query: SummaryPage) -> list[SessionSummary]:
+        return self.table.page(tx, query)
 
 
 class SummaryMemory:

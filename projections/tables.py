@@ -134,6 +134,38 @@ class SummaryTable(Table, Protocol):
     def delete(self, tx: Any, session_id: str) -> None: ...
     def get(self, tx: Any, session_id: str) -> SessionSummary | None: ...
     def newest_first(self, tx: Any) -> list[SessionSummary]: ...
+    def page(self, tx: Any, query: SummaryPage) -> list[SessionSummary]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryPage:
+    """Which summaries a page of the session list holds: newest first (by the global position
+    of each session's last event), those with ``last_position`` below ``before`` when given,
+    at most ``limit``; only sessions something waits in when ``waiting``; deleted ones only
+    when ``deleted``."""
+
+    limit: int
+    before: int | None = None
+    waiting: bool = False
+    deleted: bool = False
+
+    def where(self, mark: str) -> tuple[str, tuple[Any, ...]]:
+        """The SQL condition and its parameters, with ``mark`` the driver's placeholder."""
+        conditions: list[str] = ["1 = 1"]
+        params: list[Any] = []
+        if not self.deleted:
+            conditions.append(f"deleted = {mark}")
+            params.append(False)
+        if self.waiting:
+            conditions.append("waiting > 0")
+        if self.before is not None:
+            conditions.append(f"last_position < {mark}")
+            params.append(self.before)
+        return " AND ".join(conditions), tuple(params)
+
+    def holds(self, summary: SessionSummary) -> bool:
+        return ((self.deleted or not summary.deleted) and (not self.waiting or summary.waiting > 0)
+                and (self.before is None or summary.last_position < self.before))
 
 
 FIRST_MESSAGE_CHARS = 200
@@ -213,6 +245,11 @@ class SqliteSummaryTable:
     def newest_first(self, tx: sqlite3.Connection) -> list[SessionSummary]:
         return [_summary(r) for r in tx.execute(f"{_SELECT} ORDER BY last_position DESC")]
 
+    def page(self, tx: sqlite3.Connection, query: SummaryPage) -> list[SessionSummary]:
+        where, params = query.where("?")
+        sql = f"{_SELECT} WHERE {where} ORDER BY last_position DESC LIMIT ?"
+        return [_summary(r) for r in tx.execute(sql, (*params, query.limit))]
+
 
 class MemorySummaryTable:
     """Summaries in a dict, for the in-memory store (``tx`` is unused)."""
@@ -243,6 +280,9 @@ class MemorySummaryTable:
 
     def newest_first(self, tx: Any) -> list[SessionSummary]:
         return sorted(self.rows.values(), key=lambda s: s.last_position, reverse=True)
+
+    def page(self, tx: Any, query: SummaryPage) -> list[SessionSummary]:
+        return [s for s in self.newest_first(tx) if query.holds(s)][: query.limit]
 
 
 # -- documents: tool calls, interactions, turn counters, tool records -----------------

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
@@ -286,12 +287,17 @@ def demo(db: str | None) -> None:
 @db_option
 @click.option("--all", "include_deleted", is_flag=True,
               help="Also list deleted sessions (their events stay until purged).")
-def sessions(db: str | None, include_deleted: bool) -> None:
+@click.option("--waiting", is_flag=True,
+              help="Only sessions with a question or approval waiting for someone.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N",
+              help="At most N sessions, the most recently updated (default: all).")
+def sessions(db: str | None, include_deleted: bool, waiting: bool, limit: int | None) -> None:
     """List sessions (not deleted ones unless --all), most recently updated first."""
     with _service(db) as service:
-        rows = service.summaries(include_deleted=include_deleted)
+        rows = list(islice(service.summaries(include_deleted=include_deleted, waiting=waiting),
+                           limit))
     if not rows:
-        _out().print("no sessions")
+        _out().print("no sessions waiting" if waiting else "no sessions")
         return
     from rich.table import Table
 

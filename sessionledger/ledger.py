@@ -79,7 +79,13 @@ from eventlog import (
     check_json,
 )
 from eventlog.appending import Subscribers
-from projections import Projections, SessionSummary, TurnCounters, open_projected_store
+from projections import (
+    Projections,
+    SessionSummary,
+    SummaryPage,
+    TurnCounters,
+    open_projected_store,
+)
 from projections.tables import Doc, TimerRow, TodoRow
 
 from .errors import (
@@ -463,6 +469,9 @@ class Ledger:
 
     def summaries(self) -> list[SessionSummary]:
         return self.projections.summaries(self.store)
+
+    def summary_page(self, query: SummaryPage) -> list[SessionSummary]:
+        return self.projections.summary_page(self.store, query)
 
     def turn_counters(self, session_id: str) -> TurnCounters | None:
         return self.projections.turn_counters(self.store, session_id)

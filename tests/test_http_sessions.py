@@ -130,7 +130,7 @@ def test_list_is_newest_first_in_the_summary_shape(client: TestClient) -> None:
     response = client.get("/v1/sessions")
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"sessions"}
+    assert set(body) == {"sessions", "next"} and body["next"] is None
     assert [s["sessionId"] for s in body["sessions"]] == [second["sessionId"], first["sessionId"]]
     for summary in body["sessions"]:
         assert set(summary) == SUMMARY_KEYS
@@ -138,6 +138,75 @@ def test_list_is_newest_first_in_the_summary_shape(client: TestClient) -> None:
     assert body["sessions"][0]["displayMode"] == "plan"
     assert body["sessions"][0]["parentSessionId"] == first["sessionId"]
     assert body["sessions"][1]["version"] == 1
+
+
+def _pages(client: TestClient, **params: Any) -> list[list[str]]:
+    pages: list[list[str]] = []
+    cursor = None
+    while True:
+        query = {**params, **({"cursor": cursor} if cursor else {})}
+        response = client.get("/v1/sessions", params=query)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        pages.append([s["sessionId"] for s in body["sessions"]])
+        cursor = body["next"]
+        if cursor is None:
+            return pages
+        assert len(pages) < 100
+
+
+@pytest.mark.parametrize("store_url", [
+    "memory://", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_the_list_is_read_page_by_page_and_the_waiting_found_alone(  # issue 41
+    workspace: Path, tmp_path: Path, store_url: str, request: pytest.FixtureRequest,
+) -> None:
+    """25 sessions (two deleted, three with a question waiting) read 10 at a time: every
+    live one once, newest first, the last page's ``next`` null; ``waiting=true`` pages only
+    the three; a session written between pages moves to the front (read again from the top);
+    a bad limit or cursor is 422 and changes nothing."""
+    if store_url == "sqlite":
+        store_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    elif store_url == "postgresql":
+        store_url = f"{request.getfixturevalue('pg_database')}?schema=session_pages"
+    settings = ServerSettings(workspace_root=workspace, question_grace_s=600,
+                              question_deadline_s=1200)
+    with in_process_client(workspace, store_url=store_url, settings=settings) as (client, _):
+        ids = [create(client)["sessionId"] for _ in range(25)]
+        for sid in (ids[0], ids[7]):
+            assert client.delete(f"/v1/sessions/{sid}").status_code == 200
+        asking = {"tool": "AskUserQuestion", "input": {"questions": [{
+            "question": "Which?", "header": "Q", "multiSelect": False,
+            "options": [{"label": "A", "description": "a"}, {"label": "B", "description": "b"}],
+        }]}}
+        for sid in (ids[2], ids[11], ids[20]):
+            answer = client.post(f"/v1/sessions/{sid}/tool-calls", json=asking)
+            assert answer.status_code == 202, answer.text
+        everything = client.get("/v1/sessions", params={"limit": 1000}).json()
+        order = [s["sessionId"] for s in everything["sessions"]]
+        assert everything["next"] is None and len(order) == 23
+        assert order[:3] == [ids[20], ids[11], ids[2]]  # the last written first
+
+        pages = _pages(client, limit=10)
+        assert [len(p) for p in pages] == [10, 10, 3]
+        assert [sid for page in pages for sid in page] == order
+        assert _pages(client, limit=23) == [order]
+        waiting = _pages(client, waiting="true", limit=2)
+        assert waiting == [[ids[20], ids[11]], [ids[2]]]
+        assert client.get("/v1/sessions").json()["next"] is None  # default limit 200
+
+        first = client.get("/v1/sessions", params={"limit": 10}).json()
+        moved = order[15]
+        assert client.post(f"/v1/sessions/{moved}/messages",
+                           json={"role": "user", "content": "still here"}).status_code == 201
+        rest = client.get("/v1/sessions", params={"limit": 100, "cursor": first["next"]})
+        assert moved not in [s["sessionId"] for s in rest.json()["sessions"]]
+        assert client.get("/v1/sessions", params={"limit": 1}).json()["sessions"][0][
+            "sessionId"] == moved
+
+        for params in ({"limit": 0}, {"limit": 1001}, {"limit": "x"}, {"limit": "1.0"},
+                       {"cursor": "abc"}, {"cursor": "-1"}, {"cursor": "9" * 20},
+                       {"cursor": "x" * 40}, {"waiting": "maybe"}):
+            assert_error(client.get("/v1/sessions", params=params), 422, "invalid_input")
 
 
 # -- the workspace root --------------------------------------------------------------------

@@ -61,8 +61,10 @@ from ..claude_code.wire import PROBLEM_HEADER
 from ..ledger import on_loop
 from ..service.sessions import (
     DEFAULT_EVENTS_LIMIT,
+    DEFAULT_SESSIONS_LIMIT,
     DEFAULT_TIMELINE_LIMIT,
     MAX_EVENTS_LIMIT,
+    MAX_SESSIONS_LIMIT,
     MAX_TIMELINE_LIMIT,
     RequestedMode,
     SessionService,
@@ -952,10 +954,19 @@ def session_routes(service: SessionService) -> APIRouter:
             host=request.host,
         )
 
-    @router.get("/v1/sessions", response_model=None, responses={200: {"model": SessionList}})
-    def list_sessions() -> dict[str, Any]:
-        """Every session not deleted, most recently updated first, named, with what waits in it."""
-        return service.list_sessions()
+    @router.get("/v1/sessions", response_model=None, responses={
+        200: {"model": SessionList}, **error_responses({422: _INVALID})})
+    def list_sessions(
+        limit: Annotated[PlainInt, Query(
+            description=f"page size, 1 to {MAX_SESSIONS_LIMIT}")] = DEFAULT_SESSIONS_LIMIT,
+        cursor: Annotated[str | None, Query(
+            max_length=32, description="the `next` of the page before")] = None,
+        waiting: Annotated[bool, Query(
+            description="only sessions with something waiting for a person")] = False,
+    ) -> dict[str, Any]:
+        """A page of the sessions not deleted, most recently updated first, named, with what
+        waits in each; ``next`` is the cursor of the page after (null on the last)."""
+        return service.list_sessions(limit=limit, cursor=cursor, waiting=waiting)
 
     @router.get(
         "/v1/sessions/{session_id}", response_model=None,

@@ -287,9 +287,10 @@ class SessionEntry(_Wire):
 
 
 class SessionList(_Wire):
-    """``GET /v1/sessions``: live sessions, most recently updated first."""
+    """``GET /v1/sessions``: a page of the live sessions, most recently updated first."""
 
     sessions: list[SessionEntry]
+    next: str | None = Field(description="`cursor` of the next page; null on the last")
 
 
 class DeletedSession(_Wire):

@@ -34,7 +34,7 @@ from eventlog import (
 from eventlog import (
     SessionDeleted as SessionDeletedEvent,
 )
-from projections import Projections, SessionSummary
+from projections import Projections, SessionSummary, SummaryPage
 from projections.session import fold
 from statemachine.execution import Command, Cycle, EndGoal, LeavePlan, SetMode, StartGoal
 from statemachine.interaction import TimerConfig
@@ -62,10 +62,12 @@ ANSWER_PLACES: tuple[AnswerIn, ...] = ("host", "here")
 __all__ = [
     "AUDITS_AT_ONCE",
     "DEFAULT_EVENTS_LIMIT",
+    "DEFAULT_SESSIONS_LIMIT",
     "DEFAULT_TIMELINE_LIMIT",
     "HOSTS",
     "MAX_CURSOR",
     "MAX_EVENTS_LIMIT",
+    "MAX_SESSIONS_LIMIT",
     "MAX_TIMELINE_LIMIT",
     "MODES",
     "AuditReport",
@@ -81,6 +83,8 @@ DEFAULT_EVENTS_LIMIT = 1000
 MAX_EVENTS_LIMIT = 10000
 DEFAULT_TIMELINE_LIMIT = 200
 MAX_TIMELINE_LIMIT = 1000
+DEFAULT_SESSIONS_LIMIT = 200
+MAX_SESSIONS_LIMIT = 1000
 AUDITS_AT_ONCE = 2
 """Audits one process runs at once (HTTP, MCP, CLI); the next waits for one to end."""
 _audits = threading.BoundedSemaphore(AUDITS_AT_ONCE)
@@ -94,6 +98,16 @@ def check_cursor(value: int, *, name: str = "after") -> int:
             details=[{"loc": [name], "message": "out of range"}],
         )
     return value
+
+
+def _session_cursor(cursor: str) -> int:
+    """The session list's ``cursor`` as given in a ``next``: digits, a global position."""
+    if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 19):
+        raise InvalidInput(
+            "cursor must be the `next` of a page of the session list",
+            details=[{"loc": ["cursor"], "message": "not a cursor"}],
+        )
+    return check_cursor(int(cursor), name="cursor")
 
 
 def _not_blank(value: str, name: str) -> str:
@@ -310,27 +324,61 @@ class SessionService:
             self.ledger.retry(session_id, attempt)
         return self.document(session_id)
 
-    def summaries(self, *, include_deleted: bool = False) -> list[SessionSummary]:
-        """Every session's summary, most recently written first (by global position)."""
-        with eventlog_errors(payloads=True):
-            rows = self.ledger.summaries()
-        return rows if include_deleted else [s for s in rows if not s.deleted]
+    def summaries(
+        self, *, include_deleted: bool = False, waiting: bool = False,
+    ) -> Iterator[SessionSummary]:
+        """Every session's summary, most recently written first (by global position), read a
+        page at a time."""
+        before: int | None = None
+        while True:
+            page, before = self.summary_page(
+                limit=MAX_SESSIONS_LIMIT, before=before, waiting=waiting,
+                include_deleted=include_deleted)
+            yield from page
+            if before is None:
+                return
 
-    def list_sessions(self) -> dict[str, Any]:
-        """``{"sessions": [...]}``, most recently updated first; deleted sessions are left out.
+    def summary_page(
+        self, *, limit: int, before: int | None = None, waiting: bool = False,
+        include_deleted: bool = False,
+    ) -> tuple[list[SessionSummary], int | None]:
+        """At most ``limit`` summaries, newest first, of the sessions whose last event is
+        before global position ``before`` (all when ``None``); and the ``before`` of the next
+        page, ``None`` when this is the last."""
+        with eventlog_errors(payloads=True):
+            rows = self.ledger.summary_page(SummaryPage(
+                limit + 1, before=before, waiting=waiting, deleted=include_deleted))
+        if len(rows) <= limit:
+            return rows, None
+        return rows[:limit], rows[limit - 1].last_position
+
+    def list_sessions(
+        self, *, limit: int = DEFAULT_SESSIONS_LIMIT, cursor: str | None = None,
+        waiting: bool = False,
+    ) -> dict[str, Any]:
+        """``{"sessions": [...], "next": cursor | null}``: a page of the session list, most
+        recently updated first; deleted sessions are left out; only those something waits in
+        with ``waiting``. ``next`` is the ``cursor`` of the page after (null on the last).
 
         Order is by the global position of each session's last event, which is exact where
-        ``updatedAt`` (milliseconds) ties. Each entry names the session and says what waits
-        in it (:func:`~.documents.list_entry`); the question timers are read in one go for
-        the sessions with something waiting, never a session's log.
+        ``updatedAt`` (milliseconds) ties; a session written while a client pages moves to the
+        front (the client finds it by reading the first page again). Each entry names the
+        session and says what waits in it (:func:`~.documents.list_entry`); the question
+        timers are read in one go for the page's sessions with something waiting.
         """
-        summaries = self.summaries()
+        if not 1 <= limit <= MAX_SESSIONS_LIMIT:
+            raise InvalidInput(
+                f"limit must be an integer from 1 to {MAX_SESSIONS_LIMIT}, not {limit}",
+                details=[{"loc": ["limit"], "message": "out of range"}],
+            )
+        before = None if cursor is None else _session_cursor(cursor)
+        summaries, after = self.summary_page(limit=limit, before=before, waiting=waiting)
         with eventlog_errors(payloads=True):  # only the sessions something waits in
             rows = self.ledger.timer_rows([s.session_id for s in summaries if s.waiting])
         return {"sessions": [
             list_entry(s, rows[s.session_id].body["queue"] if s.session_id in rows else ())
             for s in summaries
-        ]}
+        ], "next": None if after is None else str(after)}
 
     def events(
         self, session_id: str, *, after: int = 0, limit: int | None = None

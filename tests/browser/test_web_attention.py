@@ -181,3 +181,44 @@ def test_notify_me_asks_for_the_permission_only_when_clicked(  # issue 23.4
         assert page.evaluate("window.__permissionRequests") == 1
     finally:
         context.close()
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    args = ("--question-grace-s", "600", "--question-deadline-s", "1200")
+    with running_server(tmp_path_factory.mktemp("web-crowded"), args=args) as running:
+        yield running
+
+
+def test_the_sidebar_reads_the_list_a_page_at_a_time_and_finds_what_waits(  # issue 41
+    page: Page, shots: Shots, crowded: ServerProcess,
+) -> None:
+    """130 sessions, the oldest with a question waiting: the sidebar lists the newest 100 and
+    the waiting one below them (the title counts it), and "Show more sessions" the rest —
+    the page no longer reads the whole list at once."""
+    expect = _expect()
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    with crowded.client() as http:
+        waiting = create_session(http)
+        _call(http, waiting, "AskUserQuestion", QUESTION)
+        newest = [create_session(http) for _ in range(129)][-1]
+        page.goto(session_url(crowded.base_url, newest))
+        links = page.locator(".session-link")
+        expect(links).to_have_count(101)
+        expect(page).to_have_title("(1) sessionledger")
+        last = links.last
+        expect(last).to_have_attribute("data-session-id", waiting)
+        expect(last.locator(".attention-what")).to_have_text("1 question")
+        more = page.get_by_role("button", name="Show more sessions")
+        expect(more).to_be_visible()
+        shots.take(page, "newest-100-and-the-waiting-one")
+        lists = [url for url in asked if "/v1/sessions?" in url]
+        assert lists and all("limit=" in url for url in lists), lists
+        assert any("waiting=true" in url for url in lists)
+
+        more.click()
+        expect(links).to_have_count(130)
+        expect(more).to_have_count(0)
+        expect(links.last).to_have_attribute("data-session-id", waiting)
+        shots.take(page, "all-130")

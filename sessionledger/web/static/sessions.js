@@ -1,9 +1,11 @@
-// The session list: every session, newest first, with its display-mode badge, its name and what
-// waits in it (questions, plan approvals, tool approvals, with the time left until the nearest
-// deadline). It follows the global stream from the log's head at load (any new event may
-// reorder or add sessions) and refetches the list after events. The page's title counts what
-// waits across all sessions; once the user allowed it, a desktop notification tells of a
-// question or plan approval asked in a session not on screen (issue 23.4).
+// The session list: the newest sessions, a page at a time ("Show more"), and every session
+// something waits in wherever it is in the list, each with its display-mode badge, its name
+// and what waits in it (questions, plan approvals, tool approvals, with the time left until the
+// nearest deadline). It follows the global stream from the log's head at load (any new event
+// may reorder or add sessions) and refetches after events. The page's title counts what waits
+// across all sessions; once the user allowed it, a desktop notification tells of a question or
+// plan approval asked in a session not on screen (issue 23.4). The server's list is paged
+// (GET /v1/sessions?limit&cursor&waiting): the page never reads every session at once.
 
 import { get, serverNow } from './api.js';
 import { clientName, clock, fill, h } from './dom.js';
@@ -11,6 +13,8 @@ import { drawTimeLeft } from './countdown.js';
 import { LedgerStream } from './stream.js';
 
 const REFRESH_DELAY_MS = 100;
+const PAGE = 100;  // sessions shown at first, and added by "Show more"
+const MAX_LIMIT = 1000;  // the server's largest page
 const TITLE = 'sessionledger';
 const KINDS = [
   ['questions', 'question', 'questions'],
@@ -43,6 +47,8 @@ export class SessionList {
     this.toast = toast;
     this.notifyButton = notifyButton || null;
     this.sessions = [];
+    this.shown = PAGE;  // how many of the newest sessions to list
+    this.more = false;  // whether older sessions than those listed exist
     this.selected = null;
     this.timer = null;
     this.asked = null;  // sessionId -> questions + plan approvals at the last refresh
@@ -73,9 +79,48 @@ export class SessionList {
     }, REFRESH_DELAY_MS);
   }
 
+  showMore() {
+    this.shown += PAGE;
+    this.refresh();
+  }
+
+  /** The newest `count` sessions, a page of at most MAX_LIMIT at a time; whether more exist. */
+  async #newest(count) {
+    const sessions = [];
+    let cursor = null;
+    while (sessions.length < count) {
+      const limit = Math.min(MAX_LIMIT, count - sessions.length);
+      const query = `limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const page = await get(`/v1/sessions?${query}`);
+      sessions.push(...page.sessions);
+      cursor = page.next;
+      if (!cursor) return { sessions, more: false };
+    }
+    return { sessions, more: true };
+  }
+
+  /** Every session something waits in (a few, read a page at a time). */
+  async #waiting() {
+    const sessions = [];
+    let cursor = null;
+    do {
+      const query = `waiting=true&limit=${MAX_LIMIT}`
+        + (cursor ? `&cursor=${encodeURIComponent(cursor)}` : '');
+      const page = await get(`/v1/sessions?${query}`);
+      sessions.push(...page.sessions);
+      cursor = page.next;
+    } while (cursor);
+    return sessions;
+  }
+
   async refresh() {
     try {
-      this.sessions = (await get('/v1/sessions')).sessions;
+      const [{ sessions, more }, waiting] = await Promise.all([
+        this.#newest(this.shown), this.#waiting()]);
+      const listed = new Set(sessions.map((s) => s.sessionId));
+      const older = waiting.filter((s) => !listed.has(s.sessionId));
+      this.sessions = [...sessions, ...older];  // both newest first: older ones after
+      this.more = more;
       this.#draw();
       this.#notify();
     } catch (err) {
@@ -148,6 +193,11 @@ export class SessionList {
         class: 'session-client', dataset: { client: s.client },
         title: s.externalSessionId ? `${s.client} session ${s.externalSessionId}` : s.client,
       }, clientName(s.client)) : null))));
+    if (this.more) {
+      this.listEl.append(h('li', { class: 'more' }, h('button', {
+        type: 'button', class: 'show-more', onclick: () => this.showMore(),
+      }, 'Show more sessions')));
+    }
     if (focused !== undefined) {
       const again = [...this.listEl.querySelectorAll('.session-link')]
         .find((link) => link.dataset.sessionId === focused);
