@@ -294,7 +294,8 @@ def demo(db: str | None) -> None:
 def sessions(db: str | None, include_deleted: bool, waiting: bool, limit: int | None) -> None:
     """List sessions (not deleted ones unless --all), most recently updated first."""
     with _service(db) as service:
-        rows = list(islice(service.summaries(include_deleted=include_deleted, waiting=waiting),
+        rows = list(islice(service.iter_summaries(include_deleted=include_deleted,
+                                                  waiting=waiting),
                            limit))
     if not rows:
         _out().print("no sessions waiting" if waiting else "no sessions")

@@ -258,3 +258,16 @@ def test_claude_code_session_bench_quick_runs_each_kind_with_no_errors(tmp_path:
         rows, labels, strict=True)), rows  # one timed session each
     assert out.count("PASS") + out.count("MISS") == 1
     assert not list(tmp_path.iterdir()), "scratch files left behind"
+
+
+def test_big_reads_bench_quick_prints_every_step_and_the_targets(tmp_path: Path) -> None:
+    # Issue 41, acceptance 4: the paged list and long audits over a real serve; shape only.
+    done = _run("big_reads.py", "--quick", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = done.stdout
+    for text in ("list every session, page by page", "list the waiting sessions",
+                 "audit sess_big", "three audits of sess_big at once",
+                 "CLI: sessionledger audit sess_big", "typed replay"):
+        assert text in out
+    assert out.count("PASS") + out.count("MISS") == 3
+    assert not list(tmp_path.iterdir()), "scratch files left behind"

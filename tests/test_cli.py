@@ -91,6 +91,33 @@ def test_sessions_lists_every_session(ledger: Ledger) -> None:
     assert positions[0] < positions[2] < positions[1]  # most recently updated first
 
 
+def test_sessions_limit_and_waiting_read_the_list_a_page_at_a_time(  # issue 41
+    tmp_path: Path,
+) -> None:
+    """1,005 sessions (more than a page of the list), the oldest with a question waiting:
+    ``--limit 2`` prints the newest two, ``--waiting`` only the waiting one, and the whole list
+    all of them."""
+    path = tmp_path / "ledger.db"
+    service = SessionService.open(f"sqlite:///{path}", workspace_root=tmp_path)
+    try:
+        ids = [service.create_session()["sessionId"] for _ in range(1_005)]
+        service.tools.call(ids[0], "AskUserQuestion", {"questions": [{
+            "question": "Which?", "header": "Q", "multiSelect": False,
+            "options": [{"label": "A", "description": "a"}, {"label": "B", "description": "b"}],
+        }]})
+    finally:
+        service.close()
+    ledger = Ledger(path, ids)
+    newest = ledger.run("sessions", "--limit", "2")
+    assert newest.returncode == 0, newest.stderr
+    assert [sid for sid in ids if sid in newest.stdout] == [ids[0], ids[-1]]
+    waiting = ledger.run("sessions", "--waiting")
+    assert [sid for sid in ids if sid in waiting.stdout] == [ids[0]]
+    every = ledger.run("sessions")
+    assert sum(sid in every.stdout for sid in ids) == 1_005
+    assert_clean_failure(ledger.run("sessions", "--limit", "0"), 2)
+
+
 def test_sessions_on_an_empty_store(tmp_path: Path) -> None:
     result = run_cli("sessions", "--db", f"sqlite:///{tmp_path}/new/ledger.db", cwd=tmp_path)
     assert result.returncode == 0 and "no sessions" in result.stdout

@@ -456,7 +456,7 @@ def test_one_structured_log_line_per_request(
 
 def test_installed_serve_answers_get_sessions(tmp_path: Path) -> None:
     with running_server(tmp_path) as server, server.client() as http:
-        assert http.get("/v1/sessions").json() == {"sessions": []}
+        assert http.get("/v1/sessions").json() == {"sessions": [], "next": None}
         created = http.post("/v1/sessions", json={"mode": "auto"})
         assert created.status_code == 201
         assert created.json()["workspace"] == str(server.workspace.resolve())

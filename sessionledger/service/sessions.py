@@ -324,11 +324,14 @@ class SessionService:
             self.ledger.retry(session_id, attempt)
         return self.document(session_id)
 
-    def summaries(
+    def summaries(self, *, include_deleted: bool = False) -> list[SessionSummary]:
+        """Every session's summary, most recently written first (by global position)."""
+        return list(self.iter_summaries(include_deleted=include_deleted))
+
+    def iter_summaries(
         self, *, include_deleted: bool = False, waiting: bool = False,
     ) -> Iterator[SessionSummary]:
-        """Every session's summary, most recently written first (by global position), read a
-        page at a time."""
+        """:meth:`summaries` read a page at a time, as the caller takes them."""
         before: int | None = None
         while True:
             page, before = self.summary_page(
