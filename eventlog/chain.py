@@ -214,32 +214,38 @@ def verified_stream(
 def verified_pages(
     session_id: str,
     *,
-    head: tuple[int, str] | None,
+    head: Callable[[], tuple[int, str] | None],
     fetch: Callable[[tuple[Any, ...]], list[RawRow]],
-    head_now: Callable[[], tuple[int, str] | None],
+    stray: Callable[[tuple[Any, ...]], list[Any]],
+    whole: Callable[[], list[RawRow]],
     upcasters: UpcasterRegistry,
     page: int,
-) -> tuple[ChainReport, Iterator[RecordedEvent]] | None:
+) -> tuple[ChainReport, Iterator[RecordedEvent] | None]:
     """:func:`verified_stream` in the memory of one page, whatever the session's length
-    (issue 41): the chain is checked over one paged read of the rows up to ``head`` (the
-    store's head record as read first; what is appended after it is a later audit's), and the
-    events are decoded from a second paged read of the same rows as the caller takes them.
-    ``fetch((session_id, after_seq, size))`` is the backend's page: rows with ``seq`` above
-    ``after_seq`` in ``seq`` order. ``None`` when the chain does not hold, or a row lies past
-    the head and the head read again (``head_now``) does not cover it (a truncated head): the
-    caller then reads the session whole the way that names the fault."""
-    version = head[0] if head else 0
+    (issue 41), for a store that reads the session's rows by page.
+
+    ``head()`` reads the store's head record, ``fetch((session_id, after_seq, size))`` a page
+    of rows with ``seq`` above ``after_seq`` in ``seq`` order, ``stray((session_id,))`` a row
+    of the session whose ``seq`` is below 1 or none (only a tampered log has one), ``whole()``
+    every row of the session as ``raw_session`` orders them. The chain is checked over one
+    paged read of the rows up to the head as first read (what is appended after it is a later
+    audit's), and the events are decoded from a second paged read of the same rows as the
+    caller takes them. A chain that does not hold, a stray row, or a row past the head that
+    the head read again does not cover (a truncated head) sends the check to the whole rows,
+    which name the fault as :func:`verified_stream` always did."""
+    recorded = head()
+    version = recorded[0] if recorded else 0
 
     def rows() -> Iterator[RawRow]:
         return paged_rows(fetch, (session_id,), 0, version, page=page)
 
-    report = verify_chain(session_id, rows(), head=head)
-    if not report.ok:
-        return None
-    if fetch((session_id, version, 1)):  # appended since the head was read, or a bad head
-        now = head_now()
-        if now is None or now[0] <= version:
-            return None
+    report = verify_chain(session_id, rows(), head=recorded)
+    sound = report.ok and not stray((session_id,))
+    if sound and fetch((session_id, version, 1)):  # appended since, or a bad head record
+        now = head()
+        sound = now is not None and now[0] > version
+    if not sound:
+        return verified_stream(session_id, whole(), head=recorded, upcasters=upcasters)
     return report, decode_rows(rows(), upcasters=upcasters)
 
 

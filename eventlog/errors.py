@@ -107,8 +107,9 @@ class StorageFault(EventLogError):
 
     ``reason`` is the driver's text (``disk I/O error``), ``error_name`` the backend's own
     name for it (``SQLITE_IOERR_WRITE``) when it has one; ``medium`` what failed: ``disk``
-    (a file's, or the database server's), or ``database connection`` (a server that went away,
-    restarted or could not be reached).
+    (a file's, or the database server's), ``database connection`` (a server that went away,
+    restarted, could not be reached or had no connection left) or ``database server``
+    (another fault of the server's).
     """
 
     def __init__(self, message: str, *, reason: str, error_name: str | None = None,

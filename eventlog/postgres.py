@@ -26,7 +26,7 @@ from .appending import (
     Subscribers,
     write_group,
 )
-from .chain import ChainReport, listed, verified_pages, verified_stream, verify_chain
+from .chain import ChainReport, listed, verified_pages, verify_chain
 from .encoding import GENESIS_HASH
 from .envelope import (
     AppendResult,
@@ -178,9 +178,7 @@ class PostgresEventStore(GroupAppends):
             return DescriptorsExhausted(f"PostgreSQL: {reason}: no file descriptor left")
         name = getattr(exc, "sqlstate", None)
         where = self._url.split("@")[-1]  # no credentials in messages
-        # class 53 is the server's resources (disk full, out of memory): the rest of what
-        # reaches here is the connection (lost, refused, the server shutting down)
-        medium = "disk" if name is not None and name.startswith("53") else "database connection"
+        medium = _medium(name)
         return StorageFault(f"PostgreSQL at {where}: {reason}", reason=reason, error_name=name,
                             medium=medium)
 
@@ -429,21 +427,16 @@ class PostgresEventStore(GroupAppends):
         self, session_id: str
     ) -> tuple[ChainReport, Iterator[RecordedEvent] | None]:
         """:func:`~eventlog.chain.verified_pages`: a sound session in the memory of a page;
-        otherwise :func:`verified_stream` over :meth:`raw_session` read whole."""
-        head = self._recorded_head(session_id)
-        paged = verified_pages(
-            session_id, head=head, fetch=self._fetch(_SESSION_PAGE),
-            head_now=lambda: self._recorded_head(session_id), upcasters=self._upcasters,
-            page=_PAGE,
-        )
-        if paged is not None:
-            return paged
-        return verified_stream(session_id, list(self.raw_session(session_id)), head=head,
-                               upcasters=self._upcasters)
+        a damaged one read whole as :meth:`raw_session` orders it."""
+        def head() -> tuple[int, str] | None:
+            row = self._head_row(session_id)
+            return (int(row[0]), row[1]) if row else None
 
-    def _recorded_head(self, session_id: str) -> tuple[int, str] | None:
-        head = self._head_row(session_id)
-        return (int(head[0]), head[1]) if head else None
+        return verified_pages(
+            session_id, head=head, fetch=self._fetch(_SESSION_PAGE),
+            stray=self._fetch(_STRAY_ROW), whole=lambda: list(self.raw_session(session_id)),
+            upcasters=self._upcasters, page=_PAGE,
+        )
 
     def _head_row(self, session_id: str) -> Any:
         return self._read(lambda conn: conn.execute(
@@ -533,9 +526,22 @@ HIGH_WATER = (
 )
 """The last global position ever used: purged positions are never handed out again."""
 
+def _medium(sqlstate: str | None) -> str:
+    """What failed, by the error's SQLSTATE: the server's disk (53100 disk full, class 58 I/O),
+    the connection (none: it was never made or was lost; class 08; 57P01-57P05, the server
+    shutting down or restarting; 53300, no connection slot left), or the database server."""
+    if sqlstate is None or sqlstate.startswith(("08", "57P")) or sqlstate == "53300":
+        return "database connection"
+    if sqlstate == "53100" or sqlstate.startswith("58"):
+        return "disk"
+    return "database server"
+
+
 _SESSION_PAGE = (f"SELECT {COLUMNS} FROM events WHERE session_id = %s AND seq > %s "
                  "ORDER BY seq LIMIT %s")
 """A page of a session's events in ``seq`` order."""
+_STRAY_ROW = "SELECT seq FROM events WHERE session_id = %s AND (seq IS NULL OR seq < 1) LIMIT 1"
+"""A row of the session no page reads: ``seq`` below 1 or none (tampered)."""
 _RAW_SESSION = (f"SELECT {COLUMNS} FROM events WHERE session_id = %s "
                 "ORDER BY seq < 1, seq, global_position")
 """A session's rows as stored; rows whose seq was tampered below 1 sort last (as on SQLite)."""

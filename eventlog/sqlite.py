@@ -30,7 +30,7 @@ from .appending import (
     Subscribers,
     write_group,
 )
-from .chain import ChainReport, listed, verified_pages, verified_stream, verify_chain
+from .chain import ChainReport, listed, verified_pages, verify_chain
 from .encoding import GENESIS_HASH
 from .envelope import (
     AppendResult,
@@ -506,20 +506,15 @@ class SQLiteEventStore(GroupAppends):
     ) -> tuple[ChainReport, Iterator[RecordedEvent] | None]:
         """:func:`~eventlog.chain.verified_pages`: a sound session in the memory of a page
         (rows as ``str``, as bytes only where the text is not UTF-8, like every read: no
-        per-value text callback on a sound page); otherwise :func:`verified_stream` over the
-        rows of :meth:`raw_session` read whole, which names the fault."""
-        head = self._head_row(session_id)
-        paged = verified_pages(
-            session_id, head=head, fetch=self._fetch(_SESSION_PAGE),
-            head_now=lambda: self._head_row(session_id), upcasters=self._upcasters,
-            page=_PAGE,
+        per-value text callback on a sound page). A damaged one is read whole in index
+        order, where a damaged row may sit elsewhere than raw_session puts it: the report is
+        the one of raw_session's order (a sound chain is the same in both)."""
+        return verified_pages(
+            session_id, head=lambda: self._head_row(session_id),
+            fetch=self._fetch(_SESSION_PAGE), stray=self._fetch(_STRAY_ROW),
+            whole=lambda: self._fetch(_RAW_SESSION)((session_id,)),
+            upcasters=self._upcasters, page=_PAGE,
         )
-        if paged is not None:
-            return paged
-        # Read in index order, a damaged row may sit elsewhere than raw_session puts it: the
-        # report is the one of raw_session's order (a sound chain is the same in both).
-        rows = self._read(lambda conn: fetch_rows(conn, _RAW_SESSION, (session_id,)))
-        return verified_stream(session_id, rows, head=head, upcasters=self._upcasters)
 
     def _head_row(self, session_id: str) -> Any:
         return self._read(lambda conn: conn.execute(
@@ -888,6 +883,8 @@ _RAW_SESSION = (
 """A session's rows for the chain check, damaged ones included (see ``raw_session``)."""
 _SESSION_PAGE = (f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND seq > ? "
                  "ORDER BY seq LIMIT ?")
+_STRAY_ROW = "SELECT seq FROM events WHERE session_id = ? AND (seq IS NULL OR seq < 1) LIMIT 1"
+"""A row of the session no page reads: ``seq`` below 1 or none (tampered)."""
 """A page of a session's rows straight from ``events_session_seq``, without the sort: in
 ``raw_session``'s order when every ``seq`` is an integer from 1 up (which a sound chain
 proves)."""

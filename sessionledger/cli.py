@@ -21,7 +21,6 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
-from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
@@ -72,6 +71,8 @@ _PIPE_WIDTH = 200
 """Console width when output is not a terminal, so piped tables never cut an id short."""
 _DEMO_WIDTH = 100
 """The demo's console width when piped (its long lines are never wrapped then)."""
+_EVERY_ROW = 2**62
+"""A page size that is no bound (SQLite and PostgreSQL take a LIMIT up to 2^63 - 1)."""
 
 _piped = not sys.stdout.isatty()
 
@@ -294,9 +295,11 @@ def demo(db: str | None) -> None:
 def sessions(db: str | None, include_deleted: bool, waiting: bool, limit: int | None) -> None:
     """List sessions (not deleted ones unless --all), most recently updated first."""
     with _service(db) as service:
-        rows = list(islice(service.iter_summaries(include_deleted=include_deleted,
-                                                  waiting=waiting),
-                           limit))
+        if limit is None and not waiting:
+            rows = service.summaries(include_deleted=include_deleted)
+        else:  # one query, however many sessions there are
+            rows = service.summary_page(limit=limit or _EVERY_ROW, waiting=waiting,
+                                        include_deleted=include_deleted)[0]
     if not rows:
         _out().print("no sessions waiting" if waiting else "no sessions")
         return

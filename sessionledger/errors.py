@@ -239,8 +239,9 @@ class StorageUnavailable(ServiceUnavailable):
     code = "storage_unavailable"
 
     def __init__(self, fault: StorageFault) -> None:
-        retry = ("once the database server is reachable" if fault.medium == "database connection"
-                 else "once the disk is repaired or has room")
+        retry = {"database connection": "once the database server is reachable",
+                 "database server": "shortly"}.get(fault.medium,
+                                                   "once the disk is repaired or has room")
         super().__init__(
             f"the event store's {fault.medium} failed: {fault.reason}; nothing was changed "
             f"(retry {retry})",

@@ -7,9 +7,12 @@ as before, so ``tests/test_chain_tamper.py`` and the audit tests hold it to the 
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eventlog import EventStore, MessageRecorded, NewEvent, SessionCreated
+from eventlog import EventStore, MessageRecorded, NewEvent, SessionCreated, open_store
 
 if TYPE_CHECKING:
     from conftest import Tamper
@@ -44,3 +47,23 @@ def test_a_damaged_chain_reports_as_verify_and_reads_nothing(  # issue 24.4
         report, events = store.verify_and_read(session_id)
         assert report == store.verify(session_id)[0] and not report.ok
         assert events is None
+
+
+def test_a_row_inserted_below_seq_1_is_found_by_the_paged_check(tmp_path: Path) -> None:
+    """The audit reads a sound session by pages of ``seq`` 1 up; a row slipped in with seq 0
+    (every real row intact) is no page's, and is still reported as ``verify`` reports it."""
+    path = tmp_path / "ledger.db"
+    with closing(open_store(f"sqlite:///{path}")) as store:
+        _session(store, "sess_a", 4)
+        assert store.verify_and_stream("sess_a")[0].ok
+    with closing(sqlite3.connect(path)) as conn, conn:
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(events)")]
+        chosen = ", ".join(
+            "global_position + 1000" if c == "global_position" else "0" if c == "seq"
+            else "NULL" if c == "idempotency_key" else c for c in columns)
+        conn.execute(f"INSERT INTO events ({', '.join(columns)}) SELECT {chosen} FROM events "
+                     "WHERE session_id = 'sess_a' AND seq = 1")
+    with closing(open_store(f"sqlite:///{path}")) as store:
+        report, events = store.verify_and_stream("sess_a")
+        assert not report.ok and events is None
+        assert report == store.verify("sess_a")[0]

@@ -8,13 +8,13 @@ fold fails midway (the session is then audited again the listed way).
 from __future__ import annotations
 
 import sqlite3
-import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gate_support import Gate
 from timer_support import Ledger, question
 
 from eventlog import (
@@ -240,34 +240,17 @@ def test_at_most_two_audits_run_at_once(  # issue 41
     from sessionledger.service import sessions as service_module
 
     session_id = ledger.session()
-    running, most = 0, 0
-    lock = threading.Lock()
-    release = threading.Event()
-    real = service_module.audit_session
-
-    def slow(*args: Any) -> AuditReport:
-        nonlocal running, most
-        with lock:
-            running += 1
-            most = max(most, running)
-        release.wait(10)
-        with lock:
-            running -= 1
-        return real(*args)
-
-    monkeypatch.setattr(service_module, "audit_session", slow)
+    gate = Gate()
+    monkeypatch.setattr(service_module, "audit_session", gate.wrap(service_module.audit_session))
     reports: list[dict[str, Any]] = []
     threads = [threading.Thread(target=lambda: reports.append(
         ledger.service.audit(session_id))) for _ in range(5)]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + 10
-    while running < 2 and time.monotonic() < deadline:
-        release.wait(0.01)
-    release.wait(0.2)  # time for a third to start, were it allowed
-    assert running == 2
-    release.set()
+    gate.wait_for(2)
+    assert gate.running == 2
+    gate.open()
     for thread in threads:
         thread.join()
-    assert most == service_module.AUDITS_AT_ONCE == 2
+    assert gate.most == service_module.AUDITS_AT_ONCE == 2
     assert len(reports) == 5 and all(r["ok"] for r in reports)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gate_support import Gate
 from hypothesis import given
 from hypothesis import strategies as st
 from server_support import TestClient, in_process_client, running_server
@@ -463,3 +464,30 @@ def test_installed_serve_answers_get_sessions(tmp_path: Path) -> None:
         listed = http.get("/v1/sessions").json()["sessions"]
         assert [s["sessionId"] for s in listed] == [created.json()["sessionId"]]
     assert server.process.returncode == 0
+
+
+def test_audits_beyond_two_wait_on_the_loop_and_other_routes_answer(  # issue 41
+    served: tuple[TestClient, SessionService], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    client, service = served
+    sid = create(client)["sessionId"]
+    gate = Gate()
+    monkeypatch.setattr(service, "audit", gate.wrap(service.audit))
+    answers: list[int] = []
+    threads = [threading.Thread(target=lambda: answers.append(
+        client.get(f"/v1/sessions/{sid}/audit").status_code)) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    try:
+        gate.wait_for(2)
+        assert gate.running == 2
+        assert client.get("/v1/sessions").status_code == 200  # not stuck behind them
+        assert client.get(f"/v1/sessions/{sid}").status_code == 200
+        assert gate.running == 2
+    finally:
+        gate.open()
+        for thread in threads:
+            thread.join()
+    assert gate.most == 2 and answers == [200] * 6

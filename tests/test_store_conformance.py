@@ -885,6 +885,18 @@ def test_el8_postgresql_schema_option_must_be_a_plain_name(url: str) -> None:
         open_store(url)
 
 
+@pytest.mark.parametrize(("sqlstate", "medium"), [
+    (None, "database connection"), ("08006", "database connection"),
+    ("57P01", "database connection"), ("53300", "database connection"),
+    ("53100", "disk"), ("58030", "disk"), ("53200", "database server"),
+    ("57014", "database server"), ("55P03", "database server"),
+])
+def test_a_postgresql_fault_names_what_failed(sqlstate: str | None, medium: str) -> None:
+    from eventlog.postgres import _medium
+
+    assert _medium(sqlstate) == medium
+
+
 @pytest.mark.postgres
 def test_el8_postgresql_lost_connection_is_a_storage_fault_then_reconnects(
     pg_database: str,

@@ -35,6 +35,8 @@ from functools import partial
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
+import anyio
+import anyio.to_thread
 from fastapi import APIRouter, Body, FastAPI, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
@@ -60,6 +62,7 @@ from ..claude_code.recorder import Recorder
 from ..claude_code.wire import PROBLEM_HEADER
 from ..ledger import on_loop
 from ..service.sessions import (
+    AUDITS_AT_ONCE,
     DEFAULT_EVENTS_LIMIT,
     DEFAULT_SESSIONS_LIMIT,
     DEFAULT_TIMELINE_LIMIT,
@@ -924,6 +927,7 @@ class CreateSessionRequest(BaseModel):
 def session_routes(service: SessionService) -> APIRouter:
     """Routes over ``service``; the router is built per app, so tests can run several."""
     router = api_router(tags=["sessions"])
+    audit_turns: anyio.CapacityLimiter | None = None
 
     @router.get("/healthz", tags=["health"], response_model=None,
                 responses={200: {"model": Health}})
@@ -1028,8 +1032,15 @@ def session_routes(service: SessionService) -> APIRouter:
         responses={200: {"model": AuditDocument}, **error_responses(
             {404: _NOT_FOUND, 422: _INVALID})},
     )
-    def audit(session_id: SessionIdPath) -> dict[str, Any]:
+    async def audit(session_id: SessionIdPath) -> dict[str, Any]:
         """Hash chain, undecodable events, projections against a fresh fold (also once deleted)."""
-        return service.audit(session_id)
+        nonlocal audit_turns
+        if audit_turns is None:  # made on the server's loop, at its first audit
+            audit_turns = anyio.CapacityLimiter(AUDITS_AT_ONCE)
+        # The audits beyond AUDITS_AT_ONCE wait here, on the loop, not in pool threads that
+        # every other route needs (the service's own bound then never waits).
+        answer: dict[str, Any] = await anyio.to_thread.run_sync(
+            service.audit, session_id, limiter=audit_turns)
+        return answer
 
     return router

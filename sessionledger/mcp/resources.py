@@ -761,7 +761,7 @@ class McpFeatures:
 
         def candidates() -> list[str]:
             found = []
-            for summary in self._service.iter_summaries():
+            for summary in self._service.summaries():
                 if summary.session_id == bound or not summary.session_id.startswith(prefix):
                     continue
                 if not isinstance(self.resources.readable(bound, summary.session_id), str):

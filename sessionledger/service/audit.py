@@ -407,7 +407,8 @@ def audit_session(store: EventStore, projections: Projections, session_id: str) 
     """
     for _attempt in range(AUDIT_ATTEMPTS - 1):
         report = _audit_once(store, projections, session_id)
-        if not report.differences or store.version(session_id) <= report.events:
+        if (not report.chain_ok or not report.differences
+                or store.version(session_id) <= report.events):
             return report
     return _audit_once(store, projections, session_id)
 

@@ -100,6 +100,16 @@ def check_cursor(value: int, *, name: str = "after") -> int:
     return value
 
 
+def _check_limit(limit: int, maximum: int) -> int:
+    """A page size: an integer from 1 to ``maximum``."""
+    if not 1 <= limit <= maximum:
+        raise InvalidInput(
+            f"limit must be an integer from 1 to {maximum}, not {limit}",
+            details=[{"loc": ["limit"], "message": "out of range"}],
+        )
+    return limit
+
+
 def _session_cursor(cursor: str) -> int:
     """The session list's ``cursor`` as given in a ``next``: digits, a global position."""
     if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 19):
@@ -325,21 +335,11 @@ class SessionService:
         return self.document(session_id)
 
     def summaries(self, *, include_deleted: bool = False) -> list[SessionSummary]:
-        """Every session's summary, most recently written first (by global position)."""
-        return list(self.iter_summaries(include_deleted=include_deleted))
-
-    def iter_summaries(
-        self, *, include_deleted: bool = False, waiting: bool = False,
-    ) -> Iterator[SessionSummary]:
-        """:meth:`summaries` read a page at a time, as the caller takes them."""
-        before: int | None = None
-        while True:
-            page, before = self.summary_page(
-                limit=MAX_SESSIONS_LIMIT, before=before, waiting=waiting,
-                include_deleted=include_deleted)
-            yield from page
-            if before is None:
-                return
+        """Every session's summary, most recently written first (by global position), in
+        one read (pages would each scan the summaries again)."""
+        with eventlog_errors(payloads=True):
+            rows = self.ledger.summaries()
+        return rows if include_deleted else [s for s in rows if not s.deleted]
 
     def summary_page(
         self, *, limit: int, before: int | None = None, waiting: bool = False,
@@ -369,11 +369,7 @@ class SessionService:
         session and says what waits in it (:func:`~.documents.list_entry`); the question
         timers are read in one go for the page's sessions with something waiting.
         """
-        if not 1 <= limit <= MAX_SESSIONS_LIMIT:
-            raise InvalidInput(
-                f"limit must be an integer from 1 to {MAX_SESSIONS_LIMIT}, not {limit}",
-                details=[{"loc": ["limit"], "message": "out of range"}],
-            )
+        _check_limit(limit, MAX_SESSIONS_LIMIT)
         before = None if cursor is None else _session_cursor(cursor)
         summaries, after = self.summary_page(limit=limit, before=before, waiting=waiting)
         with eventlog_errors(payloads=True):  # only the sessions something waits in
@@ -393,11 +389,7 @@ class SessionService:
         check_cursor(after)
         if limit is None:
             limit = DEFAULT_EVENTS_LIMIT
-        if not 1 <= limit <= MAX_EVENTS_LIMIT:
-            raise InvalidInput(
-                f"limit must be an integer from 1 to {MAX_EVENTS_LIMIT}, not {limit}",
-                details=[{"loc": ["limit"], "message": "out of range"}],
-            )
+        _check_limit(limit, MAX_EVENTS_LIMIT)
         self.require_session(session_id)
         page = self.session_page(session_id, after=after, limit=limit)
         with eventlog_errors(payloads=True):
@@ -418,11 +410,7 @@ class SessionService:
                 "give before or after, not both",
                 details=[{"loc": ["before"], "message": "not with after"}],
             )
-        if not 1 <= limit <= MAX_TIMELINE_LIMIT:
-            raise InvalidInput(
-                f"limit must be an integer from 1 to {MAX_TIMELINE_LIMIT}, not {limit}",
-                details=[{"loc": ["limit"], "message": "out of range"}],
-            )
+        _check_limit(limit, MAX_TIMELINE_LIMIT)
         if before is not None:
             check_cursor(before, name="before")
         if after is not None:

@@ -7,7 +7,9 @@ deadline, the server's ``deadlineAt``), and the title reads "(1) sessionledger";
 in B makes it "(2)". With the notification permission granted, each of them creates a desktop
 notification for B; a question asked in A, the session on screen, creates none. Answering
 everything clears the badges and the count. Sessions are listed by their names. Without the
-permission the page never asks for it on load; "Notify me" asks when clicked.
+permission the page never asks for it on load; "Notify me" asks when clicked. With 130
+sessions the sidebar lists the newest 100 and the waiting one below them, the rest on "Show
+more sessions", every list request paged (issue 41).
 """
 
 from __future__ import annotations

@@ -49,6 +49,7 @@ export class SessionList {
     this.sessions = [];
     this.shown = PAGE;  // how many of the newest sessions to list
     this.more = false;  // whether older sessions than those listed exist
+    this.generation = 0;  // of the latest refresh
     this.selected = null;
     this.timer = null;
     this.asked = null;  // sessionId -> questions + plan approvals at the last refresh
@@ -81,7 +82,7 @@ export class SessionList {
 
   showMore() {
     this.shown += PAGE;
-    this.refresh();
+    this.scheduleRefresh();
   }
 
   /** The newest `count` sessions, a page of at most MAX_LIMIT at a time; whether more exist. */
@@ -114,9 +115,11 @@ export class SessionList {
   }
 
   async refresh() {
+    const generation = ++this.generation;  // an older refresh that ends later is dropped
     try {
       const [{ sessions, more }, waiting] = await Promise.all([
         this.#newest(this.shown), this.#waiting()]);
+      if (generation !== this.generation) return;
       const listed = new Set(sessions.map((s) => s.sessionId));
       const older = waiting.filter((s) => !listed.has(s.sessionId));
       this.sessions = [...sessions, ...older];  // both newest first: older ones after
