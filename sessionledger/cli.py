@@ -1271,6 +1271,7 @@ def _import_transcript(
     skipped lines on stderr, or the JSON entry returned)."""
     from .claude_code.host_files import read_codex_rollout, read_gemini_chat
     from .claude_code.observations import ledger_session_id
+    from .claude_code.recorder import unheld_todo_list
     from .claude_code.transcripts import read_transcript
 
     read = {"codex": read_codex_rollout, "gemini": read_gemini_chat}.get(host, read_transcript)
@@ -1284,6 +1285,12 @@ def _import_transcript(
         _say_not_imported(report, as_json)
         return report
     skipped = [(s.line, s.reason) for s in transcript.skipped]
+    notes = [(int(seen.where.rpartition(":")[2]),
+              f"recorded as the call, not as the session's todo list: {reason}")
+             for seen in transcript.seen
+             if (reason := unheld_todo_list(seen.observation)) is not None]
+    if notes:  # recorded, but not all of it: said apart from the lines skipped
+        report["notes"] = [{"line": line, "note": note} for line, note in notes]
     if transcript.seen:
         origin = transcript.seen[0].origin
         report["sessionId"] = ledger_session_id(origin.session_id, origin.agent_id,
@@ -1315,7 +1322,7 @@ def _import_transcript(
     skipped.sort()
     report["skipped"] = [{"line": line, "reason": reason} for line, reason in skipped]
     if not as_json:
-        for line, reason in skipped:
+        for line, reason in sorted([*skipped, *notes]):
             _err().print(escape(f"{name}:{line}: {reason}"))
     if report.get("notImported"):
         _say_not_imported(report, as_json)

@@ -538,6 +538,39 @@ def test_json_and_a_malformed_line(tmp_path: Path, writer: Writer) -> None:  # C
     assert [s["line"] for s in entry["skipped"]] == [2]
 
 
+def test_a_todo_list_over_the_bounds_is_recorded_as_the_call_and_said(  # issue 41
+    tmp_path: Path, writer: Writer,
+) -> None:
+    """A TodoWrite of 1,001 items that Claude Code ran: the import records the call, keeps the
+    list it held before, and says so at the line, naming the bound."""
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    writer.cwd = str(workspace)
+    writer.prompt("plan everything")
+    small = {"todos": [{"content": "one", "status": "pending", "activeForm": "One"}]}
+    writer.use("toolu_t1", "TodoWrite", small)
+    writer.result("toolu_t1", "Todos have been modified")
+    huge = {"todos": [{"content": f"step {n}", "status": "pending", "activeForm": f"Step {n}"}
+                      for n in range(1_001)]}
+    writer.use("toolu_t2", "TodoWrite", huge)
+    writer.result("toolu_t2", "Todos have been modified")
+    path = writer.write(tmp_path / f"{SESSION}.jsonl")
+    db = tmp_path / "ledger.db"
+    text = run_import(str(path), "--workspace", str(tmp_path), db=db, cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    note = "recorded as the call, not as the session's todo list: a todo list holds at most " \
+        "1,000 items; this one has 1,001"
+    assert text.stderr == f"{path}:5: {note}\n"
+    assert text.stdout.endswith(", 0 lines skipped\n")
+    events = wire_events(db, ledger_session_id(SESSION))
+    written = [e for e in events if e["type"] == "TodosWritten"]
+    assert len(written) == 1 and len(written[0]["data"]["todos"]) == 1
+    assert sum(e["type"] == "ToolCallCompleted" for e in events) == 2
+    [entry] = imported(run_import(str(path), "--workspace", str(tmp_path), "--json", db=db,
+                                  cwd=tmp_path))
+    assert entry["notes"] == [{"line": 5, "note": note}] and entry["skipped"] == []
+
+
 def test_a_transcript_from_elsewhere_is_not_imported_unless_placed(
         tmp_path: Path, writer: Writer) -> None:  # CC-9
     root = tmp_path / "root"

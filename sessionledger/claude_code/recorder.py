@@ -97,6 +97,7 @@ __all__ = [
     "call_id_of",
     "plan_outcome",
     "todo_list_refusal",
+    "unheld_todo_list",
 ]
 
 MODES: dict[str, RequestedMode] = {
@@ -748,6 +749,14 @@ TODO_LISTS: dict[str, tuple[str, str]] = {
 }
 """Each host's todo tool (Claude Code's TodoWrite, Codex CLI's ``update_plan``, Gemini CLI's
 ``write_todos``): the input's list and each item's text. Each sends the whole list."""
+
+
+def unheld_todo_list(observation: Observation) -> str | None:
+    """Why a host's todo tool call that ran (an imported result) does not become the session's
+    list — it is over the bounds (:func:`todo_list_refusal`) — or ``None``."""
+    if not isinstance(observation, ToolResult) or observation.tool not in TODO_LISTS:
+        return None
+    return todo_list_refusal(observation.tool, observation.input, 0)
 
 
 def todo_list_refusal(tool: str, tool_input: Mapping[str, Any], held: int) -> str | None:
