@@ -85,13 +85,15 @@ export class SessionList {
     this.scheduleRefresh();
   }
 
-  /** The newest `count` sessions, a page of at most MAX_LIMIT at a time; whether more exist. */
-  async #newest(count) {
+  /** Up to `count` sessions of the list (only the waiting ones with `waiting`), newest first,
+   *  read a page of at most MAX_LIMIT at a time; and whether more exist. */
+  async #read(count, waiting = false) {
     const sessions = [];
     let cursor = null;
     while (sessions.length < count) {
       const limit = Math.min(MAX_LIMIT, count - sessions.length);
-      const query = `limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const query = `limit=${limit}${waiting ? '&waiting=true' : ''}`
+        + (cursor ? `&cursor=${encodeURIComponent(cursor)}` : '');
       const page = await get(`/v1/sessions?${query}`);
       sessions.push(...page.sessions);
       cursor = page.next;
@@ -100,25 +102,11 @@ export class SessionList {
     return { sessions, more: true };
   }
 
-  /** Every session something waits in (a few, read a page at a time). */
-  async #waiting() {
-    const sessions = [];
-    let cursor = null;
-    do {
-      const query = `waiting=true&limit=${MAX_LIMIT}`
-        + (cursor ? `&cursor=${encodeURIComponent(cursor)}` : '');
-      const page = await get(`/v1/sessions?${query}`);
-      sessions.push(...page.sessions);
-      cursor = page.next;
-    } while (cursor);
-    return sessions;
-  }
-
   async refresh() {
     const generation = ++this.generation;  // an older refresh that ends later is dropped
     try {
-      const [{ sessions, more }, waiting] = await Promise.all([
-        this.#newest(this.shown), this.#waiting()]);
+      const [{ sessions, more }, { sessions: waiting }] = await Promise.all([
+        this.#read(this.shown), this.#read(Infinity, true)]);
       if (generation !== this.generation) return;
       const listed = new Set(sessions.map((s) => s.sessionId));
       const older = waiting.filter((s) => !listed.has(s.sessionId));
