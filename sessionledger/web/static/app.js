@@ -1,9 +1,10 @@
-// The web client's entry point (SPEC §11 `GET /`): the session list, the routing between
-// sessions (#/sessions/<id>), Shift+Tab, the connection indicator, messages and the token
-// login form.
+// The web client's entry point (SPEC §11 `GET /`): the session list, the inbox (the landing
+// view, #/), the routing between sessions (#/sessions/<id>), Shift+Tab, the connection
+// indicator, messages and the token login form.
 
 import { LOGIN_PATH, get, onUnauthorized, post, put } from './api.js';
 import { startTicking } from './countdown.js';
+import { Inbox } from './inbox.js';
 import { SessionView } from './session-view.js';
 import { SessionList } from './sessions.js';
 
@@ -115,7 +116,7 @@ const pageHasFocus = () => {
   return el === null || el === document.body || el === document.documentElement;
 };
 
-/** HO-6: the service-wide "auto-continue questions" setting as a switch in the top bar. */
+/** The service-wide "auto-continue questions" setting as a switch in the top bar. */
 function autoContinueSwitch() {
   const box = $('#auto-continue');
   const show = (settings) => {
@@ -151,11 +152,20 @@ async function main() {
   const types = await eventTypes();
   setStatus('page', 'closed');
   const main = $('#session-view');
-  const placeholder = main.innerHTML;
+  const landing = [...main.childNodes];  // the inbox: kept, and put back on #/
+  const inbox = new Inbox($('#inbox-list'), { countEl: $('#inbox-count'), linkEl: $('#inbox-link'), toast });
+  let view = null;
   const list = new SessionList($('#session-list'), types, {
     onStatus: (state) => setStatus('sessions', state), toast, notifyButton: $('#notify'),
+    filters: {
+      search: $('#session-search'), client: $('#filter-client'), mode: $('#filter-mode'),
+      waiting: $('#filter-waiting'), waitingFirst: $('#sort-waiting'), count: $('#session-count'),
+    },
+    onChange: (sessions) => {
+      inbox.update(sessions);
+      if (view) view.setName(list.nameOf(view.sessionId));
+    },
   });
-  let view = null;
 
   function route() {
     const match = location.hash.match(/^#\/sessions\/([^/?#]+)$/);
@@ -164,14 +174,18 @@ async function main() {
     if (view) view.stop();
     view = null;
     list.select(sessionId);
+    $('#inbox-link').setAttribute('aria-current', sessionId ? 'false' : 'page');
     if (!sessionId) {
-      main.innerHTML = placeholder;  // the page's own static markup
+      main.replaceChildren(...landing);  // the page's own static markup: the inbox
+      inbox.show(true);
       return;
     }
+    inbox.show(false);
     view = new SessionView(main, sessionId, types, {
       onStatus: (state) => setStatus('session', state), toast,
     });
     view.start();
+    view.setName(list.nameOf(sessionId));
   }
 
   window.addEventListener('hashchange', route);

@@ -154,7 +154,15 @@ export class SessionView {
 
   // -- the page's skeleton -------------------------------------------------------------------
 
+  /** The session's name (from the session list) as the view's heading; its id until known. */
+  setName(name) {
+    if (!name || this.title.dataset.named === name) return;
+    this.title.textContent = name;
+    this.title.dataset.named = name;
+  }
+
   #build() {
+    this.title = h('h2', { class: 'session-title', id: 'session-title' }, this.sessionId);
     this.badge = h('span', { id: 'mode-badge', class: 'badge', 'aria-label': 'Display mode' }, '…');
     this.underneath = h('span', { class: 'underneath' });
     this.modeButtons = MODES.map((mode) => h('button', {
@@ -178,7 +186,7 @@ export class SessionView {
     this.#buildAudit();
     this.timeline = new Timeline(this.sessionId, { toast: this.toast });
     const head = h('header', { class: 'session-head' },
-      h('div', { class: 'title' }, h('h2', { class: 'session-id' }, this.sessionId), this.workspace,
+      h('div', { class: 'title' }, this.title, h('span', { class: 'session-id' }, this.sessionId), this.workspace,
         this.client, this.answerIn),
       h('div', { class: 'mode' }, this.badge, this.underneath,
         h('div', { class: 'mode-switcher', role: 'group', 'aria-label': 'Mode', title: 'Shift+Tab cycles the mode' },

@@ -6,6 +6,8 @@
 // across all sessions; once the user allowed it, a desktop notification tells of a question or
 // plan approval asked in a session not on screen (issue 23.4). The server's list is paged
 // (GET /v1/sessions?limit&cursor&waiting): the page never reads every session at once.
+// The list can be searched (name, workspace, id) and filtered (client, mode, waiting only),
+// with the waiting sessions first if asked; filtering is done on the sessions read.
 
 import { get, serverNow } from './api.js';
 import { clientName, clock, fill, h } from './dom.js';
@@ -39,9 +41,22 @@ export function describeWaiting(pending) {
 
 const notifying = () => 'Notification' in window && Notification.permission === 'granted';
 
+/** Whether a session matches the sidebar's filters (search words all found in its name,
+ * workspace or id; client, mode, waiting only). */
+export function matches(s, { text, client, mode, waitingOnly }) {
+  if (waitingOnly && !waitingCount(s.pending)) return false;
+  if (mode && s.displayMode !== mode) return false;
+  if (client === '-' ? s.client : client && s.client !== client) return false;
+  const haystack = `${s.name || ''}\n${s.workspace || ''}\n${s.sessionId}`.toLowerCase();
+  return String(text || '').toLowerCase().split(/\s+/).filter(Boolean)
+    .every((word) => haystack.includes(word));
+}
+
 export class SessionList {
-  constructor(listEl, eventTypes, { onStatus, toast, notifyButton }) {
+  constructor(listEl, eventTypes, { onStatus, toast, notifyButton, filters = null, onChange = null }) {
     this.listEl = listEl;
+    this.filterEls = filters;  // { search, client, mode, waiting, waitingFirst, count }
+    this.onChange = onChange;  // called with the sessions after each refresh
     this.eventTypes = eventTypes;
     this.onStatus = onStatus;
     this.toast = toast;
@@ -54,6 +69,41 @@ export class SessionList {
     this.timer = null;
     this.asked = null;  // sessionId -> questions + plan approvals at the last refresh
     this.#offerNotifications();
+    if (filters) {
+      for (const el of [filters.search, filters.client, filters.mode, filters.waiting, filters.waitingFirst]) {
+        el.addEventListener(el.type === 'search' ? 'input' : 'change', () => this.#draw());
+      }
+    }
+  }
+
+  /** The name of a session read by the list, or null. */
+  nameOf(sessionId) {
+    const found = this.sessions.find((s) => s.sessionId === sessionId);
+    return found ? found.name || null : null;
+  }
+
+  #filters() {
+    const f = this.filterEls;
+    if (!f) return { text: '', client: '', mode: '', waitingOnly: false, waitingFirst: false };
+    return {
+      text: f.search.value, client: f.client.value, mode: f.mode.value,
+      waitingOnly: f.waiting.checked, waitingFirst: f.waitingFirst.checked,
+    };
+  }
+
+  /** The client filter offers every client the list holds, and "none" (this service's own). */
+  #drawClientOptions() {
+    const select = this.filterEls && this.filterEls.client;
+    if (!select) return;
+    const clients = [...new Set(this.sessions.map((s) => s.client).filter(Boolean))].sort();
+    const chosen = select.value;
+    if (chosen && chosen !== '-' && !clients.includes(chosen)) clients.push(chosen);
+    const values = ['', '-', ...clients];
+    const now = [...select.options].map((o) => o.value);
+    if (now.join('\n') === values.join('\n')) return;
+    fill(select, values.map((value) => h('option', { value },
+      value === '' ? 'any' : value === '-' ? 'none (sessionledger)' : clientName(value))));
+    select.value = chosen;
   }
 
   async start() {
@@ -114,6 +164,7 @@ export class SessionList {
       this.more = more;
       this.#draw();
       this.#notify();
+      if (this.onChange) this.onChange(this.sessions);
     } catch (err) {
       if (err.status !== 0) this.toast(err.message);
     }
@@ -161,14 +212,29 @@ export class SessionList {
   #draw() {
     const total = this.sessions.reduce((sum, s) => sum + waitingCount(s.pending), 0);
     document.title = total ? `(${total}) ${TITLE}` : TITLE;
+    this.#drawClientOptions();
+    const filters = this.#filters();
+    let shown = this.sessions.filter((s) => matches(s, filters));
+    if (filters.waitingFirst) {
+      shown = [...shown.filter((s) => waitingCount(s.pending)), ...shown.filter((s) => !waitingCount(s.pending))];
+    }
+    if (this.filterEls) {
+      const filtered = shown.length !== this.sessions.length;
+      this.filterEls.count.textContent = filtered
+        ? `${shown.length} of ${this.sessions.length} sessions shown` : '';
+    }
     if (!this.sessions.length) {
       fill(this.listEl, h('li', { class: 'empty' }, 'No sessions yet.'));
+      return;
+    }
+    if (!shown.length) {
+      fill(this.listEl, h('li', { class: 'empty' }, 'No session matches.'));
       return;
     }
     // A redraw replaces the links: a keyboard user's focus stays on the session it was on.
     const focused = this.listEl.contains(document.activeElement)
       ? document.activeElement.dataset.sessionId : undefined;
-    fill(this.listEl, this.sessions.map((s) => h('li', {},
+    fill(this.listEl, shown.map((s) => h('li', { class: waitingCount(s.pending) ? 'waiting' : null },
       h('a', {
         href: `#/sessions/${encodeURIComponent(s.sessionId)}`, class: 'session-link',
         dataset: { sessionId: s.sessionId },

@@ -1,0 +1,39 @@
+"""axe-core for the browser tests of the many-agents page (issue 42): the pinned
+``axe.min.js`` (as ``test_web_a11y.py`` installs it) run in the page, every violation listed."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import TYPE_CHECKING, Any
+
+import node_support
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+__all__ = ["axe_source", "violations"]
+
+AXE_PACKAGE = "axe-core"
+
+
+def axe_source() -> str:
+    """The pinned axe-core's ``axe.min.js`` (skipped, or failed on CI, without node)."""
+    reason = node_support.unavailable()
+    if reason is not None:
+        node_support.skip_or_fail(reason)
+    try:
+        clients = node_support.install()
+    except (node_support.InstallError, subprocess.TimeoutExpired) as error:
+        node_support.skip_or_fail(str(error))
+        raise
+    return (clients.root / "node_modules" / AXE_PACKAGE / "axe.min.js").read_text(encoding="utf-8")
+
+
+def violations(page: Page, source: str) -> list[str]:
+    """Every axe-core violation of the page as it is now, whatever its impact."""
+    if not page.evaluate("typeof window.axe === 'object'"):
+        page.evaluate(source + "\n;0")
+    found: list[dict[str, Any]] = page.evaluate(
+        "axe.run(document, {resultTypes: ['violations']}).then(r => r.violations)")
+    return [f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:5]}"
+            for v in found]
