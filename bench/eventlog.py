@@ -132,7 +132,7 @@ def make_fields(count: int, seed: int) -> list[Fields]:
     out = []
     for i in range(count):
         workspace = f"/home/{pick(_USERS)}/src/{pick(_PROJECTS)}/checkouts/task-{seed:04d}-{i:07d}"
-        plan = rand() < 0.4  # Plan and a goal are exclusive (SPEC ES-1)
+        plan = rand() < 0.4  # Plan and a goal are exclusive (ES-1)
         goal = pick(_GOALS) if not plan and rand() < 0.8 else None
         out.append(Fields(workspace, pick(_HOSTS), pick(_PARENTS) if rand() < 0.3 else None,
                           pick(_MODES), plan, goal))

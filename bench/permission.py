@@ -6,7 +6,7 @@ Run ``.venv/bin/python bench/permission.py`` (``--quick`` for a smoke run of a f
 
 **Linearity.** Issue 19 found ``permission-check`` for ``Bash`` with ``echo aaaa…`` taking 1.5 s
 at 260 k characters and 16 s at 1 MiB: the rule patterns' view of the command was split by
-``shlex``, quadratic in the length of a word. SPEC EG-5 asks that deciding a permission costs
+``shlex``, quadratic in the length of a word. EG-5 asks that deciding a permission costs
 time linear in the command's length. This script times
 ``SessionService.tools.permission_check(session, "Bash", {"command": …})`` — the service path
 ``POST …/permission-check`` runs (the workspace's rules, the shell classifier, the rule

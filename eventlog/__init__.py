@@ -1,4 +1,4 @@
-"""What was recorded: the session event log (SPEC §2).
+"""What was recorded: the session event log (EL-1 … EL-9).
 
 Envelope, closed event catalog, upcasters, hash chain and the store backends. Import from
 here; the submodules are implementation detail.

@@ -106,10 +106,10 @@ class GoalData(_Payload):
 
 
 class ExecutionStateData(_Payload):
-    """Permission mode, the Plan switch and the goal, as recorded (SPEC ES-1).
+    """Permission mode, the Plan switch and the goal, as recorded (ES-1).
 
     The model is strict so reading stays fast; the legacy form ``{"mode": "plan"}`` (``build``
-    with Plan on, SPEC ES-2) is accepted by :func:`read_execution_state` and, for stored
+    with Plan on, ES-2) is accepted by :func:`read_execution_state` and, for stored
     events, by the legacy reader registered in :mod:`eventlog.upcasting`. ``plan`` is never
     held, so never written, as a permission mode.
     """
@@ -126,7 +126,7 @@ class ExecutionStateData(_Payload):
 
 
 def legacy_execution_state(raw: Any) -> Any:
-    """Rewrite a legacy ``{"mode": "plan"}`` state as ``build`` with Plan on (SPEC ES-2)."""
+    """Rewrite a legacy ``{"mode": "plan"}`` state as ``build`` with Plan on (ES-2)."""
     if isinstance(raw, dict) and raw.get("mode") == "plan":
         rest = {k: v for k, v in raw.items() if k not in ("plan_enabled", "planEnabled")}
         return {**rest, "mode": "build", "planEnabled": True}
@@ -134,7 +134,7 @@ def legacy_execution_state(raw: Any) -> Any:
 
 
 def read_execution_state(raw: Any) -> ExecutionStateData:
-    """An execution state from input that may use the legacy ``plan`` mode (SPEC ES-2)."""
+    """An execution state from input that may use the legacy ``plan`` mode (ES-2)."""
     return ExecutionStateData.model_validate(legacy_execution_state(raw))
 
 
@@ -212,7 +212,7 @@ TodoPriority = Literal["high", "medium", "low"]
 
 
 class TodoItemData(_Payload):
-    """One todo: what, how far along, how important (SPEC TD-1). ``id`` only where the host
+    """One todo: what, how far along, how important (TD-1). ``id`` only where the host
     names its items (Claude Code's task ids); TodoWrite's items have none."""
 
     content: str = Field(min_length=1)
@@ -223,12 +223,12 @@ class TodoItemData(_Payload):
 
 
 class TodosWritten(Event):
-    """The session's whole todo list was replaced by ``todos`` (SPEC TD-3)."""
+    """The session's whole todo list was replaced by ``todos`` (TD-3)."""
 
     schema_version: ClassVar[int] = 1
     type: Literal["TodosWritten"] = "TodosWritten"
     dropped_unfinished: tuple[TodoItemData, ...] = Field(default=(), exclude_if=not_)
-    """Unfinished items of the list before that this write left out (SPEC TD-3, CC-5)."""
+    """Unfinished items of the list before that this write left out (TD-3, CC-5)."""
     occurred_at: str | None = Occurred
     todos: tuple[TodoItemData, ...]
 
@@ -237,7 +237,7 @@ ReminderKind = Literal["todo_reminder", "runtime_mode", "plan_exit", "plan_file_
 
 
 class ReminderInjected(Event):
-    """The runtime put a reminder into a model request (SPEC TD-5, PM-5, PM-10)."""
+    """The runtime put a reminder into a model request (TD-5, PM-5, PM-10)."""
 
     schema_version: ClassVar[int] = 1
     type: Literal["ReminderInjected"] = "ReminderInjected"
@@ -323,7 +323,7 @@ class InteractionResolved(Event):
 
 
 AutoResolutionState = Literal["hiddenGrace", "countdown", "paused", "ineligible"]
-"""A question's auto-continue timer as recorded (SPEC HO-4 … HO-7); the resolution itself is
+"""A question's auto-continue timer as recorded (HO-4 … HO-7); the resolution itself is
 ``InteractionResolved`` (``autoContinued`` when the timer answered)."""
 AutoResolutionReason = Literal["settingOff", "settingTurnedOff", "userActivity"]
 """Why a timer was paused or a question made ineligible: the setting was off when it was
@@ -409,7 +409,7 @@ class ToolCallCompleted(Event):
 
 class SessionModelSelected(Event):
     """The user chose the session's model: a catalog id ``providerId/modelId`` and the
-    reasoning level it runs at (SPEC LM-1 ``[current]``, LM-2's session provider)."""
+    reasoning level it runs at (LM-1 ``[current]``, LM-2's session provider)."""
 
     schema_version: ClassVar[int] = 1
     type: Literal["SessionModelSelected"] = "SessionModelSelected"
@@ -432,7 +432,7 @@ class AnswerInChanged(Event):
 
 
 class CronScheduleCreated(Event):
-    """A cron schedule was recorded for the session (SPEC TR-5); the host runs its prompt."""
+    """A cron schedule was recorded for the session (TR-5); the host runs its prompt."""
 
     schema_version: ClassVar[int] = 1
     type: Literal["CronScheduleCreated"] = "CronScheduleCreated"
@@ -462,7 +462,7 @@ class CronScheduleDeleted(Event):
 
 
 class OffPeakPromptCreated(Event):
-    """A prompt was queued for the host's next off-peak window (SPEC TR-5): due from
+    """A prompt was queued for the host's next off-peak window (TR-5): due from
     ``dueAt`` (the window's start, or the creation time inside a window) to ``windowEndAt``."""
 
     schema_version: ClassVar[int] = 1

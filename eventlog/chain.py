@@ -1,10 +1,10 @@
-"""Checking a session's hash chain from its raw rows (SPEC EL-4).
+"""Checking a session's hash chain from its raw rows (EL-4).
 
 The check never trusts a row: a wrong column type, an unknown event type, data that is not a
 JSON object, an edited hash, a missing or reordered row, or a head record that disagrees with
 the rows (truncation) is reported as a break at that ``seq``. The hash is checked over the
 payload text as stored, so a chain holds whether or not this build can decode the payload: a
-payload the reader cannot decode is not a break (SPEC EG-1; the reader reports it, and
+payload the reader cannot decode is not a break (EG-1; the reader reports it, and
 ``audit`` names it ``undecodable``). Stored text that is not canonical is checked by its
 canonical JSON, as written.
 """

@@ -2,8 +2,8 @@
 
 :func:`check_json` decides what a JSON value may hold, with :data:`INPUT_MAX_DEPTH` for input
 from outside and :data:`EVENT_MAX_DEPTH` for a stored payload, and :func:`loads_json` is the
-edges' strict decoder (SPEC EG-1). :func:`canonical_json` and :func:`envelope_hash` give the
-per-session hash chain (SPEC EL-4); :func:`fast_encoder` and :func:`tree_encoder` write the same
+edges' strict decoder (EG-1). :func:`canonical_json` and :func:`envelope_hash` give the
+per-session hash chain (EL-4); :func:`fast_encoder` and :func:`tree_encoder` write the same
 canonical text straight from pydantic's Rust serializer where that is exact. ``orjson`` writes
 and reads plain JSON where its bytes and values are exactly the standard library's (#24).
 """
@@ -48,11 +48,11 @@ __all__ = [
 ]
 
 
-# Canonical JSON and the per-session hash chain (SPEC EL-4, DESIGN "Events").
+# Canonical JSON and the per-session hash chain (EL-4, DESIGN "Events").
 #
 # ``hash = sha256(prev_hash_hex + canonical(envelope without hash and global_position))``. The
 # first event of a session chains from :data:`GENESIS_HASH`. The envelope's fields are hashed
-# under their column names (SPEC EL-9) so anyone can recheck a chain from the table alone.
+# under their column names (EL-9) so anyone can recheck a chain from the table alone.
 
 GENESIS_HASH = "0" * 64
 
@@ -200,7 +200,7 @@ def session_hasher(session_id: str, recorded_at: str) -> Callable[
     return hasher
 
 
-# The shape of JSON that is accepted and stored, and the one strict decoder (SPEC EG-1).
+# The shape of JSON that is accepted and stored, and the one strict decoder (EG-1).
 #
 # Everything read back from the log goes through pydantic's JSON reader (jiter) or Python's
 # ``json``; both refuse some values the writers would write (jiter: more than 200 levels of

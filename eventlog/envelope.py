@@ -1,4 +1,4 @@
-"""An event as recorded: its envelope, its ids and its times (SPEC EL-1, EG-1, §11).
+"""An event as recorded: its envelope, its ids and its times (EL-1, EG-1, docs/spec.md).
 
 :class:`NewEvent` is a payload with its who/why, :class:`AppendBatch` one atomic append to one
 session, :class:`RecordedEvent` an envelope read back and :data:`RawRow` the stored row. A
@@ -103,7 +103,7 @@ _REASON_CHARS = 300
 
 
 class Undecodable(Event):
-    """What is known of a stored event this build cannot decode (SPEC EG-1): its type and
+    """What is known of a stored event this build cannot decode (EG-1): its type and
     payload text exactly as stored (text that is not UTF-8 has its bad bytes escaped as
     ``\\xNN``) and why it could not be read. Never appended: not in the catalog."""
 
@@ -135,7 +135,7 @@ def _reason(exc: BaseException) -> str:
 
 @dataclass(slots=True)
 class RecordedEvent:
-    """One stored event with its envelope (SPEC EL-1).
+    """One stored event with its envelope (EL-1).
 
     Read-only by convention, not frozen: replay builds millions of these and a frozen
     dataclass's ``__init__`` costs three times as much (the payload ``data`` is frozen).
@@ -155,7 +155,7 @@ class RecordedEvent:
     hash: str
 
     def to_wire(self) -> dict[str, Any]:
-        """The camelCase shape of SPEC §11 (events API, SSE, CLI ``--json``)."""
+        """The camelCase shape of docs/spec.md (events API, SSE, CLI ``--json``)."""
         return {
             "seq": self.seq,
             "globalPosition": self.global_position,
@@ -384,7 +384,7 @@ def new_session_id() -> str:
 # Times: one injectable clock and one wire format for instants. Production uses
 # SystemClock; tests use ManualClock and advance it. Every instant the service records or
 # shows is rendered by format_instant so that the same instant is always the same string
-# (SPEC §11: ISO 8601 UTC with milliseconds and ``Z``).
+# (docs/spec.md: ISO 8601 UTC with milliseconds and ``Z``).
 #
 # The service's time does not step (issue 41): it is the wall clock read once, when the process
 # first asks, carried forward by the time elapsed since (CLOCK_BOOTTIME on Linux: monotonic,

@@ -3,7 +3,7 @@
 The store knows nothing of what a projection means; it only promises that ``apply`` runs in
 the same transaction as the rows it is given (so a read model never runs ahead of or behind
 the log), that a projection whose ``version`` changed or whose tables are missing is dropped
-and rebuilt from the log when the store opens (SPEC EL-9), and that ``rebuild_projections``
+and rebuilt from the log when the store opens (EL-9), and that ``rebuild_projections``
 does the same on demand. ``tx`` is the backend's transaction handle: a ``sqlite3.Connection``
 for SQLite, the store itself for the in-memory twin.
 """

@@ -1,6 +1,6 @@
 """Copying a log to another store with its chains intact (issue 11: SQLite → PostgreSQL).
 
-The hash of an event leaves its global position out (SPEC EL-4), so a log copied row by row
+The hash of an event leaves its global position out (EL-4), so a log copied row by row
 into another store keeps every chain; :func:`migrate` reads the source's rows in global order
 and hands them to the destination, which checks every chain as it arrives before committing
 (:meth:`eventlog.postgres.PostgresEventStore.import_rows`). The destination must be an empty

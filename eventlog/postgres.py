@@ -503,7 +503,7 @@ class PostgresEventStore(GroupAppends):
 
 # -- tables, SQL text and the store URL --------------------------------------------------------
 #
-# The tables the store keeps (SPEC EL-8, EL-9), the same as the SQLite file's, with
+# The tables the store keeps (EL-8, EL-9), the same as the SQLite file's, with
 # PostgreSQL's types: ``events`` (EL-9's columns, ``global_position BIGINT PRIMARY KEY``,
 # ``UNIQUE (session_id, seq)``), ``streams`` (each session's head), ``meta`` (the purge
 # high-water mark) and ``projection_versions``. Every statement uses psycopg's ``%s``

@@ -1,4 +1,4 @@
-"""The embedded default backend: one SQLite file, WAL, group commit (SPEC EL-7 … EL-9, EG-5).
+"""The embedded default backend: one SQLite file, WAL, group commit (EL-7 … EL-9, EG-5).
 
 This module answers everything the store does with the file: its tables and SQL text
 (:func:`create_schema`), the bounded pool of reader connections (:class:`ReaderPool`, also lent
@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 
-# The embedded default backend: one SQLite file, WAL, group commit (SPEC EL-7 … EL-9).
+# The embedded default backend: one SQLite file, WAL, group commit (EL-7 … EL-9).
 #
 # Schema is created with sqlite-utils (so other tools see a plain, documented table); the hot
 # paths use the connection directly. Writes go through one write connection owned by the
@@ -156,7 +156,7 @@ class SQLiteEventStore(GroupAppends):
         conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
         self._retry(lambda: conn.execute("PRAGMA journal_mode = WAL"))
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-        # Projection tables may cascade from the sessions' summary rows (SPEC TD-4).
+        # Projection tables may cascade from the sessions' summary rows (TD-4).
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
@@ -539,7 +539,7 @@ class SQLiteEventStore(GroupAppends):
 
 # -- reader connections ------------------------------------------------------------------------
 #
-# Reader connections: a small bounded pool shared by every thread (SPEC EG-5).
+# Reader connections: a small bounded pool shared by every thread (EG-5).
 #
 # A store reads through at most :data:`READERS` connections, whatever the number of threads
 # asking: a thread borrows an idle connection (or opens one while fewer are open), runs its
@@ -668,7 +668,7 @@ class ReaderPool(Generic[C]):
 
 # -- tables and SQL text -----------------------------------------------------------------------
 #
-# The SQLite file's tables and the SQL text the store runs against them (SPEC EL-9).
+# The SQLite file's tables and the SQL text the store runs against them (EL-9).
 #
 # ``events`` is the published table; ``streams`` holds each session's head (version, head hash,
 # times); ``meta`` the purge high-water mark; ``projection_versions`` the schema version of each
@@ -733,7 +733,7 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
 
 
 def create_schema(db: sqlite_utils.Database) -> None:
-    """Create the ``events`` table of SPEC EL-9 and the per-session head records."""
+    """Create the ``events`` table of EL-9 and the per-session head records."""
     db["events"].create(  # type: ignore[union-attr]
         {
             "global_position": int, "session_id": str, "seq": int, "type": str,
@@ -779,7 +779,7 @@ def chunked_rows(conn: sqlite3.Connection, sql: str, size: int) -> Iterator[list
 
 def fetch_rows(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[RawRow]:
     """Every row of ``sql``; a page holding TEXT that is not UTF-8 (bit rot, another tool)
-    is read again with such text as bytes, for the reader to report (SPEC EG-1)."""
+    is read again with such text as bytes, for the reader to report (EG-1)."""
     try:
         return conn.execute(sql, params).fetchall()
     except sqlite3.OperationalError as exc:

@@ -1,4 +1,4 @@
-"""Copying a SQLite store with SQLite's online backup API (SPEC §11 ``backup DEST``).
+"""Copying a SQLite store with SQLite's online backup API (docs/cli.md ``backup``).
 
 The copy is taken in one step of ``sqlite3.Connection.backup``: one read transaction, so it
 is the store as of one commit (every event, head record and projection row of that instant)

@@ -1,4 +1,4 @@
-"""Schema evolution (SPEC EL-6): upcasters turn stored payloads into the current model.
+"""Schema evolution (EL-6): upcasters turn stored payloads into the current model.
 
 An upcaster maps one event type's payload from version ``n`` to ``n + 1``. Reading applies the
 chain from the stored version to the catalog's current one; a type missing from the catalog or

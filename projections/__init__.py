@@ -116,7 +116,7 @@ class Projections:
         return store.read_view(lambda tx: projection.get(tx, session_id))
 
     def turn_counters(self, store: EventStore, session_id: str) -> TurnCounters | None:
-        """The session's reminder counters (SPEC TD-5, PM-5), or ``None``."""
+        """The session's reminder counters (TD-5, PM-5), or ``None``."""
         return store.read_view(lambda tx: self.turns.get(tx, session_id))
 
     def todo_rows(self, store: EventStore, session_id: str) -> tuple[TodoRow, ...]:

@@ -173,7 +173,7 @@ _TODO_UPSERT = (
 
 
 class PgTodoTable:
-    """Todo rows in the ``todo`` table, cascading from ``execution_state`` (SPEC TD-4)."""
+    """Todo rows in the ``todo`` table, cascading from ``execution_state`` (TD-4)."""
 
     def create(self, tx: Any) -> None:
         tx.execute(

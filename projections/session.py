@@ -3,7 +3,7 @@
 Two inline projections of the session's own events, each a pure fold (one small applier per
 event type, STYLE 3) into one value per session, kept in a table of :mod:`projections.tables`
 in the append transaction: the :class:`SessionSummary` (mode, Plan switch, goal, head) and the
-:class:`TurnCounters` (SPEC TD-5, PM-5).
+:class:`TurnCounters` (TD-5, PM-5).
 
 **Execution state.** One :class:`SessionSummary` per session, in a table of its own. The fold
 reads events; it never runs the state machine: the machine decided when the events were
@@ -20,7 +20,7 @@ lists) and how many interactions wait for the user (``waiting``: one more per
 ``InteractionRequested``, one fewer per ``InteractionResolved``, 0 once deleted), so a list
 of every session reads the question timers of the waiting sessions only (issue 23).
 
-**Turn counters.** SPEC TD-5 and PM-5 decide reminders from counts over the log (assistant
+**Turn counters.** TD-5 and PM-5 decide reminders from counts over the log (assistant
 messages since the last todo write or reminder, real user messages since the last Plan
 reminder, injections in this Plan period, a pending "you left Plan" notice, a compaction not
 yet followed by a request). Counting them per request would replay the session; instead this
@@ -517,7 +517,7 @@ class SummaryMemory:
                 held[session_id] = _stamped(after, last)
 
 
-# -- turn counters (SPEC TD-5, PM-5) -------------------------------------------------------
+# -- turn counters (TD-5, PM-5) ------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ execution-state summaries, keyed JSON documents (tool calls, interactions, turn 
 tool records), todo rows and interaction-timer rows. The SQLite SQL of the projections is here.
 
 SQLite tables are versioned by the store (``projection_versions``): when a projection's
-``version`` changes its table is dropped and rebuilt from the log at start (SPEC EL-9).
+``version`` changes its table is dropped and rebuilt from the log at start (EL-9).
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ class SqliteSummaryTable:
 
     def save(self, tx: sqlite3.Connection, summaries: Sequence[SessionSummary]) -> None:
         # An upsert, never INSERT OR REPLACE: a replace deletes the row first, and that
-        # delete would cascade to the session's todo rows (SPEC TD-4).
+        # delete would cascade to the session's todo rows (TD-4).
         if len(summaries) == 1:
             tx.execute(_UPSERT, _VALUES(summaries[0]))
         elif summaries:
@@ -465,7 +465,7 @@ class MemoryDocTable:
         return [k for k, d in self.rows.items() if d.session_id == session_id]
 
 
-# -- todo (SPEC TD-4) -----------------------------------------------------------------
+# -- todo (TD-4) ----------------------------------------------------------------------
 # Table ``todo`` keyed by ``(session_id, position)``, rows in list order (position 0, 1, 2 …),
 # each with its ``content``, ``status`` and ``priority``. When and by which event the list was
 # written is the session summary's (``todos_seq``, ``todos_updated_at``, D70), so a row
@@ -610,7 +610,7 @@ class MemoryTodoTable:
         return list(self.rows.get(session_id, ()))
 
 
-# -- interaction timers (SPEC HO-4) ---------------------------------------------------
+# -- interaction timers (HO-4) --------------------------------------------------------
 # Each row is a JSON body under a key (a session id, or the reserved settings stream) with a
 # status the scheduler asks for: ``watch`` rows hold a question whose timer may still move, so
 # "which sessions may have something due" is one indexed read however many sessions are idle.

@@ -3,15 +3,15 @@ tools' records, the todo list.
 
 Four views folded inline from the log, each small folds per event type over a document or row
 table of :mod:`projections.tables`: the tool-call and interaction documents (the call's state
-on the wire of SPEC §11, each session's FIFO queue of questions, SPEC HO-4), the interaction
+on the wire of docs/spec.md, each session's FIFO queue of questions, HO-4), the interaction
 timers (each queue with its timer states, and when a question is due, HO-4 … HO-7), the
 records the later tools keep per session (chosen model, cron schedules, off-peak prompts), and
-the todo list of the last TodoWrite (SPEC TD-4).
+the todo list of the last TodoWrite (TD-4).
 
 **Calls and interactions.** Folded from the call's events (``ToolCallRequested`` …
-``ToolCallCompleted``) into one JSON document per call, shaped for the wire of SPEC §11 by
+``ToolCallCompleted``) into one JSON document per call, shaped for the wire of docs/spec.md by
 :func:`call_wire`; and one document per interaction, ``pending`` until resolved, ordered by
-the position it was requested at, which is the session's FIFO queue (SPEC HO-4).
+the position it was requested at, which is the session's FIFO queue (HO-4).
 
 A call's document keeps its ``input`` only while the call may still need it (pending: the
 answer step runs with it); once the call is completed or denied the input is the log's alone
@@ -19,7 +19,7 @@ answer step runs with it); once the call is completed or denied the input is the
 seq of the call's own ``TodosWritten`` as ``todosSeq``: its recorded result names the lists
 rather than repeating them (D70), and the executor puts them back for the wire.
 
-**Question timers.** A fold of the log kept inline (SPEC HO-4 … HO-7): per session, its pending
+**Question timers.** A fold of the log kept inline (HO-4 … HO-7): per session, its pending
 interactions in FIFO order, each with the timer state its events recorded, the three absolute
 times once started, when it was registered and when it reached the head of the queue (the
 instant the event that put it there was recorded). One more row holds every change of the
@@ -34,7 +34,7 @@ move (registered, or a clock running), so the scheduler reads only those.
 **Tool records.** A :class:`DocProjection` over the same keyed document table as the
 call and interaction views, with its own keys: one document per session for where its host's
 questions are answered (``AnswerInChanged``), one per session for the model the
-user chose (``SessionModelSelected``, SPEC LM-1 ``[current]`` and LM-2's session provider), one
+user chose (``SessionModelSelected``, LM-1 ``[current]`` and LM-2's session provider), one
 per cron schedule (``CronSchedule*``, TR-5) and one per off-peak prompt
 (``OffPeakPromptCreated``). Reading a record is one indexed lookup, whatever the length of
 the session's log; the fold is what an audit compares against.
@@ -43,7 +43,7 @@ Statuses: ``model``, ``answerIn``; ``cron`` while a schedule exists, ``cronDelet
 (its document stays, so an audit can still see it); ``offPeak``. Orders are the ``seq`` of
 the creating event, so a session's schedules list in the order they were made.
 
-**Todos.** Each live session's current todo list, one row per item (SPEC TD-4). A fold over
+**Todos.** Each live session's current todo list, one row per item (TD-4). A fold over
 the log: ``TodosWritten`` replaces the session's whole list (delete its rows,
 insert the new ones in order), ``SessionDeleted`` empties it — a deleted session has no
 todos — and a write to a session that was never created or is already deleted changes
@@ -332,7 +332,7 @@ class DocProjection(TableBacked[DocTable]):
 
 
 def call_wire(doc: Doc) -> dict[str, Any]:
-    """The tool-call document of SPEC §11 for the call's current status (``cancelled``, a
+    """The tool-call document of docs/spec.md for the call's current status (``cancelled``, a
     withdrawn call, D157, has the shape of a completed one)."""
     body = doc.body
     if doc.status == "pending":
@@ -349,14 +349,14 @@ def call_wire(doc: Doc) -> dict[str, Any]:
 
 
 def interaction_wire(doc: Doc) -> dict[str, Any]:
-    """An interaction as the session document lists it (SPEC §11)."""
+    """An interaction as the session document lists it (docs/spec.md)."""
     body = doc.body
     return {"interactionId": body["interactionId"], "callId": body["callId"],
             "kind": body["kind"], "payload": body["payload"],
             "autoResolution": body["autoResolution"]}
 
 
-# -- question timers (SPEC HO-4 … HO-7) ----------------------------------------------------
+# -- question timers (HO-4 … HO-7) ---------------------------------------------------------
 
 
 SETTINGS_STREAM = "sys_settings"
@@ -520,7 +520,7 @@ def session_due(
 
 
 def auto_resolution_wire(entry: dict[str, Any]) -> dict[str, Any] | None:
-    """``autoResolution`` of SPEC §11: the state and its three times, or ``null`` when the
+    """``autoResolution`` of docs/spec.md: the state and its three times, or ``null`` when the
     question is not eligible or has not reached the head yet."""
     if entry["state"] not in ("hiddenGrace", "countdown", "paused"):
         return None
@@ -691,7 +691,7 @@ class ToolRecordsProjection(DocProjection):
         return self.of_session(tx, session_id, status)
 
 
-# -- todos (SPEC TD-4) ---------------------------------------------------------------------
+# -- todos (TD-4) --------------------------------------------------------------------------
 
 
 TODO_EVENTS = frozenset({"SessionCreated", "TodosWritten", "SessionDeleted"})

@@ -1,4 +1,4 @@
-"""sessionledger: event-sourced session state for AI coding-agent hosts (SPEC §0).
+"""sessionledger: event-sourced session state for AI coding-agent hosts (docs/spec.md).
 
 This package is the layer that answers "who asks": the application service over the event
 log, the HTTP service with its event streams, and the ``sessionledger`` CLI. The HTTP part

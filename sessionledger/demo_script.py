@@ -2,7 +2,7 @@
 
 Each step drives the very service objects the HTTP routes call (:class:`SessionService` and
 its ``tools``, ``turns``, ``timers`` and ``models``), prints what happened with ``rich``, and
-checks what it saw against the SPEC's texts and rules; a check that fails raises
+checks what it saw against the contract's texts and rules (docs/spec.md); a check that fails raises
 :class:`DemoFailure` and the runner (:mod:`sessionledger.demo`) names the step. Steps share
 one :class:`DemoContext` and run in the order of :data:`STEPS`: later steps rely on what the
 earlier ones left behind (the session, Plan, the approved plan file).
@@ -73,7 +73,7 @@ FEEDBACK = "Please also test deleted sessions."
 
 
 class DemoFailure(Exception):
-    """A step saw something other than what the SPEC says it should."""
+    """A step saw something other than what the contract (docs/spec.md) says it should."""
 
 
 @dataclass(kw_only=True)

@@ -81,8 +81,9 @@ def render_event_catalog() -> str:
         _HEADER,
         "# Event catalog",
         "",
-        "Every state change is one of these events (SPEC §2). The envelope (position, seq, "
-        "time, actor, hashes) is described in `architecture.md`; the tables below are the "
+        "Every state change is one of these events ([the event log](spec.md#the-event-log-el)). "
+        "The envelope (position, seq, time, actor, hashes) is described in `architecture.md`; "
+        "the tables below are the "
         "`data` payload, stored as canonical JSON under these camelCase names.",
         "",
     ]
@@ -116,7 +117,7 @@ def render_state_machines() -> str:
         _HEADER,
         "# State machines",
         "",
-        "## Execution state (SPEC §3)",
+        "## Execution state (ES-1 … ES-8)",
         "",
         "States are a permission mode alone (`build`), with Plan on (`build_plan`) or with an",
         "active goal (`build_goal`). No state holds Plan and Goal together, so no trigger can",
@@ -127,7 +128,7 @@ def render_state_machines() -> str:
                  title="Execution state"),
         "```",
         "",
-        "## Interaction auto-resolution (SPEC HO-4 … HO-8)",
+        "## Interaction auto-resolution (HO-4 … HO-8)",
         "",
         "One machine per interaction. A question of a protocol host registered while the",
         "setting is on starts `registered`; anything else (TUI, headless, plan approvals, the",
@@ -144,7 +145,7 @@ def render_state_machines() -> str:
                  title="Interaction auto-resolution"),
         "```",
         "",
-        "## Plan approval (SPEC PM-6 … PM-9)",
+        "## Plan approval (PM-6 … PM-9)",
         "",
         "One machine per ExitPlanMode call in Plan. It starts `submitted` (`PlanSubmitted`);",
         "the user's approval leads to `approving` (PM-7: the decision is on record, the plan",
@@ -177,16 +178,17 @@ nothing was changed and the request may be retried. Every route, the page, the s
 (its loopback names with its port, the bound address, `--allowed-host`), and a request that is
 not GET/HEAD/OPTIONS from another origin (`Origin` not the request's own nor an
 `--allowed-origin`, or `Sec-Fetch-Site` cross-site) is 403 `forbidden_origin`; neither reads the
-body or changes anything (SPEC EG-3, docs/operations.md).
+body or changes anything (EG-3, docs/operations.md).
 The full machine-readable description is served at `/openapi.json`, these 503s included, and
 with a token configured its 401s and the bearer scheme; the wire shapes the tests compare are
-those of SPEC §11. `HEAD` is answered wherever `GET` is, with its status and headers and no
-body, except on the event streams. Every answer carries `X-Request-ID` and the service's
-time in `Sessionledger-Time` (`2026-11-29T19:10:56.123Z`, the clock its deadlines are on: a
-client whose own clock is off or steps counts `deadlineAt` down against it).
+those of [spec.md](spec.md#wire-shapes). `HEAD` is answered wherever `GET` is, with its
+status and headers and no body, except on the event streams. Every answer carries
+`X-Request-ID` and the service's time in `Sessionledger-Time` (`2026-11-29T19:10:56.123Z`,
+the clock its deadlines are on: a client whose own clock is off or steps counts `deadlineAt`
+down against it).
 
 Every JSON body (and every tool input, also from MCP and the CLI) must read back as sent
-(SPEC EG-1): UTF-8, nested at most 64 levels, no lone surrogate in a key or string, no `NaN`
+(EG-1): UTF-8, nested at most 64 levels, no lone surrogate in a key or string, no `NaN`
 or `±Infinity` (nor a float that overflows to it), integers of at most 640 digits. Anything
 else is 422 `invalid_input` whose one detail has `type` `json_shape` and the path in `loc`
 (`["body", "input", "x", 0, …]`); nothing is appended.
@@ -206,7 +208,7 @@ taken on every route, streams included, by every replica with the same token, un
 
 A stored event this build cannot decode (a payload an earlier version wrote that the current
 reader refuses: JSON nested too deep, a lone surrogate escape, a value its model rejects) is
-never an error (SPEC EG-1). The events page, both streams and `events --json` send it in its
+never an error (EG-1). The events page, both streams and `events --json` send it in its
 place with its envelope as stored but `type` (and the stream's `event:`) `Undecodable` and
 `data` `{"storedType": …, "storedData": "<the stored payload text>", "reason": "…"}`; folds
 pass over it. The audit names each such event under `undecodable` (`[{"seq", "type",

@@ -2,7 +2,7 @@
 
 One family under one base class, so the HTTP layer and the CLI each need one handler. Every
 error carries an HTTP ``status``, a machine ``code`` (the ``error.code`` of the JSON body,
-SPEC §11), optional JSON-safe ``details`` and the CLI ``exit_code`` (2 bad usage or input,
+docs/spec.md), optional JSON-safe ``details`` and the CLI ``exit_code`` (2 bad usage or input,
 1 a fault or a refusal)::
 
     SessionLedgerError            500 internal_error          exit 1
@@ -75,7 +75,7 @@ class SessionLedgerError(Exception):
         self.details = details
 
     def to_wire(self) -> dict[str, Any]:
-        """The JSON error body of SPEC §11: ``{"error": {code, message, details}}``."""
+        """The JSON error body of docs/spec.md: ``{"error": {code, message, details}}``."""
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
 
@@ -101,7 +101,7 @@ class ConfigurationError(SessionLedgerError):
 
 
 class InvalidWorkspaceConfig(ConfigurationError):
-    """A workspace's ``config.toml`` cannot be used (SPEC TR-4, EG-2): not readable, not UTF-8,
+    """A workspace's ``config.toml`` cannot be used (TR-4, EG-2): not readable, not UTF-8,
     not TOML, or a key of the wrong type or unknown. A 422, not a 500: the request is fine
     and the service is, but the session's workspace holds a file the client can repair.
 

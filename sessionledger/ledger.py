@@ -16,7 +16,7 @@ It also holds the one translation of the log's errors into application errors
 (:func:`from_eventlog`; :func:`eventlog_errors` around a service's entry point, and the
 faces' last-resort handlers for what they read from the store directly, the streams).
 
-The retry policy, for a decide-and-append that another writer overtook (SPEC ES-6, EG-6).
+The retry policy, for a decide-and-append that another writer overtook (ES-6, EG-6).
 Every command that changes a session reads it, decides, and appends guarded by the version
 it read; when another writer appended first the store raises ``ConcurrencyConflict`` and
 nothing was appended. :func:`retry_overtaken` calls the attempt again on a fresh read after
@@ -419,7 +419,7 @@ class Ledger:
         """The ledger over the store ``url`` names, every inline projection attached.
 
         A URL or file that cannot be opened is a clear :class:`ConfigurationError`. Opening
-        rebuilds a projection whose schema version changed (SPEC EL-9).
+        rebuilds a projection whose schema version changed (EL-9).
         """
         try:
             return cls(*open_projected_store(url))

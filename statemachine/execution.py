@@ -1,4 +1,4 @@
-"""The execution-state machine: permission mode, the Plan switch and the Goal (SPEC §3).
+"""The execution-state machine: permission mode, the Plan switch and the Goal (ES-1 … ES-8).
 
 States are the reachable combinations, declared as data: a permission mode alone
 (``build``), with Plan on (``build_plan``) or with an active goal (``build_goal``). No state

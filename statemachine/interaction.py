@@ -1,4 +1,4 @@
-"""The auto-continue timer of one interaction (SPEC HO-4 … HO-8), declared as data.
+"""The auto-continue timer of one interaction (HO-4 … HO-8), declared as data.
 
 A question a protocol host puts to the user waits in its session's FIFO queue. Eligible ones
 (protocol host, kind ``askUserQuestion``, setting on when registered) get a clock when they

@@ -1,4 +1,4 @@
-"""The outcomes of one ExitPlanMode call as a ``transitions`` machine (SPEC PM-6 … PM-9).
+"""The outcomes of one ExitPlanMode call as a ``transitions`` machine (PM-6 … PM-9).
 
 An ExitPlanMode call in Plan is *submitted* (waiting for the user). The user's answer, or a
 headless host that has nobody to ask, moves it to exactly one end: *approved* (PM-7: the plan

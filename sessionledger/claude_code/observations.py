@@ -1,4 +1,4 @@
-"""What Claude Code tells us, in one vocabulary, before anything is recorded (SPEC §13).
+"""What Claude Code tells us, in one vocabulary, before anything is recorded (CC-1 … CC-10).
 
 A hook event (:mod:`.hooks`) and a transcript line (:mod:`.transcripts`) say the same things
 in two shapes: a user prompt, an assistant text, a tool call about to run, its result, a

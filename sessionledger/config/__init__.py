@@ -1,7 +1,7 @@
 """Where the service's settings come from, decided in one place.
 
 Two things are configured: which event store to open (``--db`` beats ``SESSIONLEDGER_DB``
-beats the embedded default, SPEC EL-8 and §11; :meth:`sessionledger.ledger.Ledger.open` opens
+beats the embedded default, EL-8 and docs/spec.md; :meth:`sessionledger.ledger.Ledger.open` opens
 it with its inline projections attached) and how ``serve`` runs (:class:`ServerSettings`:
 address, workspace root, question timer durations, bearer token). Settings are validated when
 built, so a server never starts on values it cannot honour.
@@ -136,14 +136,14 @@ class ServerSettings:
 
     ``workspace_root`` is the default workspace of a new session and the directory every
     session workspace must resolve inside. ``question_grace_s`` and ``question_deadline_s`` are
-    the AskUserQuestion auto-continue durations (SPEC HO-4; :attr:`timer_config`). ``token``
+    the AskUserQuestion auto-continue durations (HO-4; :attr:`timer_config`). ``token``
     is the bearer token; it is required when ``host`` is not loopback.
     ``stream_poll_s`` bounds how late an append by another process reaches an open stream
     (on PostgreSQL the store's ``LISTEN/NOTIFY`` usually wakes it at once, D116);
     ``stream_keepalive_s`` is the idle time after which a stream sends a comment.
     ``allowed_hosts`` are ``Host`` names the server answers to besides its bound address and
     the loopback names (``name`` on any port, ``name:port`` on that one); ``allowed_origins``
-    are pages of other origins that may change state (SPEC EG-3).
+    are pages of other origins that may change state (EG-3).
     """
 
     host: str = DEFAULT_HOST

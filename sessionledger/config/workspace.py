@@ -1,4 +1,4 @@
-"""The workspace configuration ``<workspace>/.sessionledger/config.toml`` (SPEC TR-4).
+"""The workspace configuration ``<workspace>/.sessionledger/config.toml`` (TR-4).
 
 Read with the standard library's ``tomllib`` into frozen pydantic models that refuse unknown
 keys and values of the wrong type (``true`` is not ``"true"``, ``1`` is not ``true``). A missing
@@ -7,7 +7,7 @@ file means the defaults; anything invalid raises
 message and ``details.errors`` name every offending key, as ``permission.allow[2]: …`` (list
 indexes from 0; ``(file)`` when the file cannot be read, decoded or parsed), so the service
 does not start on the root's file, and a session is not created on, and its calls are
-refused by, a broken file of its workspace (SPEC EG-2). The shape, all tables and keys optional::
+refused by, a broken file of its workspace (EG-2). The shape, all tables and keys optional::
 
     [permission]                      # the project rules, applied in the PM-3 order
     disallowedTools = ["WebFetch"]    # rule patterns (see sessionledger.permission.authority):
@@ -18,9 +18,9 @@ refused by, a broken file of its workspace (SPEC EG-2). The shape, all tables an
     webFetchPreapproved = ["docs.python.org"]   # bare domains; subdomains included
 
     [features]
-    dynamicWorkflows = false          # registers ListModels (SPEC TR-1, LM-1)
+    dynamicWorkflows = false          # registers ListModels (TR-1, LM-1)
 
-    [models]                          # the host's model catalog (SPEC §8); absent: no catalog
+    [models]                          # the host's model catalog (LM-1, LM-2); absent: no catalog
     current = "anthropic/claude-sonnet"     # the session model, "providerId/modelId"
 
     [[models.providers]]
@@ -38,12 +38,12 @@ refused by, a broken file of its workspace (SPEC EG-2). The shape, all tables an
     id = "claude-opus"
     disabled = "no API key configured"      # optional: unusable, with the reason shown
 
-    [offPeak]                         # the host's off-peak windows (SPEC TR-5); absent: the
+    [offPeak]                         # the host's off-peak windows (TR-5); absent: the
     windows = ["22:00-06:00"]         # off-peak port is closed. "HH:MM-HH:MM", may wrap
     timezone = "Europe/Berlin"        # midnight; IANA zone of the times, default "UTC"
 
 Provider ids are unique, and model ids unique within a provider, ignoring case (model
-references resolve case-insensitively, SPEC LM-2); ``current`` must name a listed model.
+references resolve case-insensitively, LM-2); ``current`` must name a listed model.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ class FeaturesConfig(_Table):
 
 
 class ModelEntry(_Table):
-    """One model of a provider, as ListModels shows it (SPEC LM-1)."""
+    """One model of a provider, as ListModels shows it (LM-1)."""
 
     id: Id
     name: Text | None = None

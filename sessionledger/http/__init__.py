@@ -1,4 +1,4 @@
-"""The HTTP face of the service (SPEC §11): JSON endpoints, SSE streams, uvicorn runner.
+"""The HTTP face of the service (docs/spec.md): JSON endpoints, SSE streams, uvicorn runner.
 
 Kept apart from the application service so the CLI's other commands never import FastAPI.
 """

@@ -2,7 +2,7 @@
 
 :func:`create_app` wires one :class:`~sessionledger.service.sessions.SessionService` into an app; it
 holds no globals, so tests build as many apps as they like. Every error leaves as the JSON
-body of SPEC §11, ``{"error": {"code", "message", "details"}}``: application errors with their
+body of docs/spec.md, ``{"error": {"code", "message", "details"}}``: application errors with their
 own status, FastAPI's validation errors as 422 ``invalid_input``, unknown routes as 404, and
 anything unexpected as 500 ``internal_error`` (logged, never a traceback on the wire).
 """
@@ -98,7 +98,7 @@ def error_response(
     status: int, code: str, message: str, details: Any = None,
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
-    """A JSON error in the shape of SPEC §11."""
+    """A JSON error in the shape of docs/spec.md."""
     body = {"error": {"code": code, "message": message, "details": details}}
     return JSONResponse(body, status_code=status, headers=headers)
 

@@ -7,7 +7,7 @@ only watch and decorate the messages going out. Every request passes all of them
 the few headers they need straight from the scope's list (:func:`header`) and the Host check
 keeps its verdict on the last ``Host`` values it saw (issue 24). Every router is an
 :func:`api_router`, whose routes decode a JSON body once, by :func:`eventlog.loads_json`
-(SPEC EG-1).
+(EG-1).
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class RequestLogMiddleware:
 async def _send_error(
     send: Send, error: SessionLedgerError, headers: Iterable[tuple[bytes, bytes]] = ()
 ) -> None:
-    """Answer ``error`` as the JSON body of SPEC §11 from a middleware (no app ran)."""
+    """Answer ``error`` as the JSON body of docs/spec.md from a middleware (no app ran)."""
     body = json.dumps(error.to_wire()).encode()
     await send({
         "type": "http.response.start",
@@ -173,7 +173,7 @@ def _bound_name(host: str) -> str | None:
 
 class HostOriginMiddleware:
     """Answer only requests addressed to this server, and changes only from its own pages
-    (SPEC EG-3): the one rule for every route, the page, the streams and ``/mcp`` alike.
+    (EG-3): the one rule for every route, the page, the streams and ``/mcp`` alike.
 
     ``Host`` must name the server: the bound address (not a wildcard), ``localhost``,
     ``127.0.0.1`` or ``[::1]`` with the port the connection arrived on (no port means the
@@ -434,7 +434,7 @@ class HeadAsGetMiddleware:
 
         await self.app({**scope, "method": "GET"}, receive, headers_only)
 
-# -- the strict JSON body decoder (SPEC EG-1) -------------------------------------------------
+# -- the strict JSON body decoder (EG-1) ------------------------------------------------------
 #
 # FastAPI reads a JSON body with ``await request.json()`` (Starlette's ``json.loads``, which
 # takes ``NaN``, any nesting its stack allows, any integer, lone surrogates, and UTF-16). Every

@@ -1,4 +1,4 @@
-"""Every route of the JSON API and the page (SPEC §11), one factory per group of routes.
+"""Every route of the JSON API and the page (docs/spec.md), one factory per group of routes.
 
 Each route validates its input with pydantic or FastAPI's parameter parsing, calls one method
 of :class:`~sessionledger.service.sessions.SessionService` (or its ``tools``, ``turns``,
@@ -139,7 +139,7 @@ _log = logging.getLogger("sessionledger.http")
 
 # -- the execution-state routes: mode and goal (ES-1 … ES-6) -----------------------------------
 #
-# The execution-state commands over HTTP (SPEC §3, §11): ``/mode`` and ``/goal``.
+# The execution-state commands over HTTP (ES-1 … ES-8, docs/spec.md): ``/mode`` and ``/goal``.
 #
 # ``POST /v1/sessions/{id}/mode`` takes ``{"mode": …, "task"?: …}`` (``/mode X``, or with mode
 # ``plan`` and a task the desktop ``/plan [task]`` path, the task recorded as a user message) or
@@ -249,7 +249,7 @@ def execution_routes(service: SessionService) -> APIRouter:
 
 # -- the interaction routes: user activity and the settings (HO-5, HO-6) -----------------------
 #
-# The auto-continue timer's routes (SPEC §11, HO-5, HO-6): user activity and the settings.
+# The auto-continue timer's routes (docs/spec.md, HO-5, HO-6): user activity and the settings.
 #
 # ``POST /v1/sessions/{id}/interactions/{iid}/activity`` tells the service the user is engaging
 # with a waiting question (moving, selecting, typing). No body is needed; ``{"action": …}``
@@ -323,7 +323,7 @@ def interaction_routes(service: SessionService) -> APIRouter:
 
 # -- the model routes (LM-1, LM-2) -------------------------------------------------------------
 #
-# The model catalog over HTTP (SPEC §8, §11): list, resolve, and the session's model.
+# The model catalog over HTTP (LM-1, LM-2, docs/spec.md): list, resolve, and the session's model.
 #
 # * ``GET /v1/models[?sessionId=…]`` — the ListModels text and the catalog as JSON
 #   (``{"text", "current", "cutModels", "models": [...]}``), for the session's workspace or,
@@ -397,9 +397,9 @@ def model_routes(service: SessionService) -> APIRouter:
     return router
 
 
-# -- the tool-call routes (SPEC §11) -----------------------------------------------------------
+# -- the tool-call routes (docs/spec.md) -------------------------------------------------------
 #
-# Tool calls and the user's answers over HTTP (SPEC §11).
+# Tool calls and the user's answers over HTTP (docs/spec.md).
 #
 # ``POST /v1/sessions/{id}/tool-calls`` runs a service tool: 200 when it completed or was
 # denied, 202 while it waits for the user; re-sending a ``callId`` returns the original call.
@@ -628,7 +628,7 @@ def tool_routes(service: SessionService) -> APIRouter:
 
 # -- the turn-loop routes (TD-5, PM-5) ---------------------------------------------------------
 #
-# The turn loop over HTTP (SPEC §11): messages, compaction, and preparing a model request.
+# The turn loop over HTTP (docs/spec.md): messages, compaction, and preparing a model request.
 #
 # ``POST /v1/sessions/{id}/messages`` records one real message (201 with where it landed; with
 # a ``messageId`` sent before, 200 with the original receipt and nothing appended, EG-6);
@@ -784,7 +784,7 @@ def turn_routes(service: SessionService) -> APIRouter:
 
 # -- the web client's page and static files ----------------------------------------------------
 #
-# The web client's routes (SPEC §11 ``GET /``): the page, its static files, the event types.
+# The web client's routes (docs/web-client.md): the page, its static files, the event types.
 #
 # ``GET /`` answers the page, ``/static/…`` its JavaScript modules, CSS and icon from the
 # package's :data:`~sessionledger.web.STATIC_DIR`, each with ``Cache-Control: no-cache`` (the
@@ -794,7 +794,7 @@ def turn_routes(service: SessionService) -> APIRouter:
 # from the log can never run even if it were inserted as HTML by mistake.
 #
 # ``GET /v1/event-types`` lists the catalog's event type names, and ``Undecodable`` (a stored
-# event this build cannot decode, SPEC EG-1). A browser's ``EventSource``
+# event this build cannot decode, EG-1). A browser's ``EventSource``
 # delivers an SSE event whose ``event:`` line names a type only to a listener registered for
 # that name, so the page asks the server which names exist instead of keeping a copy that
 # would drift when the catalog grows.
@@ -833,7 +833,7 @@ class _ClientFiles(StaticFiles):
         return response
 
 
-# -- the hosts' hooks: Claude Code (SPEC CC-1 … CC-8), Codex CLI, Gemini CLI ------------------
+# -- the hosts' hooks: Claude Code (CC-1 … CC-8), Codex CLI, Gemini CLI -----------------------
 
 HOST_TAGS = {"claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
 
@@ -891,7 +891,7 @@ def install_web_client(app: FastAPI) -> None:
 
 # -- the session routes ------------------------------------------------------------------------
 #
-# The JSON endpoints for sessions (SPEC §11): create, list, read, delete, page events, audit.
+# The JSON endpoints for sessions (docs/spec.md): create, list, read, delete, page events, audit.
 #
 # Each route validates its input with pydantic or FastAPI's parameter parsing, calls one
 # :class:`~sessionledger.service.sessions.SessionService` method and returns its document:

@@ -1,4 +1,5 @@
-"""The answers of the HTTP API as pydantic models, so ``/openapi.json`` documents them (SPEC §11).
+"""The answers of the HTTP API as pydantic models, so ``/openapi.json`` documents them
+(the wire shapes of docs/spec.md).
 
 The routes return plain dicts built by the service (the wire shapes tests compare); these models
 only *describe* those dicts in the OpenAPI document, through ``responses=`` in the route
@@ -6,9 +7,9 @@ decorators, and are not used to filter or re-validate answers at run time. schem
 (``tests/test_openapi_fuzz.py``) checks every answer against them, so a shape that drifts from
 its description fails a test. Keys are the camelCase wire names; every key a document always
 carries is required, and documents are closed (``additionalProperties: false``) except where
-SPEC §11 leaves a payload open (event ``data``, a tool ``result``, an interaction ``payload``).
+docs/spec.md leaves a payload open (event ``data``, a tool ``result``, an interaction ``payload``).
 
-:func:`error_responses` builds the error entries: every error is the SPEC §11 body
+:func:`error_responses` builds the error entries: every error is the docs/spec.md body
 ``{"error": {"code", "message", "details"}}`` (:class:`ErrorResponse`), whatever its status.
 """
 
@@ -107,7 +108,7 @@ class ErrorBody(_Wire):
 
 
 class ErrorResponse(_Wire):
-    """Every error answer (SPEC §11)."""
+    """Every error answer (docs/spec.md)."""
 
     error: ErrorBody
 

@@ -1,4 +1,4 @@
-"""Server-sent event streams of the log: one session's, and every session's (SPEC EL-5).
+"""Server-sent event streams of the log: one session's, and every session's (EL-5).
 
 A stream keeps its own cursor and repeats one step: read the events after the cursor from the
 store, send them, advance the cursor, then wait until something may have been committed. Since
@@ -22,7 +22,7 @@ another stream at its cursor started reading after every commit this stream has 
 for (the notifier counts wakes), and a page is encoded to SSE bytes once. A stream sends a
 page as one write (:class:`Page` ``.body``), not one write per event (D98).
 
-Memory is bounded by bytes, not by events (SPEC EG-5): a page holds at most
+Memory is bounded by bytes, not by events (EG-5): a page holds at most
 :data:`PAGE_BYTES` of SSE text (or one larger event alone) and at most :data:`PAGE_SIZE`
 events, and is read from the store in steps sized by the events already read, so a page of
 250 KB events reads a few events, not :data:`PAGE_SIZE` of them. A stream reads its next page
@@ -409,7 +409,7 @@ def stream_routes(
     settings: ServerSettings,
     stopping: threading.Event,
 ) -> APIRouter:
-    """The two SSE endpoints of SPEC §11."""
+    """The two SSE endpoints of docs/spec.md."""
     # The routes answer with an EventStreamResponse of whole pages, not through FastAPI's SSE
     # encoder: the 200 entry says what that encoder would have said of each event.
     router = api_router(tags=["streams"], responses={200: {

@@ -1,4 +1,4 @@
-"""One MCP elicitation per questionnaire, and its answer as a ``respond`` decision (SPEC §5, §7).
+"""One MCP elicitation per questionnaire, and its answer as a ``respond`` decision (AQ-3, PM-6).
 
 An AskUserQuestion questionnaire becomes one form: per question ``qN`` (a single-select
 ``enum`` of the option labels, or a multi-select ``array`` of them; each option's description
@@ -112,7 +112,7 @@ def returned_round(params: CallToolRequestParams) -> Round | None:
 
 # -- the forms ---------------------------------------------------------------------------------
 #
-# One MCP elicitation per questionnaire, and its answer as a ``respond`` decision (SPEC §5, §7):
+# One MCP elicitation per questionnaire, and its answer as a ``respond`` decision (AQ-3, PM-6):
 # the fields and the reading of an answer are described at the top of this module.
 
 Action = Literal["accept", "decline", "cancel"]

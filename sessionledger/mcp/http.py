@@ -10,7 +10,7 @@ resumes one. A 2026-07-28 request has no MCP session: it names its ledger sessio
 ``sessionId`` argument, or starts a new one (D156). Pending results name the web page of the
 server that answered. ``Host`` and ``Origin`` are checked in front of it by the app's
 :class:`~sessionledger.http.middleware.HostOriginMiddleware`, the one rule of every route
-(SPEC EG-3), so the SDK's own DNS-rebinding check, which would apply other lists, is off.
+(EG-3), so the SDK's own DNS-rebinding check, which would apply other lists, is off.
 """
 
 from __future__ import annotations

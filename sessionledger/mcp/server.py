@@ -115,7 +115,7 @@ __all__ = [
 #
 # The tools an MCP client is offered: the session's surface, as MCP ``Tool`` entries.
 #
-# The MCP server offers the session tools of SPEC TR-1 that an agent can use without running
+# The MCP server offers the session tools of TR-1 that an agent can use without running
 # prompts for the service — TodoRead, TodoWrite, AskUserQuestion, EnterPlanMode, ExitPlanMode,
 # ReadSessionContext and ListModels (when the dynamic-workflow flag is on) — as far as the
 # session's surface holds them (a subagent has no Plan tools), plus ``InteractionStatus``.
@@ -185,7 +185,7 @@ SESSION_ID_PROPERTY: Final[dict[str, Any]] = {
 _NULL_OR = {"type": "null"}
 CALL_DOCUMENT_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
-    "description": "The tool-call document of SPEC §11, as POST /v1/sessions/{id}/tool-calls "
+    "description": "The tool-call document, as POST /v1/sessions/{id}/tool-calls "
                    "answers it, with the ledger session it belongs to (and, while it waits "
                    "for the user, the web page where a person can answer it).",
     "properties": {
@@ -225,7 +225,7 @@ CALL_DOCUMENT_SCHEMA: Final[dict[str, Any]] = {
         {"required": ["error"], "properties": {"error": {
             "type": "object", "required": ["code", "message", "details"],
             "description": "a refused call (an isError result; the call was not recorded): the "
-                           "error body of SPEC §11",
+                           "error body the HTTP API answers with",
             "properties": {"code": {"type": "string"}, "message": {"type": "string"},
                            "details": {"type": ["object", "array", "null"]}},
         }}},
@@ -296,7 +296,7 @@ def offered_tools(
 
 # -- a result: the model's text plus the call document (D122) ----------------------------------
 #
-# A tool-call document (SPEC §11 wire shape) as an MCP tool result.
+# A tool-call document (the wire shape of docs/spec.md) as an MCP tool result.
 #
 # The text the model gets is the call's ``modelContent``; the structured result is the whole
 # call document, as ``POST …/tool-calls`` answers it. A completed call that did not succeed, or
@@ -336,7 +336,7 @@ def call_result(document: dict[str, Any], *, page: str) -> CallToolResult:
 
 
 def error_result(error: SessionLedgerError) -> CallToolResult:
-    """A refused call (bad input, unknown tool, …): the message and the SPEC §11 error body."""
+    """A refused call (bad input, unknown tool, …): the message and the docs/spec.md error body."""
     return CallToolResult(
         content=[TextContent(type="text", text=error.message)],
         structured_content=error.to_wire(), is_error=True,

@@ -1,4 +1,4 @@
-"""The permission service: who may run which tool call, in which mode (SPEC PM-1 … PM-4, TR-3).
+"""The permission service: who may run which tool call, in which mode (PM-1 … PM-4, TR-3).
 
 Pure and I/O-free: :class:`PermissionService` decides a :class:`PermissionRequest` into a
 :class:`PermissionDecision` by the ordered checks of :mod:`.authority`, with the project rules of

@@ -1,4 +1,4 @@
-"""What the permission authority decides: may this tool call run, in this mode (SPEC PM-1 … PM-4).
+"""What the permission authority decides: may this tool call run, in this mode (PM-1 … PM-4).
 
 A :class:`PermissionRequest` (one call in context) is decided by a :class:`PermissionService`
 into a :class:`PermissionDecision` (``allow``, ``ask`` or ``deny``, a human reason and a stable
@@ -72,7 +72,7 @@ __all__ = [
 
 # -- rule patterns and how they match a call (TR-4) --------------------------------------------
 #
-# Rule patterns of the workspace configuration and how they match a tool call (SPEC TR-4).
+# Rule patterns of the workspace configuration and how they match a tool call (TR-4).
 #
 # A pattern is ``Tool`` or ``Tool(argument glob)``:
 #
@@ -415,7 +415,7 @@ def _text_glob(glob: str) -> Callable[[str], re.Match[str] | None]:
 
 # -- authority -----------------------------------------------------------------------------------
 
-# -- what the authority is asked and what it answers (SPEC PM-3, TR-3, §11) -----------------
+# -- what the authority is asked and what it answers (PM-3, TR-3, docs/spec.md) -------------
 
 Behavior = Literal["allow", "ask", "deny"]
 
@@ -442,14 +442,14 @@ class PermissionDecision:
     rule_id: str
 
     def to_wire(self) -> dict[str, str]:
-        """The JSON shape of SPEC §11: ``{"behavior", "reason", "ruleId"}``."""
+        """The JSON shape of docs/spec.md: ``{"behavior", "reason", "ruleId"}``."""
         return {"behavior": self.behavior, "reason": self.reason, "ruleId": self.rule_id}
 
     def to_verdict(self) -> PermissionVerdict:
         """The decision as recorded in a ``PermissionDecided`` event."""
         return PermissionVerdict(behavior=self.behavior, reason=self.reason, rule_id=self.rule_id)
 
-# -- the rules: the ``[permission]`` table of the workspace configuration (SPEC TR-4) --------
+# -- the rules: the ``[permission]`` table of the workspace configuration (TR-4) -------------
 #
 # Validated at load time. Keys are camelCase exactly as in ``config.toml``; unknown keys are
 # refused. Pattern lists (``disallowedTools``, ``allowedTools``, ``allow``, ``ask``, ``deny``)
@@ -492,7 +492,7 @@ Domain = Annotated[StrictStr, AfterValidator(validate_domain)]
 
 
 class PermissionConfig(BaseModel):
-    """Project rules the permission service applies in the order of SPEC PM-3."""
+    """Project rules the permission service applies in the order of PM-3."""
 
     model_config = ConfigDict(
         frozen=True, extra="forbid", alias_generator=to_camel, validate_by_alias=True,
@@ -508,7 +508,7 @@ class PermissionConfig(BaseModel):
     deny: tuple[Pattern, ...] = ()
     web_fetch_preapproved: tuple[Domain, ...] = ()
 
-# -- the ordered checks of SPEC PM-3, one small function each; the first that decides wins ---
+# -- the ordered checks of PM-3, one small function each; the first that decides wins --------
 #
 # Order (STEPS): ``disallowedTools`` deny → plan transition policy (PM-1, PM-2) →
 # requiresUserInteraction ask (AQ-5) → project ``deny`` rules → project ``ask`` rules → the
@@ -565,7 +565,7 @@ def without_cyclic_gc() -> Iterator[None]:
     A parse makes an object or two per simple command and no reference cycles. A command of a
     megabyte makes hundreds of thousands of them, and each full pass of the collector walks
     them all: the passes come more often as they pile up, so the time would grow faster
-    than the length (SPEC EG-5, D148). Dropped inside the block, they are freed by reference
+    than the length (EG-5, D148). Dropped inside the block, they are freed by reference
     counting and nothing is left for the collector. Another thread's block may turn the
     collector back on early; that costs only time.
     """
@@ -804,7 +804,7 @@ def decide(config: PermissionConfig, request: PermissionRequest) -> PermissionDe
             return decision
     return mode_default(config, call)
 
-# -- the service: one pure decision per tool call (SPEC PM-1 … PM-4, AQ-5, TR-3) -------------
+# -- the service: one pure decision per tool call (PM-1 … PM-4, AQ-5, TR-3) ------------------
 
 class HasPermissionConfig(Protocol):
     """Anything carrying a ``permission`` table, such as a loaded ``WorkspaceConfig``."""

@@ -1,4 +1,4 @@
-"""What every tool declares about itself (SPEC TR-2, TR-3).
+"""What every tool declares about itself (TR-2, TR-3).
 
 A :class:`ToolDescriptor` carries the flags the permission service decides on: read-only,
 destructive, side-effect scope, whether the tool always needs the user, whether it needs

@@ -2,7 +2,7 @@
 
 :mod:`.sessions` is the application service every face calls (create, read, list, page,
 change, delete, audit), with its parts: :mod:`.execution` applies mode, Plan and goal commands
-in SPEC ES-6's order; :mod:`.turns` records the conversation and decides, per model request,
+in ES-6's order; :mod:`.turns` records the conversation and decides, per model request,
 which reminders to inject; :mod:`.timers` runs the questions' auto-continue timers and serve's
 scheduler; :mod:`.settings`, :mod:`.models` and :mod:`.audit`; :mod:`.documents` is how a
 session reads from outside. The turn-loop names are importable from here.

@@ -1,14 +1,14 @@
 """Audits: each session's hash chain, and its read models against a fresh fold of its log.
 
-An audit has two halves (SPEC §11 ``audit``): the chain check of the event log (EL-4, the
+An audit has two halves (docs/cli.md ``audit``): the chain check of the event log (EL-4, the
 store's ``verify``) and the projection check (:func:`projections.compare_session`: the stored
 execution state against the state folded again from the events). A session is sound when both
 are. Audits never crash on a damaged log or table: what cannot be read is reported as a fault
 of the session it belongs to. A stored event the reader cannot decode is such a fault, named
-``undecodable`` at its ``seq`` (SPEC EG-1); it is not a chain break, since the chain is
+``undecodable`` at its ``seq`` (EG-1); it is not a chain break, since the chain is
 checked over the stored text.
 
-Beside the faults, an audit lists *findings* (SPEC CC-10): what a reviewer looks for in any
+Beside the faults, an audit lists *findings* (CC-10): what a reviewer looks for in any
 session, live, hooked or imported, read from the same pass over its log
 (:func:`session_findings`). They are not faults: ``ok`` does not look at them.
 """
@@ -66,7 +66,7 @@ AuditProgress = Callable[[int, int], None]
 
 @dataclass(frozen=True, slots=True)
 class UndecodableAt:
-    """A stored event this build cannot decode (SPEC EG-1): where, what it was, and why."""
+    """A stored event this build cannot decode (EG-1): where, what it was, and why."""
 
     seq: int
     type: str
@@ -85,7 +85,7 @@ FindingKind = Literal["write_in_plan", "dropped_unfinished_todos", "unanswered_q
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """What a reviewer looks for in a session (SPEC CC-10), at the ``seq`` of the event that
+    """What a reviewer looks for in a session (CC-10), at the ``seq`` of the event that
     shows it; ``details`` are its camelCase wire fields beside ``kind`` and ``seq``."""
 
     kind: FindingKind
@@ -266,7 +266,7 @@ being messages (issue 24). A type not in the catalog is looked at."""
 
 
 def session_findings(events: Iterable[RecordedEvent]) -> tuple[Finding, ...]:
-    """The findings of one session's events, in seq order (SPEC CC-10; the rules are
+    """The findings of one session's events, in seq order (CC-10; the rules are
     :class:`FindingsReader`'s). Pure: no I/O."""
     reader = FindingsReader()
     for event in events:
@@ -309,7 +309,7 @@ class AuditReport:
         return self.chain_ok and self.projections_ok and not self.undecodable
 
     def to_wire(self) -> dict[str, Any]:
-        """The ``GET /v1/sessions/{id}/audit`` shape of SPEC §11 (plus ``undecodable`` and
+        """The ``GET /v1/sessions/{id}/audit`` shape of docs/spec.md (plus ``undecodable`` and
         ``notes`` when any, and ``findings`` always: CC-10)."""
         wire: dict[str, Any] = {
             "ok": self.ok,

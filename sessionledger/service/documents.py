@@ -1,4 +1,4 @@
-"""How a session reads from outside: its wire documents (SPEC §11) and one-line event notes.
+"""How a session reads from outside: its wire documents (docs/spec.md) and one-line event notes.
 
 The state itself is the execution-state projection's (:mod:`projections.session`
 owns the fold); this module only renders a :class:`~projections.SessionSummary` as the JSON
@@ -191,13 +191,13 @@ PLAN_DESCRIBERS: dict[str, Callable[[RecordedEvent], str | None]] = {
 """Describers of the plan story; ``None`` means "not a plan event: the generic note"."""
 
 
-# -- a session's todo list read from outside the tools (§4) ------------------------------------
+# -- a session's todo list read from outside the tools (TD-6) ----------------------------------
 #
-# Reading a session's todo list from outside the tools: the document, the CLI, hosts (§4).
+# Reading a session's todo list from outside the tools: the document, the CLI, hosts (TD-6).
 #
 # The list itself is the todo projection's (:mod:`projections.tools`, kept inline by the store);
 # writes only ever come through the TodoWrite tool. This module answers the readers: the
-# session document's ``todos`` (SPEC §11, in list order), and the "completed/total" progress a
+# session document's ``todos`` (docs/spec.md, in list order), and the "completed/total" progress a
 # host shows beside the list (TD-6) — the ``sessionledger todos`` command prints the same. It
 # lives apart from :mod:`sessionledger.service.sessions` so that module stays about sessions.
 #
@@ -271,13 +271,13 @@ class TodoService:
         )
 
     def wire(self, session_id: str) -> list[dict[str, str]]:
-        """The session document's ``todos`` (SPEC §11)."""
+        """The session document's ``todos`` (docs/spec.md)."""
         return self.current(session_id).wire()
 
 
-# -- the wire documents (SPEC §11) -------------------------------------------------------------
+# -- the wire documents (docs/spec.md) ---------------------------------------------------------
 #
-# How a session reads from outside: its wire documents (SPEC §11) and one-line event notes.
+# How a session reads from outside: its wire documents (docs/spec.md) and one-line event notes.
 #
 # The state itself is the execution-state projection's (:mod:`projections.session`
 # owns the fold); this module only renders a :class:`~projections.SessionSummary` as the JSON

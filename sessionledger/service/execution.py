@@ -2,7 +2,7 @@
 
 Every path that changes the mode, the Plan switch or the goal (Shift+Tab, ``/mode``, ``/plan``,
 EnterPlanMode, plan approval, goal start/end) comes through :meth:`ExecutionRuntime.execute`,
-which keeps SPEC ES-6's order: the state machine decides, the events are appended (guarded by
+which keeps ES-6's order: the state machine decides, the events are appended (guarded by
 the session's expected version), and only after the append succeeded is the in-memory state
 changed and the change published. A failed append leaves memory, projections and subscribers
 untouched. A version conflict (another writer got there first) re-reads the state from the

@@ -4,7 +4,7 @@ HTTP routes and CLI commands call this and nothing below it, so every rule about
 (workspace inside the root, parent must exist, cursor bounds, a deleted session answers 410)
 lives here once. Reads come from the inline projections (:mod:`projections`), never from
 folding events per request; execution-state changes go through one
-:class:`~sessionledger.service.ExecutionRuntime`, which keeps SPEC ES-6's order. Every log
+:class:`~sessionledger.service.ExecutionRuntime`, which keeps ES-6's order. Every log
 error becomes a :mod:`sessionledger.errors` error. Methods are synchronous: the HTTP layer
 runs them in worker threads.
 """
@@ -199,9 +199,9 @@ class SessionService:
     ) -> dict[str, Any]:
         """Append one ``SessionCreated`` (expected version 0) and return the new document.
 
-        ``mode="plan"`` means ``build`` with the Plan switch on (SPEC ES-2). A subagent
+        ``mode="plan"`` means ``build`` with the Plan switch on (ES-2). A subagent
         (``parent_session_id``) starts from a snapshot of its parent's mode and Plan switch,
-        never its goal; a requested mode replaces only the mode underneath (SPEC ES-7).
+        never its goal; a requested mode replaces only the mode underneath (ES-7).
         A workspace whose ``config.toml`` cannot be used is refused with
         :class:`InvalidWorkspaceConfig` naming the key, and nothing is appended (EG-2).
         Another program's session (Claude Code's, CC-2) comes with its own ``session_id``
@@ -294,7 +294,7 @@ class SessionService:
         self.summary(session_id)
 
     def document(self, session_id: str) -> dict[str, Any]:
-        """The session document of SPEC §11 (``GET /v1/sessions/{id}``), from the projection."""
+        """The session document of docs/spec.md (``GET /v1/sessions/{id}``), from the projection."""
         summary = self.summary(session_id)
         return session_document(
             summary, interactions=self.tools.pending_interactions(session_id),
@@ -456,7 +456,7 @@ class SessionService:
         with eventlog_errors(payloads=True):
             return list(self._store.read_all(after=after, limit=limit))
 
-    # -- execution state (SPEC §3) ---------------------------------------------------------
+    # -- execution state (ES-1 … ES-8) ---------------------------------------------------------
 
     def execute(
         self,
@@ -586,7 +586,7 @@ class SessionService:
         return report
 
     def audit(self, session_id: str) -> dict[str, Any]:
-        """The audit document of SPEC §11 (``GET /v1/sessions/{id}/audit``)."""
+        """The audit document of docs/spec.md (``GET /v1/sessions/{id}/audit``)."""
         return self.audit_report(session_id).to_wire()
 
     def audit_all(self, *, progress: AuditProgress | None = None) -> list[AuditReport]:

@@ -1,4 +1,4 @@
-"""Service-wide settings (SPEC HO-6, §11 ``GET|PUT /v1/settings``): where they live and how they
+"""Service-wide settings (HO-6, docs/spec.md ``GET|PUT /v1/settings``): where they live and how they
 change.
 
 The log is per session, but a setting belongs to no session. It is recorded in one reserved

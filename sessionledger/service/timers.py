@@ -397,7 +397,7 @@ class TimerService:
         return setting_history(self._ledger.timer_row(SETTINGS_STREAM))
 
     def auto_resolutions(self, session_id: str) -> dict[str, dict[str, Any] | None]:
-        """``autoResolution`` of each pending interaction of the session (SPEC §11)."""
+        """``autoResolution`` of each pending interaction of the session (docs/spec.md)."""
         with eventlog_errors():
             row = self._ledger.timer_row(session_id)
         if row is None:

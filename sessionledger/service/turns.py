@@ -13,7 +13,7 @@ The todo list comes through the narrow :class:`TodoSource`; :class:`ProjectedTod
 from the todo projection (:mod:`projections.tools`), and only when a todo reminder is due.
 
 The reminders are here too, in two sections: their model-facing texts (the opening sentences
-SPEC TD-5 and PM-5 fix) and the pure decision of which a request gets
+TD-5 and PM-5 fix) and the pure decision of which a request gets
 (:func:`decide_reminders`), then the service that records them.
 """
 
@@ -83,7 +83,7 @@ __all__ = [
 #
 # The model-facing texts of the turn-loop reminders, kept apart from the rules that pick them.
 #
-# SPEC TD-5 and PM-5 fix the opening sentences (marked **exact** there; tests compare them
+# TD-5 and PM-5 fix the opening sentences (marked **exact** there; tests compare them
 # literally) and what the rest must say; the remainder is ours (docs/decisions.md D32). Texts
 # only: the next section (:func:`decide_reminders`) decides when each is injected. The todo text is
 # built from the current list by :func:`todo_reminder_text`.
@@ -179,7 +179,7 @@ def plan_file_reference_text(path: Path, content: str) -> str:
 
 # -- which reminders a model request gets: the pure decision -----------------------------------
 #
-# Which reminders a model request gets: the pure decision of SPEC TD-5, PM-5 and PM-10.
+# Which reminders a model request gets: the pure decision of TD-5, PM-5 and PM-10.
 #
 # Given a session's :class:`~projections.session.TurnCounters` (folded from the log), the
 # request (its tool names, whether it is an output-token continuation) and a way to read the
@@ -215,7 +215,7 @@ class Reminder:
     variant: Variant | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        """``{"kind", "variant", "text"}`` as ``prepare-request`` answers it (SPEC §11)."""
+        """``{"kind", "variant", "text"}`` as ``prepare-request`` answers it (docs/spec.md)."""
         return {"kind": self.kind, "variant": self.variant, "text": self.text}
 
 

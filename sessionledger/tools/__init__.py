@@ -2,7 +2,7 @@
 
 The service's own tools (TodoRead, AskUserQuestion, …) have contracts and handlers here; the
 host's tools (Read, Bash, MCP tools, …) only have descriptors, because the service is their
-permission authority, not their runner (SPEC TR-3).
+permission authority, not their runner (TR-3).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""AskUserQuestion, whole: its words, its contract with its handler, and the handler (SPEC §5).
+"""AskUserQuestion, whole: its words, its contract with its handler, and the handler (AQ-1 … AQ-5).
 
 What the model reads (:data:`DESCRIPTION`, :func:`model_schema`), what it may write
 (:class:`AskInput`), what the handler runs on once the user answered (:class:`AskHandlerInput`),
@@ -66,7 +66,7 @@ __all__ = [
     "visible",
 ]
 
-# -- the words (SPEC AQ-1, AQ-3, AQ-4, HO-8) -------------------------------------------------
+# -- the words (AQ-1, AQ-3, AQ-4, HO-8) ------------------------------------------------------
 #
 # Pure functions over plain data, so the contract below and the executor share one wording:
 # DESCRIPTION is the tool description the model reads (AQ-1); result_text is what the model
@@ -297,7 +297,7 @@ def declined_text(reason: str | None = None) -> str:
         text += f' The user said: "{reason.strip()}"'
     return text
 
-# -- the contract: input schemas, limits and results (SPEC §5, HO-8) ------------------------
+# -- the contract: input schemas, limits and results (AQ-1 … AQ-5, HO-8) --------------------
 #
 # Two schemas, one shape: AskInput is what the model writes, ``{"questions": [question…]}``
 # (AQ-2). Its JSON schema (model_schema) is what the model is given; ``multiSelect`` is
@@ -313,7 +313,7 @@ def declined_text(reason: str | None = None) -> str:
 # tell apart are duplicates; only a label that is exactly "other" so compared is reserved
 # ("Others", "Other option" are fine, ``"Oth\u0435r"`` with a Cyrillic e is not); question
 # texts and labels that show nothing (blank, or only zero-width characters) are rejected like
-# empty ones. The texts are recorded as given. Where the SPEC is silent this module decides: a
+# empty ones. The texts are recorded as given. Where docs/spec.md is silent this module decides: a
 # ``null`` preview or ``null`` answers count as absent; the forbidden preview tags are looked
 # for in the whole text, code fences included, in any case, opening or closing, with or
 # without attributes, but only where a tag name follows ``<`` directly, as in HTML.
@@ -602,7 +602,7 @@ def handler_schema() -> dict[str, Any]:
     """The JSON schema of the handler's input: the model's plus ``answers``, ``annotations``."""
     return AskHandlerInput.model_json_schema(by_alias=True)
 
-# -- the handler: the executor's view of the contract (SPEC §5, HO-8) ------------------------
+# -- the handler: the executor's view of the contract (AQ-1 … AQ-5, HO-8) --------------------
 #
 # It always needs the user (AQ-5); the question set is the interaction's payload. A ``modify``
 # carries the input with the user's answers and must pass the handler schema (else 422, still

@@ -1,4 +1,4 @@
-"""The path every service tool call takes (SPEC §11 tool calls, HO-1 … HO-3, HO-8).
+"""The path every service tool call takes (docs/spec.md tool calls, HO-1 … HO-3, HO-8).
 
 validate input → permission → allow: run the handler; deny: complete as denied; ask: hand the
 call to the session's broker, which either denies at once (headless) or leaves it pending in
@@ -151,7 +151,7 @@ def written_list(store: EventStore, session_id: str, seq: int) -> tuple[TodoItem
 
 
 def call_answer(store: EventStore, doc: Doc) -> dict[str, Any]:
-    """The SPEC §11 tool-call document of ``doc``, its result complete."""
+    """The docs/spec.md tool-call document of ``doc``, its result complete."""
     wire = call_wire(doc)
     result = wire.get("result")
     todos_seq = doc.body.get("todosSeq")

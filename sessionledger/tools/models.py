@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 
-# -- the catalog: a port and its file-backed implementation (SPEC §8, TR-4) ------------------
+# -- the catalog: a port and its file-backed implementation (LM-1, LM-2, TR-4) ---------------
 #
 # ListModels and model references (LM-1, LM-2) read the catalog through ModelCatalogPort:
 # ``read(workspace)`` answers the catalog the host offers for that workspace, or ``None`` when
@@ -168,7 +168,7 @@ class StaticModelCatalog:
         return self.catalog
 
 
-# -- model references: what a workflow's ``subagent_model`` names (SPEC LM-2) ---------------
+# -- model references: what a workflow's ``subagent_model`` names (LM-2) --------------------
 #
 # resolve_model_reference is pure: a reference, the catalog and the provider of the session's
 # current model in, a ResolvedModel or a typed ModelReferenceError out. The rules, all
@@ -249,7 +249,7 @@ class ResolvedModel:
         return self.model.id
 
     def to_wire(self) -> dict[str, str | None]:
-        """``{"id": "provider/model", "level": …}`` (SPEC §11, ``GET /v1/models/resolve``)."""
+        """``{"id": "provider/model", "level": …}`` (docs/spec.md, ``GET /v1/models/resolve``)."""
         return {"id": self.model.id, "level": self.level}
 
 
@@ -339,7 +339,7 @@ def resolve_model_reference(
     return ResolvedModel(model, _level(model, level.strip() if dollar else None, ref, catalog))
 
 
-# -- ListModels: the contract, the listing text and the handler (SPEC LM-1) ------------------
+# -- ListModels: the contract, the listing text and the handler (LM-1) -----------------------
 #
 # No parameters (input ``{}``, strict). Every call reads the host's catalog afresh through the
 # ModelCatalogPort — bounded by the tool's 10 s timeout — and answers one line per model:

@@ -1,10 +1,11 @@
-"""EnterPlanMode and ExitPlanMode, whole: their words, their contracts, their handlers (§7).
+"""EnterPlanMode and ExitPlanMode, whole: their words, their contracts, their handlers
+(PM-1 … PM-9).
 
 What the model reads (:data:`ENTER_DESCRIPTION`, :data:`EXIT_DESCRIPTION`), what it may write
 (:class:`EnterPlanInput`, :class:`ExitPlanInput`), the exact texts it gets back for each outcome
 (:data:`ENTER_GUIDANCE`, :func:`approved_text`, :data:`NOT_APPROVED`), and
 :class:`EnterPlanModeHandler` / :class:`ExitPlanModeHandler`, the executor's view of all this
-(SPEC PM-1, PM-6 … PM-9, ES-3). The plan file itself is :mod:`sessionledger.tools.plan_files`.
+(PM-1, PM-6 … PM-9, ES-3). The plan file itself is :mod:`sessionledger.tools.plan_files`.
 """
 
 from __future__ import annotations
@@ -67,15 +68,15 @@ __all__ = [
 ]
 
 
-# -- the words and the contracts (SPEC §7, PM-1, PM-6) ----------------------------------------
+# -- the words and the contracts (PM-1, PM-6) -------------------------------------------------
 #
 # EnterPlanMode takes no input and never needs approval (PM-1); its description encourages
 # Plan for non-trivial implementation work, names the seven situations where it fits and —
-# unlike the seed's system — does not claim the user has to approve entering. ExitPlanMode's
-# input (PM-6) is the plan (1 to 20000 code points, not only whitespace, stored verbatim) and
-# optional ``allowedPrompts`` that are echoed in the result and grant nothing; other fields are
-# allowed. The texts the model receives for each outcome are here, verbatim from SPEC §7, so
-# tests and the handlers share one copy.
+# unlike the agent runtime it follows — does not claim the user has to approve entering.
+# ExitPlanMode's input (PM-6) is the plan (1 to 20000 code points, not only whitespace, stored
+# verbatim) and optional ``allowedPrompts`` that are echoed in the result and grant nothing;
+# other fields are allowed. The texts the model receives for each outcome are here, verbatim
+# from docs/spec.md, so tests and the handlers share one copy.
 
 PLAN_MAX = 20000
 REVIEW_QUESTION = "Review this implementation plan."
@@ -176,7 +177,7 @@ def approved_text(plan: str) -> str:
     return APPROVED_PREFIX + plan
 
 
-# -- the handlers (SPEC PM-1, PM-6 … PM-9, ES-3) -----------------------------------------------
+# -- the handlers (PM-1, PM-6 … PM-9, ES-3) ----------------------------------------------------
 #
 # EnterPlanMode is allowed without a prompt (PM-1): it returns the execution machine's events
 # for switching Plan on (none when Plan is already on, ES-3 — the call still succeeds) with the

@@ -1,4 +1,4 @@
-"""The approved plan's file: the one write outside the log (SPEC PM-7, PM-10; DESIGN.md).
+"""The approved plan's file: the one write outside the log (PM-7, PM-10; DESIGN.md).
 
 On approval the plan is written to ``<workspace>/.zcode/plans/plan-<sanitised id>.md``:
 characters of the session id outside ``[A-Za-z0-9_.-]`` become ``-``, the directories are
@@ -9,7 +9,7 @@ directory, which must lie inside the resolved workspace, which must lie inside t
 workspace root; otherwise nothing is written and the failure is reported like any other write
 error (``PlanFileWriteFailed``).
 
-The path is resolved when the plan is written, not when the session was created (SPEC EG-4):
+The path is resolved when the plan is written, not when the session was created (EG-4):
 a workspace, or a directory in it, swapped for a symlink after the session was created is
 seen then. So that nothing can be swapped between that check and the write, the resolved
 plans directory is then opened one component at a time from ``/`` without following a

@@ -1,4 +1,4 @@
-"""Which tools exist, what each is built over, and which a session is offered (SPEC TR-1).
+"""Which tools exist, what each is built over, and which a session is offered (TR-1).
 
 :func:`service_handlers` builds every service tool over one store, its projections and the
 host's ports (:class:`~sessionledger.tools.ports.ToolPorts`), so
@@ -41,7 +41,7 @@ __all__ = [
     "service_handlers",
 ]
 
-# -- the surface: which tools a session is offered (SPEC TR-1) --------------------------------
+# -- the surface: which tools a session is offered (TR-1) -------------------------------------
 #
 # The registry only offers a tool once its handler exists; each later issue registers its
 # handlers. On top of that the surface depends on the host and its ports: ``ListModels`` only
@@ -132,7 +132,7 @@ class WorkspaceSurface:
 
 # -- the toolset: which service tools exist and what each is built over ----------------------
 #
-# Every handler lives in :mod:`sessionledger.tools`; the ones added for SPEC §8 to §10 need
+# Every handler lives in :mod:`sessionledger.tools`; the ones added for LM-1, LM-2, TR-1 … TR-5 need
 # the store (another session's events for ReadSessionContext, the session's records for the
 # cron and off-peak tools, the session's chosen model for ListModels) and the host's ports.
 

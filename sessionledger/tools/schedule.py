@@ -71,7 +71,7 @@ __all__ = [
 ]
 
 
-# -- the ports: when a scheduled prompt is due (SPEC TR-1, TR-5) -----------------------------
+# -- the ports: when a scheduled prompt is due (TR-1, TR-5) ----------------------------------
 #
 # The service records schedules as events and answers "next due" times; it never runs a
 # prompt — running them is the host's job (docs/tools.md). Two ports:
@@ -181,7 +181,7 @@ class OffPeakPorts:
         return None if off_peak is None else WindowOffPeak.from_config(off_peak)
 
 
-# -- the contract: descriptors, input schemas, texts (SPEC TR-5) ------------------------------
+# -- the contract: descriptors, input schemas, texts (TR-5) -----------------------------------
 #
 # Inputs are strict (no coercion, unknown fields refused):
 #
@@ -351,7 +351,7 @@ def schema_of(tool: str) -> dict[str, Any]:
             "properties": properties}
 
 
-# -- the handlers (SPEC TR-1, TR-5) ------------------------------------------------------------
+# -- the handlers (TR-1, TR-5) -----------------------------------------------------------------
 #
 # Each handler records what it changes as one event in the call's batch — a
 # ``CronScheduleCreated`` / ``Updated`` / ``Deleted`` or an ``OffPeakPromptCreated`` — and the

@@ -8,7 +8,7 @@ record but never completed by an earlier process (a stop between PM-7's two batc
 abandoned and asked again (:meth:`ToolExecutor.resume`).
 
 The permission authority the executor asks is here too (:class:`WorkspacePermissions`): a
-workspace's rules (``.sessionledger/config.toml``, SPEC TR-4) applied to one call, loaded on
+workspace's rules (``.sessionledger/config.toml``, TR-4) applied to one call, loaded on
 first use and reloaded when the file changes; an invalid file is an
 :class:`~sessionledger.errors.InvalidWorkspaceConfig` naming the key. A decision depends on
 the call's input only through its primary argument

@@ -1,4 +1,4 @@
-"""ReadSessionContext, whole: the ranking, the local material, the tool (SPEC RS-1 … RS-3).
+"""ReadSessionContext, whole: the ranking, the local material, the tool (RS-1 … RS-3).
 
 How message chunks are ranked against a query (:func:`rank`, Okapi BM25), the local material
 of another session cut to a budget (:func:`digest`, :func:`relevant_text`,
@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 
-# -- ranking message chunks: Okapi BM25 over a plain tokenizer (SPEC RS-2) -------------------
+# -- ranking message chunks: Okapi BM25 over a plain tokenizer (RS-2) ------------------------
 #
 # The ``relevant`` strategy ranks the other session's messages against the model's query
 # without an auxiliary model. BM25 is small enough to own (about thirty lines here) rather than
@@ -146,7 +146,7 @@ def _idf(terms: Iterable[str], counts: Sequence[Counter[str]]) -> dict[str, floa
     return {t: math.log(1 + (total - frequency[t] + 0.5) / (frequency[t] + 0.5)) for t in terms}
 
 
-# -- the local material of another session, within a budget (SPEC RS-2) ----------------------
+# -- the local material of another session, within a budget (RS-2) ---------------------------
 #
 # digest reads the session's events once (flat memory: the store pages them) and keeps what
 # the two strategies need: the messages, the last todo list, the approved plan and the
@@ -170,7 +170,7 @@ def size(text: str) -> int:
 
 
 def estimate_tokens(text: str) -> int:
-    """Tokens as SPEC RS-1 estimates them: UTF-8 bytes / 4, rounded up."""
+    """Tokens as RS-1 estimates them: UTF-8 bytes / 4, rounded up."""
     return math.ceil(size(text) / 4)
 
 
@@ -313,7 +313,7 @@ def handoff_text(
     return text, cut
 
 
-# -- the tool: the contract, the framing and the handler (SPEC RS-1 … RS-3) ------------------
+# -- the tool: the contract, the framing and the handler (RS-1 … RS-3) -----------------------
 #
 # Input (strict): ``sessionId`` starting ``sess_``; ``query`` 1-4000 characters; ``strategy``
 # ``relevant`` (default) or ``handoff``; ``maxTokens`` 1-12000, default 6000. Schema failures

@@ -1,4 +1,5 @@
-"""TodoWrite and TodoRead, whole: their words, their contract with the handlers, the handlers (§4).
+"""TodoWrite and TodoRead, whole: their words, their contract with the handlers, the handlers
+(TD-1 … TD-5).
 
 What the model reads (:data:`WRITE_DESCRIPTION`, :data:`READ_DESCRIPTION`, the model schemas),
 what it may write (:class:`TodoWriteInput`, :class:`TodoReadInput`), what comes back
@@ -52,7 +53,7 @@ __all__ = [
 ]
 
 
-# -- the words (SPEC TD-2, TD-3) ---------------------------------------------------------------
+# -- the words (TD-2, TD-3) --------------------------------------------------------------------
 
 TODOS_DESCRIPTION = (
     "The complete updated todo list. At most one item may be in_progress at a time."
@@ -80,7 +81,7 @@ READ_DESCRIPTION = (
 """What the model is told about TodoRead (TD-3)."""
 
 
-# -- the contract: input schemas (SPEC TD-1, TD-2) -------------------------------------------
+# -- the contract: input schemas (TD-1, TD-2) ------------------------------------------------
 #
 # TodoWriteInput is ``{"todos": [item…]}`` (TD-1), strict: no coercion, unknown fields rejected
 # at both levels. An item has no id: ``content`` (non-empty, not blank as :func:`.ask.visible`
@@ -163,7 +164,7 @@ def read_model_schema() -> dict[str, Any]:
     return _for_model(TodoReadInput.model_json_schema())
 
 
-# -- results (SPEC TD-3, D28, D70) ------------------------------------------------------------
+# -- results (TD-3, D28, D70) -----------------------------------------------------------------
 #
 # write_result builds what TodoWrite returns (TD-3): ``oldTodos``, ``todos``, ``summary`` keyed
 # by the status values plus ``total``, and ``droppedUnfinished`` — the old pending or
@@ -316,7 +317,7 @@ def read_result(todos: Sequence[TodoFields]) -> TodoResult:
     )
 
 
-# -- the handlers: the executor's view of the contract (SPEC §4, TD-3, TD-4) -----------------
+# -- the handlers: the executor's view of the contract (TD-3, TD-4) --------------------------
 #
 # Both tools are read-only and need no approval, so the permission service allows them in
 # every mode, Plan included (TD-3; TodoWrite's side-effect scope is ``session`` and it is

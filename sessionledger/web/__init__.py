@@ -1,4 +1,4 @@
-"""The web client's files (SPEC §11 ``GET /``): static HTML, JavaScript modules and CSS.
+"""The web client's files (docs/web-client.md): static HTML, JavaScript modules and CSS.
 
 Nothing here runs on the server: the files in ``static/`` are shipped as package data and
 served as they are by :mod:`sessionledger.http.routes` (no build step, no CDN). The page
