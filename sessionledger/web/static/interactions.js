@@ -203,13 +203,13 @@ export class PlanCard extends Card {
     const question = (payload.questions && payload.questions[0] && payload.questions[0].question)
       || 'Review this implementation plan.';
     const body = h('div', { class: 'plan-body markdown' });
-    body.innerHTML = renderMarkdown(payload.plan || '');  // escaped by the renderer
+    body.innerHTML = renderMarkdown(payload.plan || '', { headingBase: 3 });  // escaped by the renderer
     const prompts = Array.isArray(payload.allowedPrompts) && payload.allowedPrompts.length
       ? h('div', { class: 'allowed-prompts' }, h('h4', {}, 'Prompts the plan asks to allow'),
         h('ul', {}, payload.allowedPrompts.map((p) => h('li', {}, h('code', {}, p.tool), ' ', p.prompt))))
       : null;
     this.feedback = h('textarea', {
-      class: 'feedback', rows: 3, 'aria-label': 'Feedback',
+      class: 'feedback', rows: 2, 'aria-label': 'Feedback',
       placeholder: 'What should change? Sent to the agent as your message; Plan stays on.',
     });
     const approve = h('button', {
@@ -230,20 +230,33 @@ export class PlanCard extends Card {
       send.disabled = Boolean(send.dataset.blocked) || this.el.classList.contains('busy');
     });
     this.buttons = [approve, send, reject];
+    this.heading = h('h3', {}, 'Plan approval');
+    this.revision = h('div', { class: 'revision-slot' });
+    // The decision stays on screen (sticky) while a long plan is read.
     this.el = h('section', {
       class: 'card plan-card', 'aria-label': 'Plan approval',
       dataset: { interactionId: item.interactionId, callId: item.callId, kind: item.kind },
     },
-    h('div', { class: 'card-head' }, h('h3', {}, 'Plan approval'), chip('Plan')),
+    h('div', { class: 'card-head' }, this.heading, chip('Plan')),
     h('p', { class: 'question-text' }, question),
+    this.revision,
     body, prompts,
-    h('div', { class: 'actions' }, approve, reject),
-    h('div', { class: 'feedback-row' }, this.feedback, send),
-    this.error);
+    h('div', { class: 'plan-decision', role: 'group', 'aria-label': 'Your decision on this plan' },
+      h('div', { class: 'actions' }, approve, reject),
+      h('div', { class: 'feedback-row' }, this.feedback, send),
+      this.error));
   }
 
   update(item) {
     this.item = item;
+  }
+
+  /** This plan is a revision (v2 and later): say so, with the feedback and the diff. */
+  showRevision(history, panel) {
+    this.el.dataset.version = String(history.version);
+    if (history.version < 2) return;
+    this.heading.textContent = `Plan approval · v${history.version}`;
+    this.revision.replaceChildren(panel);
   }
 
   #sendFeedback() {

@@ -120,7 +120,8 @@ function blocks(lines) {
     const heading = line.match(HEADING);
     if (heading) {
       const level = heading[1].length;
-      out.push(`<h${level}>${inline(heading[2] || '')}</h${level}>`);
+      const nested = headingBase ? ` aria-level="${Math.min(6, level + headingBase)}"` : '';
+      out.push(`<h${level}${nested}>${inline(heading[2] || '')}</h${level}>`);
       i += 1;
       continue;
     }
@@ -155,7 +156,16 @@ function blocks(lines) {
   return out.join('\n');
 }
 
-/** The HTML for ``source``: only this module's tags; every character of the source escaped. */
-export function renderMarkdown(source) {
-  return blocks(String(source ?? '').replace(/\r\n?/g, '\n').split('\n'));
+let headingBase = 0;  // of the render under way: its headings sit below a heading of this level
+
+/** The HTML for ``source``: only this module's tags; every character of the source escaped.
+ * With ``headingBase`` its headings are announced that many levels deeper (aria-level), as
+ * the sections of what is under a heading of that level. */
+export function renderMarkdown(source, { headingBase: base = 0 } = {}) {
+  headingBase = base;
+  try {
+    return blocks(String(source ?? '').replace(/\r\n?/g, '\n').split('\n'));
+  } finally {
+    headingBase = 0;
+  }
 }

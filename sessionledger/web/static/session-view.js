@@ -9,6 +9,7 @@
 import { del, get, post, put, sessionPath } from './api.js';
 import { clientName, clock, fill, h } from './dom.js';
 import { cardFor } from './interactions.js';
+import { planHistory, revisionPanel } from './plans.js';
 import { LedgerStream } from './stream.js';
 import { Timeline } from './timeline.js';
 
@@ -410,6 +411,7 @@ export class SessionView {
       else {
         card = cardFor(item, ctx);
         this.cards.set(item.interactionId, card);
+        if (item.kind === 'planApproval') this.#planVersions(card, item);
       }
       // Move a card only when it is out of place: moving a node would take the focus away.
       if (this.cardsEl.children[index] !== card.el) {
@@ -419,6 +421,19 @@ export class SessionView {
     this.cardsEl.dataset.count = String(interactions.length);
     this.cardsEl.hidden = interactions.length === 0;
     this.nothingWaiting.hidden = interactions.length > 0;
+  }
+
+  /** A plan waiting for approval after feedback on an earlier one: which version it is, the
+   * feedback, the diff (plans.js). */
+  async #planVersions(card, item) {
+    try {
+      const history = await planHistory(this.sessionId, (this.doc ? this.doc.version : this.lastSeq) + 1);
+      if (this.stopped || this.cards.get(item.interactionId) !== card) return;
+      card.showRevision(history, history.previous
+        ? revisionPanel(history, String((item.payload && item.payload.plan) || '')) : null);
+    } catch (_err) {
+      // the server is away or the session gone: the plan is shown without its history
+    }
   }
 
   /** HO-4: the last question resolved by the timer, while nothing was resolved after it; or
