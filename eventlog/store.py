@@ -132,6 +132,18 @@ def sqlite_path_from_url(url: str) -> tuple[Path, dict[str, str]]:
     return Path(raw), options
 
 
+def sqlite_target(url: str) -> tuple[Path, str]:
+    """The file and the ``synchronous`` setting a ``sqlite:`` URL names, its options checked
+    (:class:`InvalidStoreUrl` names a bad one) without opening anything."""
+    path, options = sqlite_path_from_url(url)
+    sync = options.pop("synchronous", "full").lower()
+    if options:
+        raise InvalidStoreUrl(f"unknown sqlite URL option(s): {', '.join(sorted(options))}")
+    if sync not in ("full", "normal"):
+        raise InvalidStoreUrl(f"synchronous must be 'full' or 'normal', not {sync!r}")
+    return path, sync
+
+
 def open_store(
     url: str,
     *,
@@ -154,12 +166,7 @@ def open_store(
     if scheme == "sqlite":
         from .sqlite import SQLiteEventStore
 
-        path, options = sqlite_path_from_url(url)
-        sync = options.pop("synchronous", "full").lower()
-        if options:
-            raise InvalidStoreUrl(f"unknown sqlite URL option(s): {', '.join(sorted(options))}")
-        if sync not in ("full", "normal"):
-            raise InvalidStoreUrl(f"synchronous must be 'full' or 'normal', not {sync!r}")
+        path, sync = sqlite_target(url)
         return SQLiteEventStore(path, synchronous=sync, clock=clock, projections=projections)
     if scheme == "postgresql":
         from .postgres import PostgresEventStore

@@ -43,6 +43,7 @@ from .config import (
     MAX_CURSOR,
     TOKEN_ENV,
     ServerSettings,
+    missing_store_file,
     resolve_store_url,
 )
 
@@ -102,12 +103,37 @@ def escape(markup: str) -> str:
     return escape_markup(markup)
 
 
+def _usage_error(exc: click.UsageError) -> NoReturn:
+    """A usage error said as every other error is (one ``error: …`` line on standard error,
+    exit 2), naming the help to read; a group called without a command prints its help and
+    exits 0 (there is nothing wrong in asking what it does)."""
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError) and exc.ctx is not None:
+        click.echo(exc.ctx.get_help())
+        raise click.exceptions.Exit(0)
+    message = exc.format_message().rstrip(".")
+    where = exc.ctx.command_path if exc.ctx is not None else "sessionledger"
+    click.echo(f"error: {message}. See `{where} --help`.", err=True)
+    raise click.exceptions.Exit(exc.exit_code)
+
+
 class LedgerGroup(click.Group):
-    """A command group that turns application errors into a message and an exit code."""
+    """A command group that turns application and usage errors into one ``error: …`` line
+    and an exit code."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            _usage_error(exc)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            _usage_error(exc)
         except Exception as exc:
             failure = _application_error(exc)
             if failure is not None:
@@ -149,12 +175,31 @@ def db_option(command: F) -> F:
     )(command)
 
 
+def _store_url(db: str | None, *, create: bool) -> str:
+    """The store URL ``--db`` names, checked before it is opened: a command that only reads
+    never creates a store (a missing SQLite file is an error naming it); one that writes may,
+    and says so once on standard error."""
+    url = resolve_store_url(db)
+    missing = missing_store_file(url)
+    if missing is not None:
+        if not create:
+            from .errors import StoreNotFound
+
+            raise StoreNotFound(str(missing.absolute()))
+        click.echo(f"created a new event store at {missing.absolute()}", err=True)
+    return url
+
+
 @contextmanager
-def _service(db: str | None, workspace: Path | None = None) -> Iterator[SessionService]:
-    """A service over the store ``--db`` names, closed when the command ends."""
+def _service(
+    db: str | None, workspace: Path | None = None, *, create: bool = False
+) -> Iterator[SessionService]:
+    """A service over the store ``--db`` names, closed when the command ends; the store must
+    exist unless ``create`` (a command that records)."""
     from .service.sessions import SessionService
 
-    service = SessionService.open(resolve_store_url(db), workspace_root=workspace or Path.cwd())
+    service = SessionService.open(_store_url(db, create=create),
+                                  workspace_root=workspace or Path.cwd())
     try:
         yield service
     finally:
@@ -186,10 +231,14 @@ def _progress(
         yield tick, say
 
 
-@click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LedgerGroup, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="sessionledger")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Event-sourced session state for AI coding-agent hosts."""
+    if ctx.invoked_subcommand is None:  # bare `sessionledger`: what it can do, exit 0
+        click.echo(ctx.get_help())
 
 
 @main.command()
@@ -243,10 +292,11 @@ def serve(
         mcp_elicitation=not no_elicitation, mcp_max_sessions=mcp_max_sessions,
         idle_exit_s=idle_exit_s, hook_writer=hook_writer,
     )
+    url = _store_url(db, create=True)
     if hook_writer:
         from .http.server import hold_writer_lock
 
-        if not hold_writer_lock(resolve_store_url(db)):
+        if not hold_writer_lock(url):
             return  # another writer serves this database
     from .config.workspace import load_workspace_config
     from .http import serve as run_server  # FastAPI and uvicorn only when serving
@@ -254,8 +304,7 @@ def serve(
 
     load_workspace_config(settings.workspace_root)  # TR-4: never start on invalid rules
     service = SessionService.open(
-        resolve_store_url(db), workspace_root=settings.workspace_root,
-        timer_config=settings.timer_config,
+        url, workspace_root=settings.workspace_root, timer_config=settings.timer_config,
     )
     run_server(settings, service=service)
 
@@ -292,14 +341,26 @@ def demo(db: str | None) -> None:
               help="Only sessions with a question or approval waiting for someone.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N",
               help="At most N sessions, the most recently updated (default: all).")
-def sessions(db: str | None, include_deleted: bool, waiting: bool, limit: int | None) -> None:
-    """List sessions (not deleted ones unless --all), most recently updated first."""
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object: `sessions`, each with its name, what waits in it and "
+                   "whether it is deleted.")
+def sessions(
+    db: str | None, include_deleted: bool, waiting: bool, limit: int | None, as_json: bool
+) -> None:
+    """List sessions (not deleted ones unless --all), most recently updated first, with what
+    waits for someone in each: questions, plan and tool approvals, the nearest deadline."""
     with _service(db) as service:
         if limit is None and not waiting:
             rows = service.summaries(include_deleted=include_deleted)
         else:  # one query, however many sessions there are
             rows = service.summary_page(limit=limit or _EVERY_ROW, waiting=waiting,
                                         include_deleted=include_deleted)[0]
+        entries = service.list_entries(rows)
+    if as_json:
+        click.echo(json.dumps({"sessions": [
+            {**entry, "deleted": row.deleted} for entry, row in zip(entries, rows, strict=True)
+        ]}, ensure_ascii=False))
+        return
     if not rows:
         _out().print("no sessions waiting" if waiting else "no sessions")
         return
@@ -307,16 +368,28 @@ def sessions(db: str | None, include_deleted: bool, waiting: bool, limit: int | 
 
     table = Table()
     table.add_column("session", no_wrap=True, overflow="fold")
+    table.add_column("name", overflow="fold")
     table.add_column("mode")
-    table.add_column("version", justify="right")
+    table.add_column("waiting", overflow="fold")
     table.add_column("updated")
-    table.add_column("parent", overflow="fold")
-    for row in rows:
+    for entry, row in zip(entries, rows, strict=True):
         mode = f"{row.display_mode} (deleted)" if row.deleted else row.display_mode
-        table.add_row(
-            row.session_id, mode, str(row.version), row.updated_at, row.parent_session_id or ""
-        )
+        table.add_row(row.session_id, escape(entry["name"]), mode,
+                      _waiting_words(entry["pending"]), row.updated_at)
     _out().print(table)
+
+
+_WAITING_NOUNS = (("questions", "question"), ("planApprovals", "plan approval"),
+                  ("toolApprovals", "tool approval"))
+
+
+def _waiting_words(pending: dict[str, Any]) -> str:
+    """``2 questions, 1 plan approval — deadline 2026-…Z``: what waits, as a person says it."""
+    said = [f"{pending[key]} {noun}{'' if pending[key] == 1 else 's'}"
+            for key, noun in _WAITING_NOUNS if pending.get(key)]
+    if said and pending.get("deadlineAt"):
+        said[-1] += f" — deadline {pending['deadlineAt']}"
+    return ", ".join(said)
 
 
 @main.command()
@@ -502,20 +575,24 @@ def _printed(
 @click.argument("session_id", metavar="SESSION")
 @click.option("--until", type=click.IntRange(1, MAX_CURSOR), default=None, metavar="SEQ",
               help="Stop after the event with this seq (default: the last one).")
-def replay(db: str | None, session_id: str, until: int | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object: the timeline `entries` (as the HTTP timeline route gives "
+                   "them) and the `state` as of the last one.")
+def replay(db: str | None, session_id: str, until: int | None, as_json: bool) -> None:
     """Show the timeline up to an event (when, who, what) and the state as of it.
 
     An event its host timed itself (an imported transcript's) shows that time, with when the
     ledger recorded it at the end of its line; a session another program created (Claude
     Code) is named with that program's session id first. A plan submitted for approval and a
     question asked are printed in full under their line, as typed: HTML and markup as text,
-    a character that would show as nothing as its `<U+XXXX>` mark (EG-7).
+    a character that would show as nothing as its `<U+XXXX>` mark.
     """
     from projections.session import fold
 
     from .errors import CorruptLog, InvalidInput
-    from .service.documents import client_note, state_note
+    from .service.documents import client_note, execution_state_wire, origin_wire, state_note
 
+    entries: list[dict[str, Any]] = []
     with _service(db) as service:
         service.require_session(session_id)
         version = service.store.version(session_id)
@@ -527,17 +604,43 @@ def replay(db: str | None, session_id: str, until: int | None) -> None:
         created = service.find_summary(session_id)
         origin = (client_note(created.client, created.external_session_id)
                   if created is not None else None)
-        if origin is not None:  # CC-9: a session Claude Code created says so first
+        if origin is not None and not as_json:  # a session Claude Code created says so first
             _out().print(f"{session_id}: {escape(origin)}")
         show = last > REPLAY_PROGRESS_THRESHOLD
-        with _progress("replaying", console=_out(), show=show, total=last) as (tick, say):
+        console = _err() if as_json else _out()
+        with _progress("replaying", console=console, show=show, total=last) as (tick, say):
             events = service.iter_events(session_id, until=last)
-            summary = fold(_printed(events, say, tick, last))
+            if as_json:
+                events = _collected(events, entries, tick, last)
+            summary = fold(events if as_json else _printed(events, say, tick, last))
     if summary is None:
         raise CorruptLog(f"session {session_id} has no SessionCreated event before seq {last}")
+    if as_json:
+        click.echo(json.dumps({
+            "sessionId": session_id,
+            **(origin_wire(created) if created is not None else {}),
+            "entries": entries,
+            "state": {"seq": summary.version, "updatedAt": summary.updated_at,
+                      "executionState": execution_state_wire(summary.execution),
+                      "displayMode": summary.display_mode, "deleted": summary.deleted},
+        }, ensure_ascii=False))
+        return
     gone = ", deleted" if summary.deleted else ""
     _out().print(f"\nstate as of seq {summary.version} ({summary.updated_at}): "
                f"{escape(state_note(summary.execution))}{gone}")
+
+
+def _collected(
+    events: Iterable[RecordedEvent], into: list[dict[str, Any]], tick: Tick | None, total: int
+) -> Iterator[RecordedEvent]:
+    """Pass ``events`` through, keeping each one's timeline entry in ``into``."""
+    from .service.documents import timeline_entry
+
+    for event in events:
+        into.append(timeline_entry(event))
+        if tick is not None:
+            tick(event.seq, total)
+        yield event
 
 
 # -- audit and maintenance -------------------------------------------------------------------
@@ -607,6 +710,63 @@ def audit(db: str | None, session_id: str | None, as_json: bool, strict: bool) -
 
 @main.command()
 @db_option
+@click.argument("session_id", metavar="SESSION")
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("."), show_default=True,
+              help="Folder to write the two files into (it must exist).")
+@click.option("--overwrite", is_flag=True, help="Replace files of an earlier export.")
+def export(db: str | None, session_id: str, directory: Path, overwrite: bool) -> None:
+    """Write a session's events as JSON Lines and its audit as JSON, to keep or hand on.
+
+    `SESSION.events.jsonl` holds one envelope per line in seq order, as `events --json` and
+    the HTTP events route give them (hashes included: `audit` of an imported copy can check
+    the chain); `SESSION.audit.json` the audit document of the session as of that export.
+    A deleted session's events export too. Each file is written beside its name and renamed
+    into place when complete. Exit 2 when a file exists (without --overwrite) or the folder
+    is missing.
+    """
+    from .errors import InvalidInput
+
+    if not directory.is_dir():
+        raise InvalidInput(f"--dir {str(directory)!r} is not an existing folder")
+    targets = [directory / f"{session_id}.{suffix}" for suffix in ("events.jsonl", "audit.json")]
+    if len(session_id) > 200 or any(t.parent != directory for t in targets):
+        raise InvalidInput(f"session id {session_id!r} cannot name a file")
+    for target in targets:
+        if (target.exists() or target.is_symlink()) and not overwrite:
+            raise InvalidInput(f"{target} exists: pass --overwrite to replace it")
+    with _service(db) as service:
+        service.require_session(session_id)
+        count = _written(targets[0], (
+            json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":")) + "\n"
+            for event in service.iter_events(session_id)
+        ))
+        report = service.audit_report(session_id)
+    _written(targets[1], [json.dumps({"sessionId": session_id, **report.to_wire()},
+                                     ensure_ascii=False, indent=2) + "\n"])
+    _out().print(f"exported {count} event{'' if count == 1 else 's'} to {escape(str(targets[0]))}"
+                 f" and the audit ({'ok' if report.ok else 'FAULTS FOUND'}) to "
+                 f"{escape(str(targets[1]))}")
+
+
+def _written(target: Path, chunks: Iterable[str]) -> int:
+    """Write ``chunks`` to ``target`` through a file beside it renamed into place; how many
+    chunks were written. A failure leaves ``target`` as it was."""
+    partial = target.with_name(f".{target.name}.partial")
+    count = 0
+    try:
+        with partial.open("w", encoding="utf-8") as out:
+            for chunk in chunks:
+                out.write(chunk)
+                count += 1
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return count
+
+
+@main.command()
+@db_option
 def rebuild(db: str | None) -> None:
     """Drop every projection and rebuild it from the log."""
     from .tools.plan_files import restore_plan_files
@@ -652,7 +812,7 @@ def backup(db: str | None, dest: Path, overwrite: bool) -> None:
     from .errors import InvalidInput
 
     try:
-        report = backup_store(resolve_store_url(db), dest, overwrite=overwrite)
+        report = backup_store(_store_url(db, create=False), dest, overwrite=overwrite)
     except BackupRefused as exc:
         raise InvalidInput(str(exc)) from exc
     noun = "session" if report.sessions == 1 else "sessions"
@@ -684,7 +844,7 @@ def migrate(db: str | None, source: str | None, target: str) -> None:
 
     from .errors import Conflict, InvalidInput
 
-    from_url = source or resolve_store_url(db)
+    from_url = _store_url(source or db, create=False)
     if backend_of(target) != "postgresql":
         raise InvalidInput(f"--to must name a postgresql:// store, not {target!r}")
     try:
@@ -737,7 +897,7 @@ def call(db: str | None, session_id: str, tool: str, input_json: str, call_id: s
         raise InvalidInput(f"--input is not JSON: {exc}") from exc
     if not isinstance(raw, dict):
         raise InvalidInput("--input must be a JSON object")
-    with _service(db) as service:
+    with _service(db, create=True) as service:
         answer = service.tools.call(session_id, tool, raw, call_id=call_id, host="headless")
     document = answer.document
     _out().print(escape(str(document.get("modelContent", ""))), soft_wrap=True)
@@ -794,7 +954,7 @@ def mcp(
     options = McpOptions(session_id=session_id, host=cast("HostKind", host_kind), web_url=web_url,
                          elicitation=not no_elicitation)
     service = SessionService.open(
-        resolve_store_url(db), workspace_root=settings.workspace_root,
+        _store_url(db, create=True), workspace_root=settings.workspace_root,
         timer_config=settings.timer_config,
     )
     scheduler = TimerScheduler(service.timers, service.store)  # the protocol host's timers
@@ -1248,7 +1408,7 @@ def _import_files(host: str, db: str | None, paths: tuple[Path, ...], workspace:
         raise InvalidInput(f"no {HOOK_HOSTS[host]} session files (*.jsonl) under "
                            + ", ".join(str(p) for p in paths))
     reports: list[dict[str, Any]] = []
-    with _service(db, root) as service:
+    with _service(db, root, create=True) as service:
         recorder = Recorder(service, workspace=into)
         for file in files:
             reports.append(_import_transcript(recorder, file, root=root, into=into,

@@ -49,11 +49,13 @@ def _type_of(prop: dict[str, Any], defs: dict[str, Any]) -> str:
     return str(prop.get("type", "any"))
 
 
-def _fields_table(schema: dict[str, Any], defs: dict[str, Any]) -> list[str]:
+def _fields_table(
+    schema: dict[str, Any], defs: dict[str, Any], *, skip: tuple[str, ...] = ("type",)
+) -> list[str]:
     required = set(schema.get("required", []))
     lines = ["| field | type | required | default |", "|---|---|---|---|"]
     for name, prop in schema.get("properties", {}).items():
-        if name == "type":
+        if name in skip:
             continue
         default = f"`{json.dumps(prop['default'])}`" if "default" in prop else ""
         lines.append(
@@ -271,10 +273,13 @@ def render_http_api() -> str:
 _CLI_INTRO = """\
 Every subcommand takes `--db URL` (default `$SESSIONLEDGER_DB`, else
 `sqlite:///.sessionledger/ledger.db` under the current directory; `demo` alone defaults to a
-temporary database) and `-h`/`--help`. Exit codes: 0 success; 1 a fault found (`audit`,
-`demo`) or a refused command; 2 bad usage or input, with one `error: …` line on standard
-error and never a traceback. Long work (`rebuild`, `audit` and `replay` of a big log) shows
-a progress bar on a terminal.
+temporary database) and `-h`/`--help`; `sessionledger` alone prints its help. A command that
+only reads never creates a store: a SQLite file that does not exist is an error naming it.
+The commands that record (`serve`, `mcp`, `call`, `import`, the hooks) create it, and say so.
+Exit codes: 0 success; 1 a fault found (`audit`, `demo`) or a refused command; 2 bad usage
+or input (a missing store among them), with one `error: …` line on standard error and never
+a traceback. Long work (`rebuild`, `audit` and `replay` of a big log) shows a progress bar on
+a terminal.
 """
 
 
@@ -332,7 +337,34 @@ def render_cli_reference() -> str:
     lines.append("")
     for command, ctx in walked:
         lines += _command_section(command, ctx)
+    lines += _json_outputs()
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _json_outputs() -> list[str]:
+    """The shape each read command prints with ``--json``, from the models tests check it by
+    (:data:`~sessionledger.http.schemas.CLI_OUTPUTS`), and every shape they use, once."""
+    from .http.schemas import CLI_OUTPUTS
+
+    lines = ["## What `--json` prints", "",
+             "Each read command's `--json` output is one JSON object of the shape below "
+             "(`events --json`: one envelope per line); a field not listed never appears.", ""]
+    shared: dict[str, Any] = {}
+    for command, model in CLI_OUTPUTS.items():
+        schema = model.model_json_schema()
+        shared.update(schema.get("$defs", {}))
+        lines += [f"### `sessionledger {command} --json`", "",
+                  inspect.cleandoc(model.__doc__ or "").split("\n\n")[0], "",
+                  *_fields_table(schema, shared, skip=()), ""]
+    for name, schema in sorted(shared.items()):
+        lines += [f"#### `{name}`", ""]
+        if schema.get("description"):
+            lines += [" ".join(schema["description"].split()), ""]
+        if "properties" in schema:
+            lines += [*_fields_table(schema, shared, skip=()), ""]
+        else:
+            lines += [f"One of: {_type_of(schema, shared)}.", ""]
+    return lines
 
 
 def render_shell_allow_list() -> str:

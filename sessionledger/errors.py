@@ -158,6 +158,20 @@ class SessionNotFound(NotFound):
         self.session_id = session_id
 
 
+class StoreNotFound(NotFound):
+    """A command that only reads was pointed at an event store file that does not exist: it
+    is never created by reading (a mistyped ``--db`` would otherwise look like an empty log)."""
+
+    code = "store_not_found"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"no event store at {path}: nothing has been recorded there. Check --db or "
+            "$SESSIONLEDGER_DB, or start recording with `sessionledger serve` (it creates "
+            "the store)", details={"path": path})
+        self.path = path
+
+
 class Conflict(SessionLedgerError):
     """The change was refused: a concurrent write won, or the state forbids it."""
 

@@ -211,6 +211,7 @@ def test_a_projection_row_for_no_session_is_a_fault(ledger: Ledger) -> None:
 
 
 def test_rebuild_of_an_empty_store(tmp_path: Path) -> None:
+    SessionService.open(f"sqlite:///{tmp_path}/empty.db", workspace_root=tmp_path).close()
     result = run_cli("rebuild", "--db", f"sqlite:///{tmp_path}/empty.db", cwd=tmp_path)
     assert result.returncode == 0 and "0 events folded" in result.stdout
 

@@ -258,7 +258,7 @@ def test_what_the_fast_reader_does_not_know_goes_to_the_parser(
     if args == ["--help"]:
         assert done.returncode == 0 and b"Usage:" in done.stdout
     else:
-        assert done.returncode == 2 and b"Error" in done.stderr and done.stdout == b""
+        assert done.returncode == 2 and done.stderr.startswith(b"error: ") and done.stdout == b""
 
 
 # -- when the server cannot answer --------------------------------------------------------------

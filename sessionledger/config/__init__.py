@@ -67,6 +67,18 @@ def resolve_store_url(option: str | None, *, env: Mapping[str, str] | None = Non
     return environ.get(DB_ENV) or DEFAULT_STORE_URL
 
 
+def missing_store_file(url: str) -> Path | None:
+    """The file a ``sqlite:`` store URL names when no such file exists yet (opening it would
+    create it), else ``None`` (it exists, or the URL names another backend). A ``sqlite:``
+    URL that is not valid raises the store's :class:`~eventlog.InvalidStoreUrl` naming why."""
+    from eventlog.store import sqlite_target
+
+    if not url.startswith("sqlite:"):
+        return None
+    path, _synchronous = sqlite_target(url)
+    return None if path.exists() else path
+
+
 def is_loopback(host: str) -> bool:
     """True when ``host`` only accepts connections from this machine."""
     if host.lower() == "localhost":

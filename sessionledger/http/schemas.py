@@ -507,3 +507,92 @@ class SettingsDocument(_Wire):
 
 class EventTypes(_Wire):
     eventTypes: list[str]
+
+
+# -- what the CLI prints with --json -------------------------------------------------------
+
+
+class CliSessionEntry(SessionEntry):
+    """One session of the list: the entry `GET /v1/sessions` gives, and whether the session
+    is deleted (listed with `--all`)."""
+
+    deleted: bool
+
+
+class CliSessions(_Wire):
+    """The sessions, most recently updated first, each named, with what waits in it."""
+
+    sessions: list[CliSessionEntry]
+
+
+class CliState(_Wire):
+    """A session's execution state, where its log stands and whether it is deleted."""
+
+    sessionId: str
+    executionState: ExecutionStateDocument
+    displayMode: DisplayMode
+    version: int
+    updatedAt: str
+    deleted: bool
+
+
+class TodoCounts(_Wire):
+    pending: int
+    in_progress: int
+    completed: int
+    total: int
+
+
+class TodoProgress(_Wire):
+    completed: int
+    total: int
+
+
+class CliTodos(_Wire):
+    """A session's todo list in order, its counts by status and its progress."""
+
+    sessionId: str
+    todos: list[TodoDocument]
+    summary: TodoCounts
+    progress: TodoProgress
+    updatedAt: str | None = Field(description="when the list last changed; null if never")
+
+
+class ReplayState(_Wire):
+    seq: int = Field(description="the last event replayed")
+    updatedAt: str
+    executionState: ExecutionStateDocument
+    displayMode: DisplayMode
+    deleted: bool
+
+
+class CliReplay(_Wire):
+    """The timeline up to `--until` (as `GET /v1/sessions/{id}/timeline` gives its entries)
+    and the state as of its last event; `client` and `externalSessionId` for a session
+    another program created."""
+
+    sessionId: str
+    client: str | None = None
+    externalSessionId: str | None = None
+    entries: list[TimelineEntry]
+    state: ReplayState
+
+
+class CliAuditedSession(AuditDocument):
+    sessionId: str
+
+
+class CliAudit(_Wire):
+    """`ok` when every chain verifies and every projection equals a fresh fold; each
+    session's audit document with its `sessionId` (the audit file `sessionledger export`
+    writes is one of them)."""
+
+    ok: bool
+    sessions: list[CliAuditedSession]
+
+
+CLI_OUTPUTS: dict[str, type[BaseModel]] = {
+    "sessions": CliSessions, "state": CliState, "todos": CliTodos, "events": Envelope,
+    "replay": CliReplay, "audit": CliAudit,
+}
+"""The shape each read command prints with ``--json`` (``events``: one per line)."""

@@ -12,7 +12,7 @@ runs them in worker threads.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -372,12 +372,16 @@ class SessionService:
         _check_limit(limit, MAX_SESSIONS_LIMIT)
         before = None if cursor is None else _session_cursor(cursor)
         summaries, after = self.summary_page(limit=limit, before=before, waiting=waiting)
-        with eventlog_errors(payloads=True):  # only the sessions something waits in
+        return {"sessions": self.list_entries(summaries),
+                "next": None if after is None else str(after)}
+
+    def list_entries(self, summaries: Sequence[SessionSummary]) -> list[dict[str, Any]]:
+        """Each summary as an entry of the session list: named, with what waits in it; the
+        question timers are read in one go, of the sessions something waits in only."""
+        with eventlog_errors(payloads=True):
             rows = self.ledger.timer_rows([s.session_id for s in summaries if s.waiting])
-        return {"sessions": [
-            list_entry(s, rows[s.session_id].body["queue"] if s.session_id in rows else ())
-            for s in summaries
-        ], "next": None if after is None else str(after)}
+        return [list_entry(s, rows[s.session_id].body["queue"] if s.session_id in rows else ())
+                for s in summaries]
 
     def events(
         self, session_id: str, *, after: int = 0, limit: int | None = None
