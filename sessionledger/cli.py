@@ -1,4 +1,4 @@
-"""The ``sessionledger`` command line (SPEC §11): serve, read, replay, audit and maintain the log.
+"""The ``sessionledger`` command line: serve, read, replay, audit and maintain the log.
 
 Every subcommand takes ``--db URL`` (else ``SESSIONLEDGER_DB``, else the embedded SQLite
 file); the store is always opened with its projections, so the CLI reads what the server
@@ -428,7 +428,7 @@ _STATUS_STYLE = {"completed": "green", "in_progress": "bold yellow", "pending": 
 @click.argument("session_id", metavar="SESSION")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of a table.")
 def todos(db: str | None, session_id: str, as_json: bool) -> None:
-    """Show a session's todo list in order, with its completed/total progress (TD-6)."""
+    """Show a session's todo list in order, with its completed/total progress."""
     with _service(db) as service:
         current = service.todos.current(session_id)
     if as_json:
@@ -663,7 +663,7 @@ def audit(db: str | None, session_id: str | None, as_json: bool, strict: bool) -
     """Verify hash chains and projections (one session, or all); exit 1 naming each fault.
 
     An event this build cannot decode is a fault named `undecodable at seq N` (its chain may
-    well be intact); the other events and sessions are still checked. Findings (CC-10: a
+    well be intact); the other events and sessions are still checked. Findings (a
     write while Plan was on, unfinished todos dropped, a question nobody answered) are listed
     as `FINDING` lines; they are not faults, unless `--strict` makes any of them exit 1.
     """
@@ -879,7 +879,7 @@ def _without_password(url: str) -> str:
               help="The tool input as a JSON object.")
 @click.option("--call-id", default=None, help="Reuse a call id (re-sending returns the original).")
 def call(db: str | None, session_id: str, tool: str, input_json: str, call_id: str | None) -> None:
-    """Run one tool call as the headless host: a call that needs the user is denied (HO-3).
+    """Run one tool call as the headless host: a call that needs the user is denied.
 
     Prints the text the model would get. Exit 0 when the call completed successfully, 1 when
     it was denied or failed, 2 for bad input (nothing is appended then).
@@ -972,7 +972,7 @@ def mcp(
 @click.argument("session_id", metavar="SESSION")
 def tui(db: str | None, session_id: str) -> None:
     """Open the terminal UI on a session: todos with progress, mode (Shift+Tab), Goal, and the
-    approval queue — questions answered with the keys of HO-1, plans approved. Ctrl+Q quits.
+    approval queue — questions answered from the keyboard, plans approved. Ctrl+Q quits.
     """
     from .tui import run_tui  # Textual only for this command
 
@@ -1304,7 +1304,7 @@ def setup_gemini(project: Path | None, user: bool, url: str | None, db: str | No
                    "hooks removed" if remove else "hooks written")
 
 
-# -- importing another host's sessions (SPEC §13) ----------------------------------------------
+# -- importing another host's sessions (CC-9) --------------------------------------------------
 
 IMPORT_PROGRESS_THRESHOLD = 2000
 """``import claude-code`` shows a progress bar past this many observations (on a terminal)."""
@@ -1346,7 +1346,7 @@ def import_claude_code(
     db: str | None, paths: tuple[Path, ...], workspace: Path | None, into: Path | None,
     as_json: bool,
 ) -> None:
-    """Import Claude Code's JSONL transcripts into ledger sessions (CC-9).
+    """Import Claude Code's JSONL transcripts into ledger sessions.
 
     Each PATH is a .jsonl file or a directory searched for them (~/.claude/projects/…); a
     subagent's transcript (<session>/subagents/agent-*.jsonl) becomes a child session of its
