@@ -11,8 +11,10 @@ Each failure lists ``file:line`` of every offender.
 from __future__ import annotations
 
 import functools
+import io
 import re
 import subprocess
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,8 +35,14 @@ OUTSIDE = re.compile(r"SPEC\.md|(?<![\w.])SPEC(?![\w.])|(?<![\w-])seed/|\b[Tt]he
 MARKDOWN_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 BACKTICKED = re.compile(r"`([^`\n]+)`")
 # A bare path: a top-level directory of the repository, then a file name with an extension.
-BARE_PATH = re.compile(r"(?<![\w./~$@:-])((?:[A-Za-z_.][\w.-]*/)+[\w.-]*\.(?:py|md|js|css|html|json|toml|txt|svg|lock|cfg|ini|yml|yaml|sh))\b")
-PATH_TOKEN = re.compile(r"^\.?[\w.-]+(?:/[\w.*?\[\]-]*)+$")
+_EXTENSIONS = r"(?:py|md|js|css|html|json|jsonl|toml|txt|svg|lock|cfg|ini|yml|yaml|sh)"
+# A bare path (not in quotes, not inside a URL or a home directory): directories, then a file
+# name with an extension.
+BARE_PATH = re.compile(
+    r"(?<![\w./~$@:'\"-])((?:[A-Za-z_.][\w.-]*/)+[\w.-]*\." + _EXTENSIONS + r")\b")
+# A backticked path: a file with an extension, or a directory written with its trailing slash
+# (`sessionledger/sessionId`, a key, and `eventlog/encoding.check_json`, a name, are not paths).
+PATH_TOKEN = re.compile(r"^\.?[\w.-]+(?:/[\w.*?\[\]-]*)*(?:/|\." + _EXTENSIONS + r")$")
 
 
 @functools.cache
@@ -91,9 +99,34 @@ def repo_path(token: str) -> str | None:
     return token
 
 
+def prose_lines(source: str) -> set[int] | None:
+    """The lines of Python source that are comments or docstrings (None: every line).
+
+    A path inside a string the code uses is data (a generated transcript's file names, a
+    command), not a reference to this repository.
+    """
+    prose: set[int] = set()
+    previous = tokenize.NEWLINE
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT:
+                prose.add(token.start[0])
+            elif token.type == tokenize.STRING and previous in (
+                    tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT):
+                prose.update(range(token.start[0], token.end[0] + 1))
+            if token.type not in (tokenize.COMMENT, tokenize.NL):
+                previous = token.type
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return prose
+
+
 def broken_paths(rel: str, lines: list[str]) -> Iterator[tuple[int, str]]:
     base = (ROOT / rel).parent
+    prose = prose_lines("\n".join(lines) + "\n") if rel.endswith(".py") else None
     for number, line in enumerate(lines, 1):
+        if prose is not None and number not in prose:
+            continue
         if rel.endswith(".md"):
             for target in MARKDOWN_LINK.findall(line):
                 if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
@@ -195,6 +228,8 @@ def test_every_requirement_id_the_tests_cite_is_defined() -> None:
     ("fine: `docs/cli.md#serve`, `tests/test_docs.py::test_x`, `eventlog/sqlite.py:12`", []),
     ("fine: `~/.claude/settings.json`, `$CODEX_HOME/config.toml`, `src/app.py`", []),
     ("fine: https://example.com/docs/x.md and `tests/test_*.py` and `sessionledger/…py`", []),
+    ("fine: `sessionledger/sessionId`, `eventlog/encoding.check_json`, \"tests/test_app.py\"", []),
+    ("see `sessionledger/gone/` and `eventlog/gone.py:12`", ["sessionledger/gone/", "eventlog/gone.py"]),
 ])
 def test_the_path_check_finds_what_it_should(text: str, expected: list[str]) -> None:
     assert [target for _, target in broken_paths("README.md", [text])] == expected
