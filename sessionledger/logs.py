@@ -1,7 +1,7 @@
 """Structured logs: one JSON object per line, so a log shipper needs no parser.
 
 The server writes one line per HTTP request (request id, method, path, status, duration) and
-one per appended batch (session, seq range, types), SPEC §11. Callers log a short event name
+one per appended batch (session, seq range, types), docs/spec.md. Callers log a short event name
 and pass the fields as keyword arguments to :func:`log_event`; :class:`JsonLineFormatter`
 renders them with the time, level and logger name.
 

@@ -1,4 +1,4 @@
-"""The terminal UI host (SPEC HO-1, TD-6): ``sessionledger tui SESSION``, built with Textual.
+"""The terminal UI host (HO-1, TD-6): ``sessionledger tui SESSION``, built with Textual.
 
 A package of its own so that Textual is imported only by the ``tui`` command (the other
 commands start fast, like ``serve`` keeps FastAPI to itself). The rules live in pure modules

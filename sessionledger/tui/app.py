@@ -1,4 +1,4 @@
-"""The terminal UI host (SPEC HO-1, TD-6, ES-4): ``sessionledger tui SESSION``.
+"""The terminal UI host (HO-1, TD-6, ES-4): ``sessionledger tui SESSION``.
 
 An in-process approver over one :class:`~sessionledger.service.sessions.SessionService`: no
 protocol,
@@ -66,7 +66,7 @@ __all__ = [
 #
 # The TUI's sidebar: mode badge, Goal, the todo list with its progress, the latest events.
 #
-# What a person glances at beside the approval queue (SPEC TD-6, ES-1, ES-4): the *display*
+# What a person glances at beside the approval queue (TD-6, ES-1, ES-4): the *display*
 # mode as a badge (``plan`` when Plan is on, with the mode underneath named), the active Goal,
 # the session's todos in list order with "completed/total" progress — the same text the
 # ``sessionledger todos`` command prints — and the last few events the app has seen in the log
@@ -185,7 +185,7 @@ class Sidebar(Vertical):
 
 # -- the app -----------------------------------------------------------------------------------
 #
-# The terminal UI host (SPEC HO-1, TD-6, ES-4): ``sessionledger tui SESSION``.
+# The terminal UI host (HO-1, TD-6, ES-4): ``sessionledger tui SESSION``.
 #
 # An in-process approver over one :class:`~sessionledger.service.sessions.SessionService`: no
 # protocol,

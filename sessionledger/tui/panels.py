@@ -1,6 +1,6 @@
 """The approval queue's panels: a question's questionnaire, or an ordinary approval request.
 
-One panel shows the head of the session's interaction queue (SPEC HO-1). A panel owns no
+One panel shows the head of the session's interaction queue (HO-1). A panel owns no
 rules and does no I/O: it feeds keys to its pure state (:mod:`.questionnaire`,
 :mod:`.approval`), draws it, opens a text field when the user types Other or feedback, and
 posts what the user decided as an :class:`Answered` message — the app answers it through the

@@ -1,7 +1,7 @@
 """The questionnaire's keys as pure state: what each HO-1 key does to the user's answers.
 
 The TUI's question panel (:mod:`sessionledger.tui.panels`) only draws this state and feeds it
-keys, so every rule of SPEC HO-1 — and what the ``modify`` input looks like once the user
+keys, so every rule of HO-1 — and what the ``modify`` input looks like once the user
 submits (AQ-3, AQ-5) — lives here, testable without a terminal. No I/O.
 
 All questions of one AskUserQuestion are shown at once; each has its options and a last
@@ -118,7 +118,7 @@ class Approval:
 # The questionnaire's keys as pure state: what each HO-1 key does to the user's answers.
 #
 # The TUI's question panel (:mod:`sessionledger.tui.panels`) only draws this state and feeds it
-# keys, so every rule of SPEC HO-1 — and what the ``modify`` input looks like once the user
+# keys, so every rule of HO-1 — and what the ``modify`` input looks like once the user
 # submits (AQ-3, AQ-5) — lives here, testable without a terminal. No I/O.
 #
 # All questions of one AskUserQuestion are shown at once; each has its options and a last

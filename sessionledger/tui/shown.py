@@ -1,4 +1,4 @@
-"""The TUI's one rule for showing log text (SPEC EG-7: text that is shown is text that is seen).
+"""The TUI's one rule for showing log text (EG-7: text that is shown is text that is seen).
 
 Everything the TUI draws from the log — a plan, a question, an option's label, description and
 preview, a tool's input, a todo, a goal, an error message — goes through :func:`shown`, which
