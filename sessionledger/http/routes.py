@@ -338,7 +338,7 @@ def interaction_routes(service: SessionService) -> APIRouter:
 _MODEL_RESPONSES = error_responses({
     404: "no model catalog (`model_catalog_unavailable`) or no such session",
     410: "the session was deleted (`session_deleted`)",
-    422: "the reference does not resolve (`invalid_model_reference`, the LM-2 message) or "
+    422: "the reference does not resolve (`invalid_model_reference`, saying why) or "
          "the request failed validation; nothing appended",
 })
 
@@ -669,7 +669,7 @@ class MessageRequest(BaseModel):
     )
     continuation: StrictBool = Field(
         default=False,
-        description="true for an output-token continuation (not counted by TD-5)",
+        description="true for an output-token continuation (not counted for the todo reminder)",
     )
     message_id: str | None = Field(
         default=None, alias="messageId", min_length=1, max_length=MAX_ID_CHARS,

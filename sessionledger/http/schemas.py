@@ -388,7 +388,7 @@ class AuditDocument(_Wire):
     chain: AuditChain
     projections: AuditProjections
     findings: list[AuditFinding] = Field(
-        description="always present; findings are not faults: ok does not count them (CC-10)"
+        description="always present; findings are not faults: ok does not count them"
     )
     undecodable: list[AuditUndecodable] = Field(
         default_factory=list, description="present only when not empty; each makes ok false"

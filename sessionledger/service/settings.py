@@ -50,7 +50,7 @@ class SettingsUpdate(BaseModel):
 
     auto_continue_questions: StrictBool | None = Field(
         default=None, alias="autoContinueQuestions",
-        description="auto-continue unanswered questions of protocol hosts (HO-4); default on",
+        description="auto-continue unanswered questions of protocol hosts; default on",
     )
 
     @field_validator("auto_continue_questions", mode="before")
