@@ -226,7 +226,7 @@ def execution_routes(service: SessionService) -> APIRouter:
     async def start_goal(
         session_id: SessionIdPath, body: Annotated[GoalRequest, Body()]
     ) -> dict[str, Any]:
-        """Start a goal; 409 in Plan (ES-5) or while another goal is active."""
+        """Start a goal; 409 in Plan or while another goal is active."""
         return await on_loop(service.start_goal, session_id, body.objective)
 
     @router.delete("/v1/sessions/{session_id}/goal", response_model=None)
@@ -350,7 +350,7 @@ SessionQuery = Annotated[
 
 
 class ModelChoice(BaseModel):
-    """Body of ``PUT /v1/sessions/{id}/model``: a model reference (LM-2)."""
+    """Body of ``PUT /v1/sessions/{id}/model``: a model reference."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={
         "examples": [{"model": "anthropic/sonnet"}, {"model": "sonnet$high"}],
@@ -368,7 +368,7 @@ def model_routes(service: SessionService) -> APIRouter:
 
     @router.get("/v1/models", response_model=None, responses={200: {"model": ModelListing}})
     def list_models(session_id: SessionQuery = None) -> dict[str, Any]:
-        """The ListModels text and the catalog as JSON (LM-1)."""
+        """The ListModels text and the catalog as JSON."""
         return service.models.listing(session_id)
 
     @router.get(
@@ -380,7 +380,7 @@ def model_routes(service: SessionService) -> APIRouter:
                                   description="the model reference to resolve")],
         session_id: SessionQuery = None,
     ) -> dict[str, Any]:
-        """Resolve a model reference (LM-2): ``{"id", "level"}``."""
+        """Resolve a model reference: ``{"id", "level"}``."""
         return service.models.resolve(ref, session_id).to_wire()
 
     @router.put(
@@ -456,7 +456,7 @@ class RespondRequest(BaseModel):
 
 
 class PermissionCheckRequest(BaseModel):
-    """Body of ``POST …/permission-check`` for one of the host's own tools (TR-3)."""
+    """Body of ``POST …/permission-check`` for one of the host's own tools."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra={
         "examples": [{"tool": "Bash", "input": {"command": "git status"}}],
