@@ -58,8 +58,6 @@ export class Inbox {
     const total = this.sessions.reduce((sum, s) => sum + waitingCount(s.pending), 0);
     this.countEl.textContent = String(total);
     this.countEl.dataset.count = String(total);
-    this.linkEl.setAttribute('aria-label', total
-      ? `Inbox: ${total} waiting for you` : 'Inbox: nothing waiting');
     if (this.visible) this.refresh();
   }
 

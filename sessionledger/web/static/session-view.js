@@ -40,6 +40,29 @@ export function auditProblems(audit) {
   return lines;
 }
 
+const EXPORT_PAGE = 10000;  // the events route's largest page
+
+/** Save `text` as a file named `name` (a download of a blob: nothing leaves the browser). */
+function download(name, text, type) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const link = h('a', { href: url, download: name, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+const FINDINGS_OPEN = 5;  // a group of more findings than this starts collapsed
+const FINDING_KINDS = {
+  write_in_plan: 'Writes while Plan was on',
+  dropped_unfinished_todos: 'Unfinished todos dropped',
+  unanswered_question: 'Questions nobody answered',
+  clock_stepped_back: 'Clock stepped back',
+};
+
+/** A finding kind's name for a person (the kind itself when it has none). */
+export const findingKindName = (kind) => FINDING_KINDS[kind] || String(kind).replace(/_/g, ' ');
+
 /** One finding of the audit document as a line of text (CC-10). */
 export function findingText(finding) {
   const quoted = (items) => (items || []).map((t) => `"${t}"`).join(', ');
@@ -49,6 +72,9 @@ export function findingText(finding) {
   }
   if (finding.kind === 'dropped_unfinished_todos') {
     return `unfinished todos dropped: ${quoted(finding.dropped)}`;
+  }
+  if (finding.kind === 'clock_stepped_back') {
+    return `recorded at ${finding.recordedAt}, before the event it follows (${finding.previousRecordedAt}): the server's clock was set back`;
   }
   if (finding.kind === 'unanswered_question') {
     return `${finding.decision}: ${quoted(finding.questions) || '(no question text)'}`;
@@ -72,6 +98,7 @@ export class SessionView {
     this.lastSeq = 0;
     this.refreshTimer = null;
     this.findingsTimer = null;
+    this.auditGeneration = 0;
     this.stopped = false;
     this.isGone = false;
     this.stream = null;
@@ -185,7 +212,7 @@ export class SessionView {
       'No question or plan is waiting for you.');
     this.todos = h('section', { class: 'panel todos', id: 'todos', 'aria-label': 'Todos' });
     this.#buildAudit();
-    this.timeline = new Timeline(this.sessionId, { toast: this.toast });
+    this.timeline = new Timeline(this.sessionId, { toast: this.toast, eventTypes: this.eventTypes });
     const head = h('header', { class: 'session-head' },
       h('div', { class: 'title' }, this.title, h('span', { class: 'session-id' }, this.sessionId), this.workspace,
         this.client, this.answerIn),
@@ -193,7 +220,7 @@ export class SessionView {
         h('div', { class: 'mode-switcher', role: 'group', 'aria-label': 'Mode', title: 'Shift+Tab cycles the mode' },
           this.modeButtons),
         this.planTaskForm),
-      h('div', { class: 'session-actions' }, this.deleteButton, this.deleteConfirm));
+      h('div', { class: 'session-actions' }, this.#buildExport(), this.deleteButton, this.deleteConfirm));
     fill(this.root, h('div', { class: 'session', dataset: { sessionId: this.sessionId } },
       head, this.banner,
       h('div', { class: 'columns' },
@@ -270,25 +297,49 @@ export class SessionView {
   /** The audit's verdict (ok, or what is wrong: the first bad seq, differences, undecodable
    * events) and its findings (CC-10), drawn as text; a deleted session's audit stays readable. */
   async refreshFindings() {
+    const generation = ++this.auditGeneration;  // an older read that ends later is dropped
     let audit;
     try {
       audit = await get(`${sessionPath(this.sessionId)}/audit`);
+      if (generation !== this.auditGeneration) return;
     } catch (err) {
+      if (generation !== this.auditGeneration) return;
       if (!this.stopped && err.status === 0) this.#drawVerdict(null, 'The audit could not be read: the server cannot be reached.');
+      if (!this.stopped && err.status === 404) this.#clearAudit(`There is no session ${this.sessionId}: nothing to audit.`);
       return;  // otherwise the session document's refresh reports what is wrong
     }
     if (this.stopped) return;
     this.#drawVerdict(audit);
-    const findings = Array.isArray(audit && audit.findings) ? audit.findings : [];
+    this.#drawFindings(Array.isArray(audit && audit.findings) ? audit.findings : []);
+  }
+
+  /** The findings grouped by kind (a heading with the count; a group of more than
+   * FINDINGS_OPEN collapsed), each linked to its entry in the timeline. */
+  #drawFindings(findings) {
     this.findings.dataset.count = String(findings.length);
+    const groups = new Map();
+    for (const f of findings) {
+      const kind = String(f.kind);
+      if (!groups.has(kind)) groups.set(kind, []);
+      groups.get(kind).push(f);
+    }
     fill(this.findings, h('h4', {}, 'Findings'),
       findings.length
-        ? h('ul', { class: 'finding-list' }, findings.map((f) => h('li', {
-          class: 'finding', dataset: { kind: String(f.kind), seq: String(f.seq) },
+        ? [...groups].map(([kind, items]) => h('details', {
+          class: 'finding-group', dataset: { kind, count: String(items.length) },
+          open: items.length <= FINDINGS_OPEN,
         },
-        h('span', { class: 'finding-seq' }, `seq ${f.seq}`), ' ',
-        h('span', { class: 'finding-kind' }, String(f.kind)), ': ',
-        h('span', { class: 'finding-detail' }, findingText(f)))))
+        h('summary', {}, h('h5', { class: 'finding-group-title' },
+          findingKindName(kind), h('span', { class: 'finding-count' }, ` (${items.length})`))),
+        h('ul', { class: 'finding-list' }, items.map((f) => h('li', {
+          class: 'finding', dataset: { kind, seq: String(f.seq) },
+        },
+        h('button', {
+          type: 'button', class: 'finding-seq link-button', title: `Show event ${f.seq} in the timeline`,
+          onclick: () => this.timeline.goTo(Number(f.seq)),
+        }, `seq ${f.seq}`), ' ',
+        h('span', { class: 'finding-kind' }, kind), ': ',
+        h('span', { class: 'finding-detail' }, findingText(f)))))))
         : h('p', { class: 'empty' }, 'No findings.'));
   }
 
@@ -305,7 +356,20 @@ export class SessionView {
     this.#drawNotice();
   }
 
+  /** The audit panel emptied (a verdict and findings of a session that changed are stale). */
+  #clearAudit(message) {
+    this.#drawVerdict(null, message);
+    this.findings.dataset.count = '0';
+    fill(this.findings, h('h4', {}, 'Findings'), h('p', { class: 'empty' }, 'None read.'));
+  }
+
   #gone(message) {
+    if (!this.isGone) {  // the audit drawn before is stale: it is read again (or cleared)
+      this.#clearAudit('Checking again…');
+      clearTimeout(this.findingsTimer);
+      this.findingsTimer = null;
+      this.refreshFindings();
+    }
     this.isGone = true;
     this.banner.textContent = message;
     this.banner.hidden = false;
@@ -585,6 +649,47 @@ export class SessionView {
   }
 
   /** Delete the session (DELETE /v1/sessions/{id}) after a confirmation step. */
+  /** Export: the session's events as JSON Lines (each line the envelope exactly as
+   * GET …/events gives it, seq 1 to the head) and its audit as JSON; also once deleted. */
+  #buildExport() {
+    const button = (id, label, run) => h('button', {
+      type: 'button', id, class: 'export-button',
+      onclick: async (event) => {
+        const el = event.currentTarget;
+        el.disabled = true;
+        try {
+          await run();
+        } catch (err) {
+          this.toast(`Export failed: ${err.describe ? err.describe() : String(err)}`);
+        } finally {
+          el.disabled = false;
+        }
+      },
+    }, label);
+    return h('div', { class: 'export', role: 'group', 'aria-label': 'Export this session' },
+      button('export-events', 'Export events (JSONL)', () => this.#exportEvents()),
+      button('export-audit', 'Export audit (JSON)', () => this.#exportAudit()));
+  }
+
+  async #exportEvents() {
+    const lines = [];
+    let after = 0;
+    for (;;) {
+      const page = await get(`${sessionPath(this.sessionId)}/events?after=${after}&limit=${EXPORT_PAGE}`);
+      for (const envelope of page.events) lines.push(JSON.stringify(envelope));
+      if (!page.events.length) break;
+      after = page.events[page.events.length - 1].seq;
+      if (after >= page.version) break;
+    }
+    download(`${this.sessionId}.events.jsonl`, lines.length ? `${lines.join('\n')}\n` : '',
+      'application/x-ndjson');
+  }
+
+  async #exportAudit() {
+    const audit = await get(`${sessionPath(this.sessionId)}/audit`);
+    download(`${this.sessionId}.audit.json`, `${JSON.stringify(audit, null, 2)}\n`, 'application/json');
+  }
+
   #buildDelete() {
     this.deleteButton = h('button', {
       type: 'button', class: 'session-control danger', id: 'delete-session',
