@@ -10,23 +10,32 @@ VERIFY_STATEFUL_BUDGET_S ?= 600
 
 .PHONY: run test test-busy lint unit verify bench docs clean
 
+# make run HOST=… PORT=… SERVE_ARGS="--log-level debug": where and how `make run` serves.
+HOST ?= 127.0.0.1
+PORT ?= 8765
+SERVE_ARGS ?=
+
 $(PY):
-	$(PYTHON) -m venv $(VENV)
+	@echo "==> creating the virtual environment $(VENV) with $(PYTHON) (once)"
+	@$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.runtime: $(PY) pyproject.toml
-	$(PY) -m pip install --quiet --disable-pip-version-check -e .
-	touch $@
+	@echo "==> installing sessionledger and its dependencies into $(VENV) (the first time takes a minute or two)"
+	@$(PY) -m pip install --disable-pip-version-check -e .
+	@touch $@
 
 $(VENV)/.dev: $(PY) pyproject.toml
+	@echo "==> installing sessionledger with its dev and browser extras into $(VENV)"
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,browser]'
-	touch $@ $(VENV)/.runtime
+	@touch $@ $(VENV)/.runtime
 
 $(VENV)/.bench: $(VENV)/.dev
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
 	touch $@
 
 run: $(VENV)/.runtime
-	$(VENV)/bin/sessionledger serve
+	@echo "==> starting sessionledger on $(HOST):$(PORT) with the store .sessionledger/ledger.db (Ctrl+C stops it)"
+	@$(VENV)/bin/sessionledger serve --host $(HOST) --port $(PORT) $(SERVE_ARGS)
 
 test: $(VENV)/.dev
 	$(MAKE) lint

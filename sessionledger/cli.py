@@ -278,35 +278,52 @@ def main(ctx: click.Context) -> None:
                    "exit at once if another one serves the database; its token and workspace "
                    "in the discovery file; stop when the database is removed. Needs a token "
                    "and --idle-exit.")
+@click.option("--log-format", type=click.Choice(["auto", "human", "json"]), default="auto",
+              show_default=True,
+              help="Log lines for a person or one JSON object per line; auto: human on a "
+                   "terminal, JSON otherwise.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+              default="info", show_default=True,
+              help="The least severe lines written; on a terminal a line per request only "
+                   "at debug.")
 def serve(
     db: str | None, host: str, port: int, workspace: Path | None,
     question_grace_s: float, question_deadline_s: float, token: str | None,
     allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...], no_elicitation: bool,
-    mcp_max_sessions: int, idle_exit_s: float | None, hook_writer: bool,
+    mcp_max_sessions: int, idle_exit_s: float | None, hook_writer: bool, log_format: str,
+    log_level: str,
 ) -> None:
-    """Serve the HTTP API and event streams until SIGTERM or Ctrl+C."""
+    """Serve the HTTP API, the web page and event streams until SIGTERM or Ctrl+C.
+
+    Prints `sessionledger serving http://HOST:PORT/ — open it in a browser` on standard
+    output once it listens; logs go to standard error. Exit 0 when stopped, 2 on bad options
+    or workspace rules, 3 when it cannot listen on the address (the port is taken: choose
+    another with --port).
+    """
+    if log_format == "auto":
+        log_format = "human" if sys.stderr.isatty() else "json"
     settings = ServerSettings(
         host=host, port=port, workspace_root=workspace or Path.cwd(),
         question_grace_s=question_grace_s, question_deadline_s=question_deadline_s,
         token=token, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
         mcp_elicitation=not no_elicitation, mcp_max_sessions=mcp_max_sessions,
-        idle_exit_s=idle_exit_s, hook_writer=hook_writer,
+        idle_exit_s=idle_exit_s, hook_writer=hook_writer, log_format=log_format,
+        log_level=log_level,
     )
-    url = _store_url(db, create=True)
-    if hook_writer:
-        from .http.server import hold_writer_lock
-
-        if not hold_writer_lock(url):
-            return  # another writer serves this database
     from .config.workspace import load_workspace_config
-    from .http import serve as run_server  # FastAPI and uvicorn only when serving
+    from .http import serve as run_server
+    from .http.server import hold_writer_lock, listening_socket  # FastAPI and uvicorn
     from .service.sessions import SessionService
 
-    load_workspace_config(settings.workspace_root)  # TR-4: never start on invalid rules
-    service = SessionService.open(
-        url, workspace_root=settings.workspace_root, timer_config=settings.timer_config,
-    )
-    run_server(settings, service=service)
+    with listening_socket(host, port) as listener:  # a taken port is said before anything else
+        load_workspace_config(settings.workspace_root)  # never start on invalid rules
+        url = _store_url(db, create=True)
+        if hook_writer and not hold_writer_lock(url):
+            return  # another writer serves this database
+        service = SessionService.open(
+            url, workspace_root=settings.workspace_root, timer_config=settings.timer_config,
+        )
+        run_server(settings, service=service, listener=listener)
 
 
 @main.command()

@@ -172,6 +172,14 @@ class StoreNotFound(NotFound):
         self.path = path
 
 
+class AddressUnavailable(SessionLedgerError):
+    """``serve`` cannot listen where it was told to (the port is taken, or not ours to use)."""
+
+    status = 503
+    code = "address_unavailable"
+    exit_code = 3
+
+
 class Conflict(SessionLedgerError):
     """The change was refused: a concurrent write won, or the state forbids it."""
 

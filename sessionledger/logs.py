@@ -35,6 +35,9 @@ from eventlog import Listener, RecordedEvent, SystemClock, descriptors_exhausted
 
 __all__ = [
     "DescriptorShortage",
+    "LOG_FORMATS",
+    "LOG_LEVELS",
+    "HumanLineFormatter",
     "JsonLineFormatter",
     "batch_logger",
     "configure_logging",
@@ -189,23 +192,74 @@ class _ShortageFilter(logging.Filter):
         return True
 
 
+class HumanLineFormatter(logging.Formatter):
+    """Render a record for a person at a terminal: ``06:01:02 warning  what  key=value``
+    (local time; the level only when it is not info; fields in the order given)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        when = time.strftime("%H:%M:%S", time.localtime(record.created))
+        level = "" if record.levelno == logging.INFO else f"{record.levelname.lower()} "
+        line = f"{when} {level}{record.getMessage()}"
+        fields = getattr(record, _FIELDS, None)
+        if isinstance(fields, dict) and fields:
+            line += "  " + " ".join(f"{key}={_human_value(value)}" for key, value in fields.items())
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+def _human_value(value: Any) -> str:
+    text = value if isinstance(value, str) else _ENCODER.encode(value)
+    return text if text and not any(c.isspace() for c in text) else _ENCODER.encode(text)
+
+
+_ROUTINE = frozenset({"request", "appended", "starting", "listening", "stopped"})
+"""Lines a person at a terminal sees only at ``--log-level debug``: one per request and per
+appended batch (a busy session writes thousands), and the start and stop the URL line and
+the prompt already say."""
+
+
+class _QuietFilter(logging.Filter):
+    """In the human format below debug: drop :data:`_ROUTINE` lines and uvicorn's chatter
+    (``Started server process``, ``Waiting for application startup``); warnings pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        return not record.name.startswith("uvicorn") and record.getMessage() not in _ROUTINE
+
+
+LOG_FORMATS = ("json", "human")
+LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+              "error": logging.ERROR}
+
+
 def configure_logging(
     *, level: int = logging.INFO, stream: TextIO | None = None,
-    names: Sequence[str] = ("sessionledger",),
+    names: Sequence[str] = ("sessionledger",), human: bool = False,
 ) -> None:
-    """Send the named loggers' records to ``stream`` (stderr) as JSON lines; idempotent.
+    """Send the named loggers' records to ``stream`` (stderr) as JSON lines, or ``human``
+    lines for a terminal; idempotent.
 
     ``serve`` also passes ``uvicorn`` and ``asyncio`` so the server's own start and stop lines
     and the event loop's errors are JSON too. A record carrying an error that means "no file
-    descriptor left" is reported to :data:`descriptor_shortage` instead of written.
+    descriptor left" is reported to :data:`descriptor_shortage` instead of written. The human
+    lines leave out the routine ones (:data:`_ROUTINE`) unless ``level`` is debug.
     """
-    handler = _JsonLineHandler(stream or sys.stderr)
-    handler.setFormatter(JsonLineFormatter())
+    handler: logging.StreamHandler[TextIO]
+    if human:
+        handler = logging.StreamHandler(sys.stderr if stream is None else stream)
+        handler.setFormatter(HumanLineFormatter())
+        if level > logging.DEBUG:
+            handler.addFilter(_QuietFilter())
+    else:
+        handler = _JsonLineHandler(sys.stderr if stream is None else stream)
+        handler.setFormatter(JsonLineFormatter())
     handler.addFilter(_ShortageFilter())
     for name in names:
         target = logging.getLogger(name)
         for old in list(target.handlers):
-            if isinstance(old.formatter, JsonLineFormatter):
+            if isinstance(old.formatter, JsonLineFormatter | HumanLineFormatter):
                 target.removeHandler(old)
         target.addHandler(handler)
         target.setLevel(level)

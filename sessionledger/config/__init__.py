@@ -179,6 +179,11 @@ class ServerSettings:
     hook_writer: bool = False
     """Run as a command hook's writer (``--hook-writer``): one per database, its token and
     workspace in the discovery file, stopping too when the database is gone (issue 38)."""
+    log_format: str = "json"
+    """``json`` (one object per line, for a log shipper) or ``human`` (for a terminal, the
+    routine per-request lines left out below debug); ``--log-format``."""
+    log_level: str = "info"
+    """``debug``, ``info``, ``warning`` or ``error`` (``--log-level``)."""
 
     def __post_init__(self) -> None:
         from ..errors import ConfigurationError

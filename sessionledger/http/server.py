@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import errno
 import logging
 import os
 import platform
@@ -39,7 +40,8 @@ from ..claude_code.wire import (
     write_discovery,
 )
 from ..config import ServerSettings
-from ..logs import configure_logging, log_event, logger
+from ..errors import AddressUnavailable
+from ..logs import LOG_LEVELS, configure_logging, log_event, logger
 from ..service.sessions import SessionService
 from .app import create_app
 
@@ -203,11 +205,22 @@ def _http_protocol() -> type[asyncio.Protocol] | str:
     return OneWriteHttpToolsProtocol
 
 
-def serve(settings: ServerSettings, *, service: SessionService) -> None:
-    """Serve until a stop signal, then close the service's store; blocks."""
-    # A hook's writer logs its warnings and errors only (to <database>.writer.log).
-    configure_logging(names=("sessionledger", "uvicorn", "asyncio"),
-                      level=logging.WARNING if settings.hook_writer else logging.INFO)
+def serve(
+    settings: ServerSettings, *, service: SessionService, listener: socket.socket | None = None
+) -> None:
+    """Serve until a stop signal, then close the service's store; blocks. ``listener`` is
+    the socket to listen on, bound by the caller (else bound here to the settings' address:
+    :func:`listening_socket`)."""
+    # A hook's writer logs its warnings and errors only (to <database>.writer.log), as JSON.
+    level = logging.WARNING if settings.hook_writer else LOG_LEVELS[settings.log_level]
+    configure_logging(names=("sessionledger", "uvicorn", "asyncio"), level=level,
+                      human=settings.log_format == "human" and not settings.hook_writer)
+    if listener is None:
+        try:
+            listener = listening_socket(settings.host, settings.port)
+        except AddressUnavailable:
+            service.close()
+            raise
     pin_mmap_threshold()
     stopping = threading.Event()
     app = _Activity(create_app(service=service, settings=settings, stopping=stopping))
@@ -234,10 +247,15 @@ def serve(settings: ServerSettings, *, service: SessionService) -> None:
         # Command hooks on the same database forward their events here (issue 38).
         writer = (settings.token or "", str(settings.workspace_root)) if (
             settings.hook_writer) else None
-        written = write_discovery(service.store.url, f"http://{_reachable(host)}:{port}",
-                                  token=settings.token is not None, writer=writer)
+        url = f"http://{_reachable(host)}:{port}"
+        written = write_discovery(service.store.url, url, token=settings.token is not None,
+                                  writer=writer)
         if written is not None:
             discovery.append(written)
+        log_event(_log, "listening", url=f"{url}/")
+        if not settings.hook_writer:  # the one line a person starting it looks for
+            login = " (log in with the token)" if settings.token else ""
+            print(f"sessionledger serving {url}/ — open it in a browser{login}", flush=True)
 
     database = discovery_path(service.store.url) if settings.hook_writer else None
 
@@ -256,13 +274,38 @@ def serve(settings: ServerSettings, *, service: SessionService) -> None:
     )
     try:
         with _stop_signals_end_serving(server):
-            server.run()
+            server.run(sockets=[listener])
     finally:
         for path in discovery:
             remove_discovery(path)
         stopping.set()
         service.close()
         log_event(_log, "stopped", store=service.store.url)
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` (as uvicorn binds one), for the server to listen
+    on; a port that is taken or not ours is one clear error naming ``--port``, before any of
+    the server starts."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        where = f"{_reachable(host)}:{port}"
+        if exc.errno == errno.EADDRINUSE:
+            why = "another program is listening there (another sessionledger serve?)"
+        elif exc.errno == errno.EACCES:
+            why = "this user may not use that port"
+        else:
+            why = exc.strerror or str(exc)
+        raise AddressUnavailable(
+            f"cannot listen on {where}: {why}. Choose another port with --port N "
+            "(make run PORT=N)", details={"host": host, "port": port}) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def _reachable(host: str) -> str:
