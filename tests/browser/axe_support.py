@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,7 @@ import node_support
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
-__all__ = ["axe_source", "violations"]
+__all__ = ["axe_source", "requirement_ids", "violations"]
 
 AXE_PACKAGE = "axe-core"
 
@@ -37,3 +38,15 @@ def violations(page: Page, source: str) -> list[str]:
         "axe.run(document, {resultTypes: ['violations']}).then(r => r.violations)")
     return [f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:5]}"
             for v in found]
+
+
+VISIBLE_WORDS = """() => [document.body.innerText, ...[...document.querySelectorAll(
+  '[title], [aria-label], [placeholder]')].flatMap((el) => ['title', 'aria-label', 'placeholder']
+  .map((name) => el.getAttribute(name) || ''))].join('\\n')"""
+REQUIREMENT_ID = re.compile(r"\b[A-Z]{2,3}-\d+\b")
+
+
+def requirement_ids(page: Page) -> list[str]:
+    """Requirement ids ("HO-6") in the page's visible text, tooltips, labels or placeholders."""
+    text: str = page.evaluate(VISIBLE_WORDS)
+    return REQUIREMENT_ID.findall(text)

@@ -77,7 +77,8 @@ def test_dark_mode_follows_the_system_and_keeps_its_contrast(
         for todos in (["Keep me", "Drop me"], ["Keep me"]):  # a finding
             _post(http, calls, {"tool": "TodoWrite", "input": {"todos": [
                 {"content": c, "status": "pending", "priority": "medium"} for c in todos]}})
-        first = _post(http, calls, {"tool": "ExitPlanMode", "input": {"plan": "# Plan\n\n- a\n- b"}})
+        first = _post(http, calls,
+                      {"tool": "ExitPlanMode", "input": {"plan": "# Plan\n\n- a\n- b"}})
         _post(http, f"/v1/sessions/{planned}/interactions/{first['interactionId']}/respond",
               {"decision": "feedback", "feedback": "Add c."})
         _post(http, calls, {"tool": "ExitPlanMode", "input": {"plan": "# Plan\n\n- a\n- c"}})

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from axe_support import axe_source, violations
+from axe_support import axe_source, requirement_ids, violations
 from server_support import ServerProcess, running_server
 from web_support import Shots, session_url
 
@@ -131,6 +131,7 @@ def test_the_page_lands_on_an_inbox_of_what_waits_across_sessions_oldest_deadlin
     expect(page.locator("#inbox-link")).to_have_text("Inbox 3 waiting for you")
     shots.take(page, "inbox")
     assert violations(page, axe) == []
+    assert requirement_ids(page) == []  # no "HO-6" in what a person reads
 
     page.locator("#inbox-list > li").nth(1).locator("a").click()  # the entry opens its session
     expect(page).to_have_url(session_url(server.base_url, ids[20]))

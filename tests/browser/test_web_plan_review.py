@@ -3,7 +3,7 @@
 Over one real ``sessionledger serve``. A 6,800-character plan under review keeps Approve,
 Reject and the feedback field on screen wherever it is scrolled to (desktop and phone). After
 feedback sent from the page the agent submits a revised plan: the page marks it as v2, shows
-the feedback that led to it and a line diff against v1 (each line marked +, − or kept in text,
+the feedback that led to it and a line diff against v1 (each line marked + or a minus sign, in text
 not by colour alone), also after a reload; a second round makes v3, diffed against v2.
 """
 
@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 STEPS = 83
 LONG_PLAN = "# Move the ledger to PostgreSQL\n\n" + "\n".join(
-    f"{n}. Step {n:03d}: move the next table of the ledger, then check its row counts twice." for n in range(1, STEPS + 1))
+    f"{n}. Step {n:03d}: move the next table of the ledger, then check its row counts twice."
+    for n in range(1, STEPS + 1))
 V1 = """# Tidy the tables
 
 - Back up the database.
@@ -41,6 +42,7 @@ V3 = """# Tidy the tables
 - Add a rollback script."""
 FEEDBACK_1 = "No backup step: we have snapshots. Add a rollback script instead."
 FEEDBACK_2 = "Analyze after the vacuum."
+MINUS = "\N{MINUS SIGN}"  # the mark of a removed line
 
 
 def _expect() -> Any:
@@ -138,8 +140,9 @@ def test_a_revised_plan_is_marked_with_its_feedback_and_a_diff(
                 "- Drop the unused columns.", "- Vacuum.", "- Add a rollback script."])
             # marked in text, not by colour alone: the mark, and the words a reader hears
             expect(revision.locator(".diff-line .diff-mark")).to_have_text(
-                [" ", " ", "−", " ", " ", "+"])
-            expect(revision.locator(".diff-del")).to_have_text(["−removed: - Back up the database."])
+                [" ", " ", MINUS, " ", " ", "+"])
+            expect(revision.locator(".diff-del")).to_have_text(
+                [f"{MINUS}removed: - Back up the database."])
             expect(revision.locator(".diff-add")).to_have_text(["+added: - Add a rollback script."])
 
         check_v2()

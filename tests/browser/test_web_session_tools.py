@@ -14,13 +14,13 @@ panel is read again (not left stale), and cleared once the session is purged.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from axe_support import axe_source, violations
+from axe_support import axe_source, requirement_ids, violations
 from server_support import ServerProcess, create_session, running_server, sessionledger_command
 from web_support import Shots, session_url, timeline_seqs
 
@@ -111,6 +111,7 @@ def test_findings_are_grouped_by_kind_and_lead_to_their_timeline_entries(
     expect(many.locator("li.finding").first).to_be_hidden()
     shots.take(page, "grouped-findings")
     assert violations(page, axe) == []
+    assert requirement_ids(page) == []  # no requirement ids in text or tooltips
 
     target = page.locator(f"#timeline > li[data-seq='{writes[2]}']")
     expect(target).to_have_count(0)  # far before the newest window
