@@ -3,8 +3,8 @@
 Every backend hands a group to :func:`write_group` inside its transaction, with its own
 idempotency lookup and row write, so every store numbers, hashes and refuses batches the same
 way; only reading and writing rows differs between them. All appends of a store go through one
-:class:`GroupCommitter` (flat combining: many batches per transaction, DESIGN "Writing"), and
-committed events are told to :class:`Subscribers` only once they are durable.
+:class:`GroupCommitter` (flat combining: many batches per transaction; docs/architecture.md,
+"Writing"), and committed events are told to :class:`Subscribers` only once they are durable.
 
 Two kinds of caller share one committer (issue 24):
 
@@ -201,11 +201,11 @@ def result_from_rows(
 
 # -- the group write ---------------------------------------------------------------------------
 #
-# Every backend writes a group (DESIGN "Writing") the same way, inside its transaction: each
-# batch is checked (idempotency key, expected version) and chained in Python against the
-# session heads before anything is written, so a refused batch fails alone, with no savepoint;
-# then the backend writes the group's new rows and heads, and folds its events into the inline
-# projections, in one call. Only the idempotency lookup and that write differ per backend.
+# Every backend writes a group (docs/architecture.md, "Writing") the same way, inside its
+# transaction: each batch is checked (idempotency key, expected version) and chained in Python
+# against the session heads before anything is written, so a refused batch fails alone, with no
+# savepoint; then the backend writes the group's new rows and heads, and folds its events into the
+# inline projections, in one call. Only the idempotency lookup and that write differ per backend.
 
 Head = tuple[int, str]
 """A session's version and head hash."""
@@ -293,7 +293,8 @@ def typed_outcomes(
 
 class GroupAppends:
     """``append`` and ``append_many`` of every backend: encode the payloads on the caller's
-    thread, then hand the batches to the store's group committer (DESIGN "Writing")."""
+    thread, then hand the batches to the store's group committer (docs/architecture.md,
+    "Writing")."""
 
     _committer: GroupCommitter[PreparedBatch, AppendResult]
 
@@ -333,7 +334,7 @@ class GroupAppends:
 # their own event rather than on the writer lock, so a finished group releases all its callers
 # at once and leadership passes straight to a caller that still has work. A lone caller commits
 # on its own thread with no hand-off; 32 concurrent callers share a handful of fsyncs
-# (DESIGN "Writing").
+# (docs/architecture.md, "Writing").
 #
 # Coroutines queue in the same queue, each entry with a future and its loop instead of a latch
 # of its own: their entries share the writer thread's latch, so handing over to one of them

@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 
-# Canonical JSON and the per-session hash chain (EL-4, DESIGN "Events").
+# Canonical JSON and the per-session hash chain (EL-4; docs/architecture.md).
 #
 # ``hash = sha256(prev_hash_hex + canonical(envelope without hash and global_position))``. The
 # first event of a session chains from :data:`GENESIS_HASH`. The envelope's fields are hashed

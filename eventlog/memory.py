@@ -1,4 +1,4 @@
-"""In-memory twin of the SQLite store, for fast tests (STYLE: hypothesis' in-memory database).
+"""In-memory twin of the SQLite store, for fast tests (as hypothesis keeps one for its examples).
 
 It keeps the very rows the SQLite table would hold, so numbering, hashing, idempotency and
 chain checks behave identically; the conformance suite runs against both.

@@ -1,6 +1,6 @@
 """The store protocol every backend implements, and opening a store from its URL.
 
-The protocol is small on purpose (STYLE: one small interface): append with an expected
+The protocol is small on purpose (one small interface): append with an expected
 version, read a session from a ``seq`` cursor, read everything from a global position, verify
 chains, and listen for committed events. Backends: :mod:`eventlog.memory` (a twin for tests),
 :mod:`eventlog.sqlite` (the embedded default) and :mod:`eventlog.postgres` (scale-out, needs

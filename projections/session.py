@@ -1,7 +1,7 @@
 """What the session is now: its execution state and the turn counters its reminders need.
 
 Two inline projections of the session's own events, each a pure fold (one small applier per
-event type, STYLE 3) into one value per session, kept in a table of :mod:`projections.tables`
+event type) into one value per session, kept in a table of :mod:`projections.tables`
 in the append transaction: the :class:`SessionSummary` (mode, Plan switch, goal, head) and the
 :class:`TurnCounters` (TD-5, PM-5).
 
@@ -24,7 +24,7 @@ of every session reads the question timers of the waiting sessions only (issue 2
 messages since the last todo write or reminder, real user messages since the last Plan
 reminder, injections in this Plan period, a pending "you left Plan" notice, a compaction not
 yet followed by a request). Counting them per request would replay the session; instead this
-inline projection folds them, one small applier per event type (STYLE 3), into one
+inline projection folds them, one small applier per event type, into one
 :class:`TurnCounters` per session, updated in the append transaction like the other read
 models, so a restarted service answers exactly as before. The rows live in a
 :class:`~projections.tables.DocTable` named ``turn_counters``.

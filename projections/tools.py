@@ -28,8 +28,8 @@ instant the event that put it there was recorded). One more row holds every chan
 The timer fold never runs the machine and knows no durations: what it stores is exactly what the
 log says. The *decision* "what is due, and when" is :func:`session_due` — pure, over a row,
 the setting's history and the configured durations — which the scheduler asks for the next
-due instant (DESIGN.md "Time"). A row is ``watch`` while one of its questions may still
-move (registered, or a clock running), so the scheduler reads only those.
+due instant (docs/architecture.md, "Question timers"). A row is ``watch`` while one of its
+questions may still move (registered, or a clock running), so the scheduler reads only those.
 
 **Tool records.** A :class:`DocProjection` over the same keyed document table as the
 call and interaction views, with its own keys: one document per session for where its host's

@@ -29,8 +29,11 @@ PREFIXES = ("EL", "ES", "TD", "AQ", "HO", "PM", "LM", "RS", "TR", "EG", "CC")
 REQUIREMENT = re.compile(r"(?<![\w-])(?:" + "|".join(PREFIXES) + r")-\d+(?![\w-])")
 DEFINITION = re.compile(r"^#{2,6}\s+((?:" + "|".join(PREFIXES) + r")-\d+)\b", re.MULTILINE)
 
-# What a clone does not have: the external contract and the article it restates.
-OUTSIDE = re.compile(r"SPEC\.md|(?<![\w.])SPEC(?![\w.])|(?<![\w-])seed/|\b[Tt]he seed\b|\bseed's\b")
+# What a clone does not have: the external contract, the article it restates, and the design
+# notes, host notes and style guide the project was started from.
+OUTSIDE = re.compile(
+    r"(?:SPEC|DESIGN|STYLE|HOSTS)\.md|(?<![\w.])(?:SPEC|DESIGN|STYLE)(?![\w.])"
+    r"|(?<![\w-])seed/|\b[Tt]he seed\b|\bseed's\b")
 
 MARKDOWN_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 BACKTICKED = re.compile(r"`([^`\n]+)`")
@@ -83,7 +86,7 @@ def _exists(rel: str) -> bool:
 def _clean(token: str) -> str:
     """The path part of a mention: no anchor, line number, test name or trailing punctuation."""
     token = token.split("#", 1)[0].split("::", 1)[0]
-    token = re.sub(r"(?::\d+(?:[-–]\d+)?)+$", "", token)
+    token = re.sub(r"(?::\d+(?:[-\u2013]\d+)?)+$", "", token)
     return token.rstrip(".,;:)")
 
 
@@ -183,7 +186,8 @@ def test_nothing_points_at_the_contract_outside_the_repository() -> None:
         for match in OUTSIDE.finditer(line)
     ]
     assert not offenders, (
-        "Files cite SPEC.md or the design article, which a clone does not have; point at "
+        "Files cite the contract, design notes or style guide the project was started from, or the "
+        "article it restates, which a clone does not have; point at "
         f"{SPEC_PAGE} or the page that explains it instead.\n" + _report(offenders))
 
 
@@ -205,7 +209,8 @@ def test_every_requirement_id_outside_the_tests_is_defined() -> None:
         for rid in REQUIREMENT.findall(line)
         if rid not in ids
     ]
-    assert not offenders, f"Requirement ids that {SPEC_PAGE} does not define.\n" + _report(offenders)
+    assert not offenders, (
+        f"Requirement ids that {SPEC_PAGE} does not define.\n" + _report(offenders))
 
 
 def test_every_requirement_id_the_tests_cite_is_defined() -> None:
@@ -229,7 +234,8 @@ def test_every_requirement_id_the_tests_cite_is_defined() -> None:
     ("fine: `~/.claude/settings.json`, `$CODEX_HOME/config.toml`, `src/app.py`", []),
     ("fine: https://example.com/docs/x.md and `tests/test_*.py` and `sessionledger/…py`", []),
     ("fine: `sessionledger/sessionId`, `eventlog/encoding.check_json`, \"tests/test_app.py\"", []),
-    ("see `sessionledger/gone/` and `eventlog/gone.py:12`", ["sessionledger/gone/", "eventlog/gone.py"]),
+    ("see `sessionledger/gone/` and `eventlog/gone.py:12`",
+     ["sessionledger/gone/", "eventlog/gone.py"]),
 ])
 def test_the_path_check_finds_what_it_should(text: str, expected: list[str]) -> None:
     assert [target for _, target in broken_paths("README.md", [text])] == expected
@@ -240,4 +246,6 @@ def test_the_id_and_outside_patterns() -> None:
         "ES-5", "PM-10", "CC-9"]
     assert [m.group(0) for m in OUTSIDE.finditer("SPEC.md §2, SPEC EG-5, seed/x, the seed")] == [
         "SPEC.md", "SPEC", "seed/", "the seed"]
-    assert not OUTSIDE.search("_SPEC = 1; --seed 3; a seed of the rotation; spec.md")
+    assert [m.group(0) for m in OUTSIDE.finditer('DESIGN.md "Time", STYLE 3, HOSTS.md')] == [
+        "DESIGN.md", "STYLE", "HOSTS.md"]
+    assert not OUTSIDE.search("_SPEC = 1; --seed 3; a seed of the rotation; spec.md; HOSTS = ()")

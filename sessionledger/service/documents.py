@@ -3,7 +3,7 @@
 The state itself is the execution-state projection's (:mod:`projections.session`
 owns the fold); this module only renders a :class:`~projections.SessionSummary` as the JSON
 documents clients compare field by field, and an event as the short human description the
-``replay`` timeline prints. Describers are one small function per event type (STYLE 3); an
+``replay`` timeline prints. Describers are one small function per event type; an
 event type without one is described by its payload.
 
 Here too: the plan story of ``replay`` (one line per plan event, issue 7) and the todo
@@ -282,7 +282,7 @@ class TodoService:
 # The state itself is the execution-state projection's (:mod:`projections.session`
 # owns the fold); this module only renders a :class:`~projections.SessionSummary` as the JSON
 # documents clients compare field by field, and an event as the short human description the
-# ``replay`` timeline prints. Describers are one small function per event type (STYLE 3); an
+# ``replay`` timeline prints. Describers are one small function per event type; an
 # event type without one is described by its payload.
 
 DisplayMode = Literal["plan", "build", "edit", "yolo", "auto"]

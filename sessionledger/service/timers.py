@@ -83,17 +83,17 @@ __all__ = [
 #
 # The timer scheduler of ``serve``: one thread that appends timer transitions when they fall due.
 #
-# DESIGN.md "Time": timers are not sleeping coroutines holding state. The state is in the log
-# and its projection; this thread keeps only an index of it — each watched session's next due
-# instant, in a heap (:class:`DueIndex`) — loaded from the projection on its first pass (so a
-# restart re-arms every timer from the log, and deadlines missed while the service was down
-# fire at once, in order: HO-7) and kept current from the commits it hears: a committed batch
-# that can move a timer (a question registered or resolved, a timer change, a deleted session)
-# marks its sessions, and the next pass re-reads only their rows, by key. A setting change
-# can move every timer, so it reloads the index, as does a pass that failed. A pass then asks
-# :meth:`TimerService.settle_quietly` for the sessions whose instant has come, and the thread
-# sleeps until the next instant or the next commit. What a new question costs is one row read
-# and a heap push, whatever the number of sessions waiting (issue 24).
+# docs/architecture.md, "Question timers": timers are not sleeping coroutines holding state. The
+# state is in the log and its projection; this thread keeps only an index of it — each watched
+# session's next due instant, in a heap (:class:`DueIndex`) — loaded from the projection on its
+# first pass (so a restart re-arms every timer from the log, and deadlines missed while the service
+# was down fire at once, in order: HO-7) and kept current from the commits it hears: a committed
+# batch that can move a timer (a question registered or resolved, a timer change, a deleted session)
+# marks its sessions, and the next pass re-reads only their rows, by key. A setting change can move
+# every timer, so it reloads the index, as does a pass that failed. A pass then asks
+# :meth:`TimerService.settle_quietly` for the sessions whose instant has come, and the thread sleeps
+# until the next instant or the next commit. What a new question costs is one row read and a heap
+# push, whatever the number of sessions waiting (issue 24).
 #
 # Appends by another process on the same database: on PostgreSQL the store publishes them like
 # this process's own (D116). Everywhere, every ``poll_s`` the thread compares the store's head
