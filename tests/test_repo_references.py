@@ -154,6 +154,35 @@ def broken_paths(rel: str, lines: list[str]) -> Iterator[tuple[int, str]]:
                 yield number, found
 
 
+@functools.cache
+def anchors(path: Path) -> frozenset[str]:
+    """The anchors a Markdown page has, spelled as GitHub spells a heading's (and ``<a id>``)."""
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.DOTALL)
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    for heading in re.findall(r"^#{1,6}\s+(.*?)\s*#*\s*$", text, flags=re.MULTILINE):
+        heading = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        found.add(slug if count == 0 else f"{slug}-{count}")
+    found.update(re.findall(r'<a (?:id|name)="([^"]+)"', text))
+    return frozenset(found)
+
+
+def broken_anchors(rel: str, lines: list[str]) -> Iterator[tuple[int, str]]:
+    """Links into a Markdown page whose anchor names no heading there."""
+    base = (ROOT / rel).parent
+    for number, line in enumerate(lines, 1):
+        for target in MARKDOWN_LINK.findall(line):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target) or "#" not in target:
+                continue
+            path, anchor = target.split("#", 1)
+            page = (base / path).resolve() if path else ROOT / rel
+            if page.suffix == ".md" and page.is_file() and anchor not in anchors(page):
+                yield number, target
+
+
 def _report(offenders: list[str]) -> str:
     return f"{len(offenders)} offender(s):\n" + "\n".join(offenders)
 
@@ -215,7 +244,7 @@ def test_every_requirement_id_outside_the_tests_is_defined() -> None:
 
 def test_every_requirement_id_the_tests_cite_is_defined() -> None:
     ids = defined_ids()
-    offenders = []
+    offenders: list[str] = []
     for rel in tracked():
         if not rel.startswith("tests/") or not rel.endswith(".py") or not (ROOT / rel).is_file():
             continue
@@ -224,6 +253,21 @@ def test_every_requirement_id_the_tests_cite_is_defined() -> None:
                              if rid not in ids)
     assert not offenders, (
         f"Tests cite requirement ids that {SPEC_PAGE} does not define.\n" + _report(offenders))
+
+
+def test_every_markdown_anchor_exists() -> None:
+    offenders = [
+        f"{rel}:{number}: {target}"
+        for rel, lines in checked_files() if rel.endswith(".md")
+        for number, target in broken_anchors(rel, lines)
+    ]
+    assert not offenders, "Links name an anchor the page does not have.\n" + _report(offenders)
+
+
+def test_the_anchor_check_finds_what_it_should() -> None:
+    lines = ["[ES-5](spec.md#es-5), [wire](spec.md#wire-shapes), [x](spec.md#es-99), [y](#nowhere)"]
+    assert [target for _, target in broken_anchors("docs/tools.md", lines)] == [
+        "spec.md#es-99", "#nowhere"]
 
 
 @pytest.mark.parametrize(("text", "expected"), [
