@@ -198,7 +198,8 @@ def goal_step(ctx: DemoContext) -> None:
     else:
         raise DemoFailure("entering Plan during a goal was not refused")
     doc = ctx.service.end_goal(ctx.session_id)
-    ctx.say("goal", f"ended (goal is now {doc['executionState']['goal']})")
+    ended = doc["executionState"]["goal"] is None
+    ctx.say("goal", "ended: no goal is active now" if ended else "still active")
 
 
 def plan_step(ctx: DemoContext) -> None:
@@ -271,7 +272,10 @@ def auto_continued_step(ctx: DemoContext) -> None:
 def todos_step(ctx: DemoContext) -> None:
     """TodoWrite in Plan; after ten assistant messages the next request gets a reminder."""
     done = ctx.call("TodoWrite", {"todos": TODOS})
-    ctx.say("TodoWrite", done["result"]["summary"])
+    counts = done["result"]["summary"]
+    ctx.say("TodoWrite", f"{counts['total']} items: " + ", ".join(
+        f"{counts[status]} {status.replace('_', ' ')}"
+        for status in ("pending", "in_progress", "completed")))
     ctx.say("progress", ctx.service.todos.current(ctx.session_id).progress)
     for number in range(1, 11):
         ctx.service.turns.record_message(
@@ -292,7 +296,8 @@ def dropped_todo_step(ctx: DemoContext) -> None:
     kept = [dict(TODOS[0]), dict(TODOS[1])]
     done = ctx.call("TodoWrite", {"todos": kept})
     dropped = done["result"]["droppedUnfinished"]
-    ctx.say("TodoWrite", f"{len(kept)} items, droppedUnfinished: {dropped}")
+    ctx.say("TodoWrite", f"{len(kept)} items; unfinished items dropped: " + "; ".join(
+        f"{item['content']} ({item['status'].replace('_', ' ')})" for item in dropped))
     _equal(dropped, [TODOS[2]], "droppedUnfinished")
     warning = done["modelContent"].split("\n\n", 1)[-1]
     ctx.console.print("  [bold yellow]dropped-todo warning[/bold yellow]")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +36,7 @@ FEATURES = (
     "autoContinued: Unanswered — auto-continued",
     "todo reminder",
     "The TodoWrite tool hasn't been used recently.",
-    "droppedUnfinished",
+    "unfinished items dropped: Document the export format (pending)",
     "dropped-todo warning",
     "Plan feedback, then approval",
     "The plan was not approved by the user.",
@@ -73,6 +74,8 @@ def test_demo_walks_through_every_feature_and_ends_with_the_audit_verdict(
         assert f"{number}/{len(STEPS)}  {title}" in done.stdout
     assert done.stdout.rstrip().splitlines()[-1].startswith("Audit verdict: OK — sess_")
     assert "FAILED" not in done.stdout and done.stderr == ""
+    # words for people: no Python reprs (a dict, a list of dicts, None)
+    assert not re.search(r"\{'|\[\{|\bNone\b", done.stdout), done.stdout
     assert not (tmp_path / ".sessionledger").exists(), "the default store was touched"
 
 

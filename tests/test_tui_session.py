@@ -121,16 +121,25 @@ def _plan_session(service: SessionService) -> tuple[str, str]:
     return session, answer.document["callId"]
 
 
-def test_pm6_a_plan_is_an_ordinary_approval_request_and_enter_approves(tmp_path: Path) -> None:
+def test_pm6_a_plan_is_an_ordinary_approval_request_and_1_approves(tmp_path: Path) -> None:
     with opened(tmp_path) as service:
         session, call_id = _plan_session(service)
 
         async def scenario(app: SessionApp, pilot: Pilot[None]) -> None:
             assert isinstance(app.panel, ApprovalPanel)
             assert "Write the parser" in plain(app.panel.plan)
+            assert plain(app.panel.request).startswith("Plan approval\n")  # the page's words
+            assert "ExitPlanMode" not in plain(app.panel.request)
             assert "1. Approve" in plain(app.panel.body)
+            assert "▸" not in plain(app.panel.body)  # nothing is chosen before the user does
+            await pilot.press("enter")  # a stray Enter approves nothing (issue 42)
+            await pilot.pause(0.3)
+            assert resolutions(service, session) == [] and app.panel is not None
+            await pilot.press("down")
+            assert "▸ 1. Approve" in plain(app.panel.body)
             await pilot.press("enter")  # the highlighted choice: Approve
             await until(pilot, lambda: plain(app.sidebar.badge).startswith(" build "))
+            assert plain(app.status).strip() == "Plan approved"
 
         drive(service, session, scenario)
         (resolved,) = resolutions(service, session)
@@ -216,8 +225,10 @@ def test_cli_tui_has_help_and_refuses_an_unknown_session(tmp_path: Path) -> None
     helped = subprocess.run([*sessionledger_command(), "tui", "--help"], capture_output=True,
                             text=True, timeout=60, check=False)
     assert helped.returncode == 0 and "SESSION" in helped.stdout and "--db" in helped.stdout
+    with opened(tmp_path):
+        pass  # the store exists (reading never creates one)
     missing = subprocess.run(
-        [*sessionledger_command(), "tui", "sess_nope", "--db", f"sqlite:///{tmp_path}/l.db"],
+        [*sessionledger_command(), "tui", "sess_nope", "--db", f"sqlite:///{tmp_path}/ledger.db"],
         capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
     )
     assert missing.returncode == 2

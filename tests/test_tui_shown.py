@@ -82,7 +82,7 @@ def test_eg7_a_hostile_3000_line_plan_is_shown_line_for_line_and_enter_approves_
             await pilot.press("pagedown")
             await until(pilot, lambda: app.scroller.scroll_y > 0)
             assert _on_screen(app, QUEUE_HEADER)
-            await pilot.press("enter")  # Approve: what was shown is what is recorded
+            await pilot.press("1")  # Approve: what was shown is what is recorded
             await until(pilot, lambda: plain(app.sidebar.badge).startswith(" build "))
 
         drive(service, session, scenario, size=SMALL)
@@ -122,7 +122,7 @@ def test_eg7_hostile_questions_options_and_previews_show_literally(
                             "<img src=y onerror=alert(2)><!-- c -->",
                             "<b>[bold]p[/bold]</b> <U+202E>q"):
                 assert _squeezed(literal) in body, literal
-            assert _on_screen(app, "AskUserQuestion: Run <b>[red]this[/red]")
+            assert _on_screen(app, "Question: Run <b>[red]this[/red]")
             assert "o Other" in " ".join(screen(app)[-4:])
             await pilot.press("1", "enter", "enter")  # the first option, as shown
 

@@ -153,9 +153,13 @@ def test_eg7_the_tui_in_tmux_shows_a_hostile_plan_and_records_what_it_showed(
         for line in plan.split("\n"):
             expected = "".join(SHOWN.get(line, line).split())
             assert expected in shown, line
-        term.keys("Enter")  # Approve
+        term.keys("Enter")  # nothing is chosen yet: a stray Enter approves nothing
+        time.sleep(0.5)
+        assert any("Approval queue: 1 waiting" in row for row in term.capture())
+        term.keys("1")  # Approve
         done = term.wait_for(_has("nothing waits for you"), "approved")
         assert not any("Enter choose" in row for row in done)
+        assert any("Plan approved" in row for row in done)  # the page's words
 
     with opened(tmp_path) as service:
         (resolved,) = resolutions(service, session)
@@ -163,3 +167,37 @@ def test_eg7_the_tui_in_tmux_shows_a_hostile_plan_and_records_what_it_showed(
         workspace = Path(service.document(session)["workspace"])
         written = workspace / ".zcode" / "plans" / f"plan-{session}.md"
         assert written.read_text(encoding="utf-8") == plan  # what was shown is what is recorded
+
+
+def test_at_80x24_the_newest_event_shows_and_the_words_are_the_pages(tmp_path: Path) -> None:
+    """A session with a long todo list and many events, a question and a plan waiting, in a
+    real 80x24 terminal: the newest event is on screen (never the one cut off), the queue
+    and panel speak as the page does (no tool names, no call ids), and nothing is chosen for
+    the user (issue 42)."""
+    with opened(tmp_path) as service:
+        session = service.create_session(host="tui", mode="plan")["sessionId"]
+        todos = [{"content": f"Task number {n} of the long list", "status": "pending",
+                  "priority": "medium"} for n in range(1, 31)]
+        for _ in range(4):
+            service.tools.call(session, "TodoWrite", {"todos": todos})
+        assert service.tools.call(session, "ExitPlanMode", {"plan": "# Plan\n1. Do it."}
+                                  ).status_code == 202
+        newest = service.store.version(session)
+    db = f"sqlite:///{tmp_path / 'ledger.db'}"
+
+    with terminal("test_at_80x24_the_newest_event_shows") as term:
+        term.start([*sessionledger_command(), "tui", session, "--db", db], cwd=tmp_path)
+        rows = term.wait_for(_has("Plan approval"), "opened")
+        screen = "\n".join(rows)
+        assert re.search(rf"\b{newest} Interaction", screen), screen
+        assert "ExitPlanMode" not in screen and "call_" not in screen
+        assert "Nothing is chosen yet" in screen and "▸" not in screen
+        term.keys("Enter")
+        time.sleep(0.5)
+        assert any("Approval queue: 1 waiting" in row for row in term.capture())
+        term.keys("3")  # Reject
+        done = term.wait_for(_has("Plan rejected"), "rejected")
+        latest = "\n".join(done)
+        with opened(tmp_path) as service:
+            last = service.store.version(session)
+        assert re.search(rf"\b{last}\b ", latest), latest  # the newest still shows

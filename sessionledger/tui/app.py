@@ -41,7 +41,7 @@ from textual.widgets import Footer, Header, Static
 from eventlog import Clock, RecordedEvent
 
 from ..errors import SessionDeleted, SessionLedgerError
-from ..service.documents import TodoList, client_name, occurred_at
+from ..service.documents import TodoList, client_name, occurred_at, session_name
 from ..service.sessions import SessionService
 from .panels import Answered, Engaged, InteractionPanel, Redrawn, panel_for
 from .shown import shown
@@ -133,8 +133,9 @@ def client_lines(document: Mapping[str, Any]) -> Text:
 
 
 def _event_lines(events: Iterable[RecordedEvent]) -> Text:
-    text = Text.assemble(("Latest events", "bold"))
-    for event in events:
+    """The latest events, newest first: a short terminal cuts the oldest, never the newest."""
+    text = Text.assemble(("Latest events", "bold"), (" (newest first)", "dim"))
+    for event in reversed(list(events)):
         text.append(f"\n{event.seq:>4} ", style="dim")
         text.append(event.type)
         text.append(f" by {event.actor}", style="dim")
@@ -166,8 +167,8 @@ class Sidebar(Vertical):
         yield self.client
         yield self.badge
         yield self.goal
+        yield self.events  # above the todo list, whose length has no bound
         yield self.todos
-        yield self.events
 
     def show(self, document: Mapping[str, Any], todos: TodoList) -> None:
         """Draw the session as its document and todo list say."""
@@ -179,7 +180,7 @@ class Sidebar(Vertical):
         self.todos.update(todo_lines(todos))
 
     def show_events(self, events: Iterable[RecordedEvent]) -> None:
-        """Draw the latest events (oldest first)."""
+        """Draw the latest events (newest first)."""
         self.events.update(_event_lines(events))
 
 
@@ -221,10 +222,10 @@ def _summary(interaction: Mapping[str, Any]) -> Text:
         questions = payload.get("questions") or []
         first = questions[0]["question"] if questions else ""
         more = f" (+{len(questions) - 1} more)" if len(questions) > 1 else ""
-        return Text.assemble("AskUserQuestion: ", shown(first), more)
+        return Text.assemble("Question: ", shown(first), more)
     if interaction["kind"] == "planApproval":
-        return Text.assemble(shown(payload.get("tool", "ExitPlanMode")), ": plan approval")
-    return Text.assemble(shown(payload.get("tool", "tool")), ": approval")
+        return Text("Plan approval")
+    return Text.assemble("Tool approval: ", shown(payload.get("tool", "a tool")))
 
 
 def queue_lines(interactions: list[dict[str, Any]]) -> Text:
@@ -374,7 +375,8 @@ class SessionApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = self.session_id
+        summary = self.service.find_summary(self.session_id)  # its name, as the page shows it
+        self.sub_title = session_name(summary) if summary is not None else self.session_id
         self.poll()
         self.set_interval(self.poll_s, self.poll)
 
@@ -407,8 +409,8 @@ class SessionApp(App[None]):
                 if getattr(data, "kind", "") == "askUserQuestion":
                     texts = [str(q.get("question", "")) for q in payload.get("questions") or []]
                 else:
-                    texts = ["The plan approval" if getattr(data, "kind", "") == "planApproval"
-                             else f"{payload.get('tool', 'A tool')}: approval"]
+                    texts = ["Plan approval" if getattr(data, "kind", "") == "planApproval"
+                             else f"Tool approval: {payload.get('tool', 'a tool')}"]
                 self.asked[str(getattr(data, "interaction_id", ""))] = texts
             elif event.type == "InteractionResolved":
                 data = event.data
@@ -485,7 +487,7 @@ class SessionApp(App[None]):
     def on_answered(self, message: Answered) -> None:
         """The same service call as ``POST …/interactions/{iid}/respond``."""
         try:
-            done = self.service.tools.respond(
+            self.service.tools.respond(
                 self.session_id, message.interaction_id, message.decision,
                 input=message.input, feedback=message.feedback,
             )
@@ -493,9 +495,12 @@ class SessionApp(App[None]):
             self.say(exc.message, error=True)
             self.poll()
             return
-        outcome = "succeeded" if done.get("success") else "did not succeed"
-        self.say(f"Answered {done.get('callId')} ({message.decision}): the call {outcome}.")
+        self.say(_answered_words(message.decision, self._kind(message.interaction_id)))
         self.poll()
+
+    def _kind(self, interaction_id: str) -> str:
+        return next((str(i["kind"]) for i in self.interactions
+                     if i["interactionId"] == interaction_id), "")
 
     def on_engaged(self, message: Engaged) -> None:
         """HO-5: the first action on a question whose countdown runs pauses it for good."""
@@ -517,6 +522,19 @@ class SessionApp(App[None]):
         """One status line above the panel (errors in red)."""
         self.status.update(shown(text, "bold red" if error else "green"))
         self.status.display = True
+
+
+def _answered_words(decision: str, kind: str) -> str:
+    """What the page says once an answer is sent (its toasts' titles)."""
+    if decision == "modify":
+        return "Answers sent"
+    if kind == "planApproval":
+        return {"approve": "Plan approved", "feedback": "Feedback sent; Plan stays on",
+                "deny": "Plan rejected"}.get(decision, "Answer sent")
+    if kind == "askUserQuestion":
+        return "Declined to answer" if decision == "deny" else "Answer sent"
+    return {"approve": "Approved: the tool runs", "deny": "Rejected: the tool does not run"}.get(
+        decision, "Answer sent")
 
 
 def run_tui(service: SessionService, session_id: str) -> None:

@@ -248,9 +248,11 @@ class ApprovalPanel(InteractionPanel):
 
     def render_request(self) -> RenderableType:
         parts: list[RenderableType] = []
-        tool = shown(self.payload.get("tool", "a tool"), style="bold")
-        if self.kind == "planApproval":
-            parts.append(tool.append(": approve this plan?"))
+        if self.kind == "planApproval":  # the page's words: "Plan approval", its question
+            questions = self.payload.get("questions") or [{}]
+            asked = questions[0].get("question") if isinstance(questions[0], dict) else None
+            parts.append(Text.assemble(("Plan approval", "bold"), "\n", shown(
+                asked if isinstance(asked, str) and asked else "Review this implementation plan.")))
             # Every line as written: no Markdown, which would drop HTML (EG-7).
             self.plan.update(plan_text(str(self.payload.get("plan", ""))))
             self.plan.display = True
@@ -260,7 +262,8 @@ class ApprovalPanel(InteractionPanel):
                     shown(prompt.get("prompt")),
                 ))
         else:
-            parts.append(tool.append(" asks for approval"))
+            parts.append(Text.assemble(("Tool approval: ", "bold"), shown(
+                self.payload.get("tool", "a tool"), style="bold"), " asks to run"))
             asked = json.dumps(self.payload.get("input", {}), ensure_ascii=False, indent=2)
             parts.append(Panel(shown(asked), title="Input"))
         return Group(*parts)
@@ -271,6 +274,10 @@ class ApprovalPanel(InteractionPanel):
             mark = "▸" if row == self.state.cursor else " "
             style = "reverse" if row == self.state.cursor else ""
             parts.append(Text(f"{mark} {row + 1}. {label}", style=style))
+        if self.state.cursor is None:
+            numbers = ", ".join(str(n) for n in range(1, len(self.state.choices) + 1))
+            parts.append(Text(f"Nothing is chosen yet: press {numbers}, or move to a choice "
+                              "and press Enter", style="dim"))
         return Group(*parts)
 
     def apply_key(self, key: str) -> bool:

@@ -74,10 +74,11 @@ field, or answer ``deny``."""
 
 @dataclass(slots=True)
 class Approval:
-    """The choices of one approval request and the highlighted one."""
+    """The choices of one approval request and the highlighted one: none at first, so a
+    stray Enter approves or rejects nothing (issue 42); a digit or a move then Enter does."""
 
     choices: tuple[tuple[Choice, str], ...]
-    cursor: int = 0
+    cursor: int | None = None
 
     @classmethod
     def for_kind(cls, kind: str) -> Approval:
@@ -91,8 +92,12 @@ class Approval:
         if key == "escape":
             return "reject"
         if key in MOVE_UP or key in MOVE_DOWN:
-            step = -1 if key in MOVE_UP else 1
-            self.cursor = max(0, min(self.cursor + step, len(self.choices) - 1))
+            last = len(self.choices) - 1
+            if self.cursor is None:  # the first move highlights the first (or last) choice
+                self.cursor = last if key in MOVE_UP else 0
+            else:
+                step = -1 if key in MOVE_UP else 1
+                self.cursor = max(0, min(self.cursor + step, last))
             return "moved"
         if key in DIGITS:
             picked = int(key) - 1
@@ -101,10 +106,11 @@ class Approval:
             self.cursor = picked
             return self._take()
         if key == "enter":
-            return self._take()
+            return "none" if self.cursor is None else self._take()
         return "none"
 
     def _take(self) -> ApprovalEffect:
+        assert self.cursor is not None
         choice = self.choices[self.cursor][0]
         if choice == "approve":
             return "approve"
