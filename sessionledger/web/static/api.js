@@ -1,4 +1,5 @@
-// The service's JSON routes (SPEC §11): fetch with the error body turned into an ApiError.
+// The service's JSON routes (docs/spec.md §11): fetch with the error body turned into an
+// ApiError.
 
 export class ApiError extends Error {
   constructor(status, code, message, details) {

@@ -1,6 +1,6 @@
-// The web client's entry point (SPEC §11 `GET /`): the session list, the inbox (the landing
-// view, #/), the routing between sessions (#/sessions/<id>), Shift+Tab, the connection
-// indicator, messages and the token login form.
+// The web client's entry point (docs/spec.md §11, `GET /`): the session list, the inbox (the
+// landing view, #/), the routing between sessions (#/sessions/<id>), Shift+Tab, the
+// connection indicator, messages and the token login form.
 
 import { LOGIN_PATH, get, onUnauthorized, post, put } from './api.js';
 import { startTicking } from './countdown.js';

@@ -1,4 +1,4 @@
-// The auto-continue countdown of a question (SPEC HO-4, HO-5, HO-7), drawn only from the
+// The auto-continue countdown of a question (HO-4, HO-5, HO-7), drawn only from the
 // server's absolute times: hidden while `hiddenGrace` and before `visibleAt`; then the time
 // left until `deadlineAt` and the deadline itself; "paused" once the user engaged. A reload or
 // a reconnect reads the same three instants from the server, so it shows the same deadline.

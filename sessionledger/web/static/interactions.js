@@ -1,6 +1,6 @@
-// The cards of the waiting interactions (SPEC §5, HO-2, HO-4/HO-5, §7): questions and plan
-// approvals. A card is built once per interaction and then only updated, so what the user
-// selected or typed survives every refresh of the session document.
+// The cards of the waiting interactions (docs/spec.md §5 and §7, HO-2, HO-4/HO-5): questions
+// and plan approvals. A card is built once per interaction and then only updated, so what the
+// user selected or typed survives every refresh of the session document.
 
 import { interactionPath, post } from './api.js';
 import { countdownElement, updateCountdown } from './countdown.js';

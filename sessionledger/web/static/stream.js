@@ -1,4 +1,4 @@
-// One SSE stream of the log, read with the browser's own EventSource (SPEC EL-5, §11).
+// One SSE stream of the log, read with the browser's own EventSource (EL-5, docs/spec.md §11).
 //
 // The server sends every event with `id:` = its cursor (a session's seq, or the global
 // position) and `event:` = its type. EventSource remembers the last id and, when the
