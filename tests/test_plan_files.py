@@ -203,3 +203,39 @@ def test_eg4_a_plan_file_swapped_for_a_symlink_after_the_check_is_replaced_not_f
     target = workspace / ".zcode" / "plans" / "plan-sess_1.md"
     assert not target.is_symlink() and target.read_text() == "plan"
     assert (outside / "victim.md").read_text() == "untouched"
+
+
+# -- the plans folder is configurable (issue 42) ----------------------------------------------
+
+
+def test_a_workspace_names_its_plans_folder(tmp_path: Path) -> None:
+    from sessionledger import SessionService
+
+    (tmp_path / ".sessionledger").mkdir()
+    (tmp_path / ".sessionledger" / "config.toml").write_text('[plans]\nfolder = "docs/plans"\n')
+    service = SessionService.open("memory://", workspace_root=tmp_path)
+    try:
+        session = service.create_session(mode="plan")["sessionId"]
+        asked = service.tools.call(session, "ExitPlanMode", {"plan": "# Plan\n1. Do it.\n"})
+        interaction = asked.document["interactionId"]
+        service.tools.respond(session, interaction, "approve")
+        approved = [e.data for e in service.store.read_session(session)
+                    if e.type == "PlanApproved"]
+    finally:
+        service.close()
+    written = tmp_path / "docs" / "plans" / f"plan-{session}.md"
+    assert written.read_text(encoding="utf-8") == "# Plan\n1. Do it.\n"
+    assert not (tmp_path / ".zcode").exists()
+    assert [a.path for a in approved] == [f"docs/plans/plan-{session}.md"]  # type: ignore[attr-defined]
+    found = read_plan_file(str(tmp_path), session)
+    assert found is not None and found[0] == written
+
+
+@pytest.mark.parametrize("folder", ["../outside", "/etc/plans", "", "a//b", "./x", "a\\b"])
+def test_a_plans_folder_outside_the_workspace_is_refused(tmp_path: Path, folder: str) -> None:
+    from sessionledger.config.workspace import parse_workspace_config
+    from sessionledger.errors import InvalidWorkspaceConfig
+
+    with pytest.raises(InvalidWorkspaceConfig) as refused:
+        parse_workspace_config({"plans": {"folder": folder}}, source="config.toml")
+    assert "plans.folder" in refused.value.message

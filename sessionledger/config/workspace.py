@@ -38,6 +38,10 @@ refused by, a broken file of its workspace (EG-2). The shape, all tables and key
     id = "claude-opus"
     disabled = "no API key configured"      # optional: unusable, with the reason shown
 
+    [plans]                           # where an approved plan is written (the file the
+    folder = ".zcode/plans"           # model is pointed at after a compaction): a relative
+                                      # folder inside the workspace; this is the default
+
     [offPeak]                         # the host's off-peak windows (TR-5); absent: the
     windows = ["22:00-06:00"]         # off-peak port is closed. "HH:MM-HH:MM", may wrap
     timezone = "Europe/Berlin"        # midnight; IANA zone of the times, default "UTC"
@@ -215,12 +219,33 @@ class OffPeakConfig(_Table):
         ]
 
 
+DEFAULT_PLANS_FOLDER = ".zcode/plans"
+
+
+class PlansConfig(_Table):
+    """Where approved plans are written (``[plans]``): ``folder``, a relative path inside
+    the workspace, ``/``-separated (default :data:`DEFAULT_PLANS_FOLDER`)."""
+
+    folder: StrictStr = DEFAULT_PLANS_FOLDER
+
+    @model_validator(mode="after")
+    def _inside(self) -> PlansConfig:
+        parts = self.folder.split("/")
+        if (not self.folder or self.folder.startswith("/") or "\\" in self.folder
+                or "\0" in self.folder or any(part in ("", ".", "..") for part in parts)):
+            raise _KeyedError(("folder",), f"{self.folder!r} is not a folder inside the "
+                              "workspace: give a relative path such as 'docs/plans' (no '..', "
+                              "no leading '/', no empty or '.' parts)")
+        return self
+
+
 class WorkspaceConfig(_Table):
-    """The whole ``config.toml``: permission rules, feature flags, the model catalog and the
-    off-peak windows."""
+    """The whole ``config.toml``: permission rules, feature flags, the model catalog, the
+    off-peak windows and where approved plans go."""
 
     permission: PermissionConfig = PermissionConfig()
     features: FeaturesConfig = FeaturesConfig()
+    plans: PlansConfig = PlansConfig()
     models: ModelsConfig | None = None
     """``None`` when the file has no ``[models]`` table: the host has no model catalog."""
     off_peak: OffPeakConfig | None = None

@@ -1,6 +1,7 @@
-"""The approved plan's file: the one write outside the log (PM-7, PM-10; DESIGN.md).
+"""The approved plan's file: the one write outside the log (PM-7, PM-10).
 
-On approval the plan is written to ``<workspace>/.zcode/plans/plan-<sanitised id>.md``:
+On approval the plan is written to ``<workspace>/.zcode/plans/plan-<sanitised id>.md`` (the
+folder is ``[plans] folder`` of the workspace's configuration file when it names one):
 characters of the session id outside ``[A-Za-z0-9_.-]`` become ``-``, the directories are
 created, and the text goes to a temporary file in the same directory that is renamed over the
 target (atomic on POSIX). Whatever the id or the workspace holds (``/``, ``..``, NUL, spaces,
@@ -52,12 +53,15 @@ __all__ = [
     "last_approved_plan",
     "plan_file_name",
     "plan_path",
+    "plans_folder",
     "put_back",
     "read_plan_file",
     "restore_plan_files",
 ]
 
 PLANS_DIR = Path(".zcode") / "plans"
+"""The default plans folder of a workspace; ``[plans] folder`` in its configuration file
+names another (:func:`plans_folder`)."""
 READ_LIMIT = 20000 * 4 + 1024
 """PM-10: 81024 bytes — the longest plan in UTF-8 plus room for the heading."""
 
@@ -87,22 +91,37 @@ def plan_file_name(session_id: str) -> str:
     return f"plan-{_UNSAFE.sub('-', session_id)}.md"
 
 
+def plans_folder(workspace: str | Path) -> Path:
+    """The workspace's plans folder, relative to it: ``[plans] folder`` of its configuration
+    file, else :data:`PLANS_DIR`. A configuration that cannot be read gives the default (the
+    calls of such a workspace are refused before a plan could be approved), as does a
+    workspace path no file can have."""
+    from ..config.workspace import load_workspace_config
+    from ..errors import SessionLedgerError
+
+    try:
+        return Path(load_workspace_config(Path(workspace)).plans.folder)
+    except (SessionLedgerError, ValueError):  # ValueError: a path no file can have (NUL)
+        return PLANS_DIR
+
+
 def plan_path(workspace: str | Path, session_id: str, *, root: Path | None = None) -> Path:
     """The plan file's absolute path, checked after resolution (ValueError when unsafe):
-    inside the workspace's plans directory and, with ``root``, inside the server's root."""
+    inside the workspace's plans folder and, with ``root``, inside the server's root."""
     resolved = Path(workspace).resolve()
     if root is not None and not resolved.is_relative_to(root.resolve()):
         raise ValueError(f"the workspace {str(workspace)!r} now resolves to {str(resolved)!r}, "
                          f"outside the server's workspace root {str(root)!r}")
-    plans = (resolved / PLANS_DIR).resolve()
+    folder = plans_folder(resolved)
+    plans = (resolved / folder).resolve()
     target = (plans / plan_file_name(session_id)).resolve()
     if not plans.is_relative_to(resolved) or target.parent != plans:
-        raise ValueError(f"the plan file would leave {PLANS_DIR.as_posix()} of the workspace")
+        raise ValueError(f"the plan file would leave {folder.as_posix()} of the workspace")
     return target
 
 
-def _relative(session_id: str) -> str:
-    return (PLANS_DIR / plan_file_name(session_id)).as_posix()
+def _relative(workspace: str | Path, session_id: str) -> str:
+    return (plans_folder(workspace) / plan_file_name(session_id)).as_posix()
 
 
 class PlanFiles:
@@ -125,7 +144,7 @@ class PlanFiles:
         self, workspace: str, session_id: str, plan: str, *, cancelled: Cancelled = bool,
     ) -> PlanFileResult:
         """Write ``plan`` atomically; a write error is returned, a cancellation raised."""
-        relative = _relative(session_id)
+        relative = _relative(workspace, session_id)
 
         def stop() -> bool:
             return self._closing.is_set() or cancelled()
