@@ -249,24 +249,71 @@ number waiting, and the timers are read once for the sessions with something wai
 """
 
 
+_EXAMPLES_INTRO = """\
+Each route's example below is a step of one story — a session created, a message, a todo
+list, a question asked and answered, a plan approved, a goal, the reads and streams, a host's
+hooks, errors — run against the real app by `make docs` (sessionledger/http/examples.py) and
+run again by tests/test_http_examples.py, which fails when an answer differs from the one shown
+or when a route has no example. The server has the token `example-token` (as one bound beyond
+loopback would), its workspace `/home/me/shop` holds a small model catalog, and its clock
+starts at `2026-01-01T00:00:00.000Z` and moves one second before each request.
+
+What varies from run to run is shown as a placeholder, in requests and answers alike: an id
+ending in 26 base32 characters keeps only its prefix (`sess_…`, `call_…`, `int_…`, `chk_…`);
+a hash (64 hex digits), a login cookie's value and an HTTP date are `…`; the directory the
+story ran in is `/home/me`. Answers carry more headers than shown (`X-Request-ID`,
+`Sessionledger-Time`, …); those shown are the ones that matter: `Content-Type` when the body is
+not JSON, `Set-Cookie`, `WWW-Authenticate`, the page's `Content-Security-Policy`.
+"""
+
+
+def _http_examples(listed: list[tuple[str, str]], routes: list[tuple[str, str]]) -> list[str]:
+    """A section per route: its examples (request, then answer), or its one-line note; the
+    routes the table lists first, in its order, then the app's others."""
+    from .http.examples import NOTES, examples_by_route, run_examples
+
+    exchanges = dict(examples_by_route(run_examples()))
+    lines = ["", "## Examples", "", _EXAMPLES_INTRO.rstrip("\n")]
+    for route in [*listed, *(r for r in routes if r not in listed)]:
+        lines += ["", f"### `{route[0]} {route[1]}`", ""]
+        if route in NOTES:
+            lines.append(NOTES[route])
+            continue
+        shown = exchanges.get(route)
+        if not shown:
+            lines.append("No example yet.")
+            continue
+        for number, exchange in enumerate(shown):
+            lines += [*([""] if number else []), exchange.title, "", "```http",
+                      exchange.request_text(), "```", "", "```http", exchange.answer_text(),
+                      "```"]
+    return lines
+
+
 def render_http_api() -> str:
-    """Every route of the HTTP service, from the app's own OpenAPI description."""
+    """Every route of the HTTP service, from the app's own OpenAPI description, each with an
+    example exchange (:mod:`sessionledger.http.examples`)."""
     from .config import ServerSettings
     from .http import create_app
+    from .http.examples import app_routes
     from .service.sessions import SessionService
 
     service = SessionService.open("memory://", workspace_root=Path("/"))
     try:
         app = create_app(service=service, settings=ServerSettings(workspace_root=Path("/")))
         spec = app.openapi()
+        routes = app_routes(app)
     finally:
         service.close()
     lines = [_HEADER, "# HTTP API", "", _HTTP_INTRO, "| method | path | what it does |",
              "|---|---|---|"]
+    listed = []
     for path, operations in spec["paths"].items():
         for method, op in operations.items():
             summary = (op.get("description") or op.get("summary") or "").split("\n")[0]
             lines.append(f"| `{method.upper()}` | `{path}` | {summary} |")
+            listed.append((method.upper(), path))
+    lines += _http_examples(listed, routes)
     return "\n".join(lines) + "\n"
 
 
