@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from fastapi import FastAPI
 from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from eventlog.envelope import ManualClock
 from projections import open_projected_store
@@ -227,11 +228,11 @@ class _Recorder:
     def send(
         self, route: tuple[str, str], title: str, path: str, *, body: Any = None,
         headers: Mapping[str, str] | None = None, token: bool = True,
-        stream_s: float | None = None, show_body: bool = True,
+        stream: bool = False, show_body: bool = True,
     ) -> _Answer:
         """Send one request (with the token unless ``token`` is false) and record it; the
-        response. ``stream_s``: a stream, read until the server stops it after that many
-        seconds (its events are all there before it starts)."""
+        response. ``stream``: an event stream, which the server stops once it has sent its
+        first events (:func:`_stopping_streams`; they are all there before it starts)."""
         self.clock.advance(1)
         method = route[0]
         sent: dict[str, str] = {}
@@ -242,14 +243,14 @@ class _Recorder:
             sent["Content-Type"] = "application/json"
         content = None if body is None else json.dumps(body).encode()
         timer = None
-        if stream_s is not None:
-            timer = threading.Timer(stream_s, self.stopping.set)
+        if stream:  # in case no event comes: the answer, empty, then differs from the page
+            timer = threading.Timer(_STREAM_TIMEOUT_S, self.stopping.set)
             timer.start()
         try:
             response = self.client.request(method, path, headers=sent, content=content)
         finally:
             if timer is not None:
-                timer.join()
+                timer.cancel()
                 self.stopping.clear()
         self.client.cookies.clear()  # every request says which login it carries
         kind = response.headers.get("content-type", "")
@@ -381,10 +382,10 @@ def _scenario(ex: _Recorder, workspace: Path) -> None:
     ex.send(("GET", f"{doc}/events/stream"), "The session's stream resumed after an id: "
             "the events after it, then live ones (here the stream stays open; shown are "
             "the first events).", f"{here}/events/stream",
-            headers={"Last-Event-ID": str(version - 2)}, stream_s=0.3)
+            headers={"Last-Event-ID": str(version - 2)}, stream=True)
     head = int(ex.client.get("/healthz").json()["headPosition"])
     ex.send(("GET", "/v1/events/stream"), "Every session's stream from a global position.",
-            f"/v1/events/stream?after={head - 1}", stream_s=0.3)
+            f"/v1/events/stream?after={head - 1}", stream=True)
     ex.send(("GET", "/v1/event-types"), "The `event:` names the streams send.",
             "/v1/event-types")
     ex.send(("POST", "/v1/hooks/claude-code"), "Claude Code starts a session in the "
@@ -424,6 +425,26 @@ def _scenario(ex: _Recorder, workspace: Path) -> None:
 
 
 
+_STREAM_TIMEOUT_S = 30.0
+
+
+def _stopping_streams(app: ASGIApp, stopping: threading.Event) -> ASGIApp:
+    """``app``, whose event streams end once they have sent their first events: the server
+    is told it is stopping then (an open stream would never end, and the TestClient hands
+    over an answer only once it has)."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        async def sending(message: Message) -> None:
+            await send(message)
+            if (message["type"] == "http.response.body" and message.get("body")
+                    and str(scope.get("path", "")).endswith("/stream")):
+                stopping.set()
+
+        await app(scope, receive, sending)
+
+    return wrapped
+
+
 def run_examples() -> list[Exchange]:
     """Run the scenario against a fresh app and answer its exchanges, in order, normalised."""
     from ..config import ServerSettings
@@ -449,7 +470,7 @@ def run_examples() -> list[Exchange]:
         app = create_app(service=service, settings=settings, stopping=stopping)
         app.state.logins.clock = lambda: clock.now().timestamp()
         try:
-            with TestClient(app, base_url=f"http://127.0.0.1:{settings.port}",
+            with TestClient(_stopping_streams(app, stopping), base_url=f"http://127.0.0.1:{settings.port}",
                             raise_server_exceptions=False) as client:
                 recorder = _Recorder(client, clock, stopping, str(temporary))
                 _scenario(recorder, workspace)
