@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -267,6 +268,11 @@ not JSON, `Set-Cookie`, `WWW-Authenticate`, the page's `Content-Security-Policy`
 """
 
 
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation gone, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
 def _http_examples(listed: list[tuple[str, str]], routes: list[tuple[str, str]]) -> list[str]:
     """A section per route: its examples (request, then answer), or its one-line note; the
     routes the table lists first, in its order, then the app's others."""
@@ -310,8 +316,10 @@ def render_http_api() -> str:
     listed = []
     for path, operations in spec["paths"].items():
         for method, op in operations.items():
-            summary = (op.get("description") or op.get("summary") or "").split("\n")[0]
-            lines.append(f"| `{method.upper()}` | `{path}` | {summary} |")
+            text = op.get("description") or op.get("summary") or ""
+            summary = " ".join(text.split("\n\n")[0].split())  # its first paragraph
+            slug = _slug(f"`{method.upper()} {path}`")
+            lines.append(f"| `{method.upper()}` | [`{path}`](#{slug}) | {summary} |")
             listed.append((method.upper(), path))
     lines += _http_examples(listed, routes)
     return "\n".join(lines) + "\n"

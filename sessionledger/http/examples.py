@@ -285,6 +285,8 @@ _QUESTION = {"question": "Which database should the export use?", "header": "Dat
 _TODOS = [{"content": "Add the --json flag", "status": "in_progress", "priority": "high"},
           {"content": "Test the export", "status": "pending", "priority": "medium"}]
 _HOOK_SESSION = "6f1d2c3b-0a9e-4f8d-b7c6-5e4d3c2b1a09"
+_CODEX_THREAD = "019af3c2-5b7e-7d31-9c4a-2e8f6a1b0c3d"
+_PATCH = "*** Begin Patch\n*** Add File: export_json.py\n+import json\n*** End Patch\n"
 
 
 def _scenario(ex: _Recorder, workspace: Path) -> None:
@@ -402,12 +404,18 @@ def _scenario(ex: _Recorder, workspace: Path) -> None:
             body={"answerIn": "here"})
     ex.send(("PUT", f"{doc}/answer-in"), "A session this service runs itself: 409.",
             f"{here}/answer-in", body={"answerIn": "here"})
-    ex.send(("POST", "/v1/hooks/codex"), "Codex CLI asks before running a command (its "
-            "hook forwards here): no objection.", "/v1/hooks/codex",
-            body={"session_id": "019af3c2-codex-thread", "turn_id": "turn-1",
-                  "cwd": str(workspace), "hook_event_name": "PreToolUse", "model": "gpt-5.5",
-                  "permission_mode": "default", "tool_name": "Bash",
-                  "tool_input": {"command": "ls"}, "tool_use_id": "call-ls-1"})
+    codex = {"session_id": _CODEX_THREAD, "turn_id": "turn-1", "cwd": str(workspace),
+             "model": "gpt-5.5", "permission_mode": "default"}
+    ex.send(("POST", "/v1/hooks/codex"), "Codex CLI starts a thread (its command hook "
+            "forwards the event here): nothing to add.", "/v1/hooks/codex",
+            body={**codex, "hook_event_name": "SessionStart", "source": "startup"})
+    ex.send(("POST", f"{doc}/mode"), "The user turns Plan on for the Codex session.",
+            f"{sessions}/{ledger_session_id(_CODEX_THREAD, None, 'codex')}/mode",
+            body={"mode": "plan"})
+    ex.send(("POST", "/v1/hooks/codex"), "Codex wants to apply a patch while planning: "
+            "refused, with the reason Codex passes to its model.", "/v1/hooks/codex",
+            body={**codex, "hook_event_name": "PreToolUse", "tool_name": "apply_patch",
+                  "tool_input": {"command": _PATCH}, "tool_use_id": "call-patch-1"})
     ex.send(("POST", "/v1/hooks/gemini"), "Gemini CLI starts a session.", "/v1/hooks/gemini",
             body={"session_id": "b7e4a1d0-gemini", "cwd": str(workspace),
                   "hook_event_name": "SessionStart", "source": "startup",
