@@ -16,10 +16,9 @@ documented exchange with the real one, and fails for a route of the app that has
 What varies between runs and how it is shown (:func:`normalise`, applied to requests and
 answers alike): ids ending in 26 base32 characters (``sess_…``, ``call_…``, ``int_…``) keep
 their prefix; 64-hex hashes, a login cookie's value and an HTTP date (a cleared cookie's
-``expires``) are ``…``; the temporary
-directory the examples run in is ``/home/me``. The service's clock is fixed: it starts at
-``2026-01-01T00:00:00.000Z`` and moves one second before each request, so times are shown as
-they were recorded.
+``expires``) are ``…``; the temporary directory the examples run in is ``/home/me``. The
+service's clock is a manual one: it starts at ``2026-01-01T00:00:00.000Z`` and moves one
+second before each request, so times are shown as they were recorded.
 """
 
 from __future__ import annotations
@@ -64,8 +63,8 @@ EXAMPLE_TOKEN = "example-token"
 NOTES: dict[tuple[str, str], str] = {
     ("GET", "/static/{path}"): "The page's JavaScript modules, CSS and icon "
     "(`/static/app.js`, `/static/app.css`, …), `Cache-Control: no-cache`, no token needed.",
-    ("ANY", "/mcp"): "The MCP endpoint (Streamable HTTP): tools, resources and questions as "
-    "MCP clients see them; its exchanges are in [mcp.md](mcp.md).",
+    ("ANY", "/mcp"): "The MCP server's streamable-HTTP transport, for MCP clients that "
+    "connect to a URL: see [mcp.md](mcp.md#over-http).",
     ("GET", "/openapi.json"): "The OpenAPI description of every route above, the error "
     "answers and (with a token) the bearer scheme included.",
     ("GET", "/docs"): "FastAPI's interactive page over `/openapi.json` (Swagger UI).",
@@ -73,7 +72,7 @@ NOTES: dict[tuple[str, str], str] = {
     ("GET", "/redoc"): "FastAPI's ReDoc page over `/openapi.json`.",
 }
 """The routes whose section is one line instead of an exchange: the page's files, MCP (whose
-own page has its exchanges) and FastAPI's description pages."""
+own page describes it) and FastAPI's description pages."""
 
 _ULID_ID = re.compile(r"\b([a-z]+)_[0-9A-HJKMNP-TV-Z]{26}\b")
 _HASH = re.compile(r"\b[0-9a-f]{64}\b")
