@@ -133,13 +133,23 @@ class Exchange:
 
     def answer_text(self) -> str:
         """The answer as the page shows it: a status line, headers, the body."""
-        lines = [f"HTTP/1.1 {self.status} {HTTPStatus(self.status).phrase}",
+        lines = [f"HTTP/1.1 {self.status} {_phrase(self.status)}",
                  *(f"{k}: {v}" for k, v in self.answer_headers)]
         if isinstance(self.answer, str):
             lines += ["", self.answer]
         elif self.answer is not None:
             lines += ["", pretty_json(self.answer)]
         return "\n".join(lines)
+
+
+_RFC_9110_PHRASES = {413: "Content Too Large", 416: "Range Not Satisfiable",
+                     422: "Unprocessable Content"}
+"""The reason phrases HTTP names now, which Python's own tables use only from 3.13 on: the page
+is the same whichever Python renders it."""
+
+
+def _phrase(status: int) -> str:
+    return _RFC_9110_PHRASES.get(status) or HTTPStatus(status).phrase
 
 
 def pretty_json(value: Any, *, indent: int = 0, width: int = 92, used: int = 0) -> str:
