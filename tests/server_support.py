@@ -10,6 +10,7 @@ fast tests that need no real network.
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import socket
@@ -49,6 +50,11 @@ __all__ = [
 
 STARTUP_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 20.0
+PLAIN_LINES = re.compile(
+    r"sessionledger serving http://\S+/ — open it in a browser( \(log in with the token\))?"
+    r"|created a new event store at \S.*")
+"""What ``serve`` prints for a person besides its log: its URL once it listens, and that it
+created the store."""
 
 
 def sessionledger_command() -> list[str]:
@@ -84,15 +90,22 @@ class ServerProcess:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
     def log_records(self) -> list[dict[str, Any]]:
-        """The server's log as records: each JSON line parsed, any other line (a traceback
-        printed outside the JSON handler, a crash) as ``{"unparsed": line}``."""
+        """The server's log as records: each JSON line parsed, the plain lines ``serve`` says
+        to a person by design (:data:`PLAIN_LINES`: the URL once it listens, a store it
+        created) as ``{"plain": line}``, any other line (a traceback printed outside the
+        JSON handler, a crash) as ``{"unparsed": line}``."""
         records: list[dict[str, Any]] = []
         for line in self.log().splitlines():
             try:
                 parsed = json.loads(line)
             except ValueError:
                 parsed = None
-            records.append(parsed if isinstance(parsed, dict) else {"unparsed": line})
+            if isinstance(parsed, dict):
+                records.append(parsed)
+            elif PLAIN_LINES.fullmatch(line):
+                records.append({"plain": line})
+            else:
+                records.append({"unparsed": line})
         return records
 
     def client(self, **options: Any) -> httpx.Client:

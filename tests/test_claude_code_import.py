@@ -519,7 +519,9 @@ def test_json_and_a_malformed_line(tmp_path: Path, writer: Writer) -> None:  # C
     text = run_import(str(path), "--workspace", str(tmp_path), db=db, cwd=tmp_path)
     assert text.returncode == 0, text.stderr
     session = ledger_session_id(SESSION)
-    assert text.stderr.startswith(f"{path}:2: not JSON")
+    created, reported = text.stderr.split("\n", 1)  # the first import made the store
+    assert created == f"created a new event store at {db}"
+    assert reported.startswith(f"{path}:2: not JSON")
     assert text.stdout == (f"{path}: session {session} (claude {SESSION}), 4 events appended, "
                            "1 line skipped\n")
     events = wire_events(db, session)
@@ -560,7 +562,7 @@ def test_a_todo_list_over_the_bounds_is_recorded_as_the_call_and_said(  # issue 
     assert text.returncode == 0, text.stderr
     note = "recorded as the call, not as the session's todo list: a todo list holds at most " \
         "1,000 items; this one has 1,001"
-    assert text.stderr == f"{path}:5: {note}\n"
+    assert text.stderr == f"created a new event store at {db}\n{path}:5: {note}\n"
     assert text.stdout.endswith(", 0 lines skipped\n")
     events = wire_events(db, ledger_session_id(SESSION))
     written = [e for e in events if e["type"] == "TodosWritten"]
