@@ -107,7 +107,8 @@ def _usage_error(exc: click.UsageError) -> NoReturn:
     """A usage error said as every other error is (one ``error: …`` line on standard error,
     exit 2), naming the help to read; a group called without a command prints its help and
     exits 0 (there is nothing wrong in asking what it does)."""
-    if isinstance(exc, click.exceptions.NoArgsIsHelpError) and exc.ctx is not None:
+    no_args = getattr(click.exceptions, "NoArgsIsHelpError", ())  # click 8.2 and later
+    if isinstance(exc, no_args) and exc.ctx is not None:
         click.echo(exc.ctx.get_help())
         raise click.exceptions.Exit(0)
     message = exc.format_message().rstrip(".")
@@ -607,7 +608,7 @@ def replay(db: str | None, session_id: str, until: int | None, as_json: bool) ->
     from projections.session import fold
 
     from .errors import CorruptLog, InvalidInput
-    from .service.documents import client_note, execution_state_wire, origin_wire, state_note
+    from .service.documents import client_note, origin_wire, state_document, state_note
 
     entries: list[dict[str, Any]] = []
     with _service(db) as service:
@@ -637,9 +638,7 @@ def replay(db: str | None, session_id: str, until: int | None, as_json: bool) ->
             "sessionId": session_id,
             **(origin_wire(created) if created is not None else {}),
             "entries": entries,
-            "state": {"seq": summary.version, "updatedAt": summary.updated_at,
-                      "executionState": execution_state_wire(summary.execution),
-                      "displayMode": summary.display_mode, "deleted": summary.deleted},
+            "state": state_document(summary),  # as of the last entry
         }, ensure_ascii=False))
         return
     gone = ", deleted" if summary.deleted else ""
@@ -738,47 +737,57 @@ def export(db: str | None, session_id: str, directory: Path, overwrite: bool) ->
     `SESSION.events.jsonl` holds one envelope per line in seq order, as `events --json` and
     the HTTP events route give them (hashes included: `audit` of an imported copy can check
     the chain); `SESSION.audit.json` the audit document of the session as of that export.
-    A deleted session's events export too. Each file is written beside its name and renamed
-    into place when complete. Exit 2 when a file exists (without --overwrite) or the folder
-    is missing.
+    A deleted session's events export too. Both files are written beside their names and
+    renamed into place once both are complete. Exit 2 when the session is unknown, a file
+    exists (without --overwrite), the folder is missing or a file cannot be written there.
     """
     from .errors import InvalidInput
 
     if not directory.is_dir():
         raise InvalidInput(f"--dir {str(directory)!r} is not an existing folder")
-    targets = [directory / f"{session_id}.{suffix}" for suffix in ("events.jsonl", "audit.json")]
-    if len(session_id) > 200 or any(t.parent != directory for t in targets):
-        raise InvalidInput(f"session id {session_id!r} cannot name a file")
-    for target in targets:
-        if (target.exists() or target.is_symlink()) and not overwrite:
-            raise InvalidInput(f"{target} exists: pass --overwrite to replace it")
     with _service(db) as service:
-        service.require_session(session_id)
-        count = _written(targets[0], (
-            json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":")) + "\n"
-            for event in service.iter_events(session_id)
-        ))
-        report = service.audit_report(session_id)
-    _written(targets[1], [json.dumps({"sessionId": session_id, **report.to_wire()},
-                                     ensure_ascii=False, indent=2) + "\n"])
+        service.require_session(session_id)  # an unknown session is named before any file
+        names = [f"{session_id}.{suffix}" for suffix in ("events.jsonl", "audit.json")]
+        if any(len(os.fsencode(f".{name}.partial")) > _NAME_MAX or Path(name).name != name
+               for name in names):
+            raise InvalidInput(f"session id {session_id!r} cannot name a file")
+        targets = [directory / name for name in names]
+        for target in targets:
+            if (target.exists() or target.is_symlink()) and not overwrite:
+                raise InvalidInput(f"{target} exists: pass --overwrite to replace it")
+        partials = [t.with_name(f".{t.name}.partial") for t in targets]
+        try:
+            count = _written(partials[0], (
+                json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":")) + "\n"
+                for event in service.iter_events(session_id)
+            ))
+            report = service.audit_report(session_id)
+            _written(partials[1], [json.dumps({"sessionId": session_id, **report.to_wire()},
+                                              ensure_ascii=False, indent=2) + "\n"])
+            for partial, target in zip(partials, targets, strict=True):
+                partial.replace(target)  # both complete before either is in place
+        except OSError as exc:
+            raise InvalidInput(f"cannot write the export into {directory}: "
+                               f"{exc.strerror or exc}") from None
+        finally:
+            for partial in partials:
+                partial.unlink(missing_ok=True)
     _out().print(f"exported {count} event{'' if count == 1 else 's'} to {escape(str(targets[0]))}"
                  f" and the audit ({'ok' if report.ok else 'FAULTS FOUND'}) to "
                  f"{escape(str(targets[1]))}")
 
 
-def _written(target: Path, chunks: Iterable[str]) -> int:
-    """Write ``chunks`` to ``target`` through a file beside it renamed into place; how many
-    chunks were written. A failure leaves ``target`` as it was."""
-    partial = target.with_name(f".{target.name}.partial")
+_NAME_MAX = 255
+"""The longest file name, in bytes, most file systems take."""
+
+
+def _written(path: Path, chunks: Iterable[str]) -> int:
+    """Write ``chunks`` to a new file at ``path``; how many were written."""
     count = 0
-    try:
-        with partial.open("w", encoding="utf-8") as out:
-            for chunk in chunks:
-                out.write(chunk)
-                count += 1
-        partial.replace(target)
-    finally:
-        partial.unlink(missing_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        for chunk in chunks:
+            out.write(chunk)
+            count += 1
     return count
 
 

@@ -330,7 +330,8 @@ Every subcommand takes `--db URL` (default `$SESSIONLEDGER_DB`, else
 `sqlite:///.sessionledger/ledger.db` under the current directory; `demo` alone defaults to a
 temporary database) and `-h`/`--help`; `sessionledger` alone prints its help. A command that
 only reads never creates a store: a SQLite file that does not exist is an error naming it.
-The commands that record (`serve`, `mcp`, `call`, `import`, the hooks) create it, and say so.
+The commands that record (`serve`, `mcp`, `call`, `import`) create it and say so; the hooks
+create it silently (their output is the host's).
 Exit codes: 0 success; 1 a fault found (`audit`, `demo`) or a refused command; 2 bad usage
 or input (a missing store among them), with one `error: …` line on standard error and never
 a traceback. Long work (`rebuild`, `audit` and `replay` of a big log) shows a progress bar on

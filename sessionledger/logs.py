@@ -199,7 +199,8 @@ class HumanLineFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         when = time.strftime("%H:%M:%S", time.localtime(record.created))
         level = "" if record.levelno == logging.INFO else f"{record.levelname.lower()} "
-        line = f"{when} {level}{record.getMessage()}"
+        message = record.getMessage()
+        line = f"{when} {level}{message if message.isprintable() else json.dumps(message)}"
         fields = getattr(record, _FIELDS, None)
         if isinstance(fields, dict) and fields:
             line += "  " + " ".join(f"{key}={_human_value(value)}" for key, value in fields.items())
@@ -209,8 +210,12 @@ class HumanLineFormatter(logging.Formatter):
 
 
 def _human_value(value: Any) -> str:
+    """``value`` as one word a terminal shows as it is: JSON-quoted when it has a space or a
+    character that is not printable (an escape sequence a client put in a path would steer
+    the operator's terminal)."""
     text = value if isinstance(value, str) else _ENCODER.encode(value)
-    return text if text and not any(c.isspace() for c in text) else _ENCODER.encode(text)
+    shown = text.isprintable() and not any(c.isspace() for c in text)
+    return text if text and shown else json.dumps(text)
 
 
 _ROUTINE = frozenset({"request", "appended", "starting", "listening", "stopped"})

@@ -10,8 +10,8 @@ fast tests that need no real network.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import signal
 import socket
 import subprocess

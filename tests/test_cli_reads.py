@@ -75,6 +75,7 @@ def test_a_read_command_never_creates_a_store(tmp_path: Path, args: list[str]) -
     2, one line naming the file that is missing, and nothing created."""
     mistyped = tmp_path / "nonexistent" / "dir" / "x.db"
     for extra, env in (([], {}), (["--db", f"sqlite:///{mistyped}"], {}),
+                       (["--db", f"SQLITE:///{mistyped}"], {}),
                        ([], {"SESSIONLEDGER_DB": f"sqlite:///{mistyped}"})):
         result = run_cli(*args, *extra, cwd=tmp_path, env=env)
         assert_clean_failure(result, 2)
@@ -144,10 +145,10 @@ def test_state_todos_replay_and_audit_json_are_their_documented_shapes(store: Le
     assert replay.returncode == 0, replay.stderr
     replayed = valid(CLI_OUTPUTS["replay"], replay.stdout).model_dump()
     seqs = [entry["seq"] for entry in replayed["entries"]]
-    assert seqs == list(range(1, len(seqs) + 1)) and replayed["state"]["seq"] == seqs[-1]
+    assert seqs == list(range(1, len(seqs) + 1)) and replayed["state"]["version"] == seqs[-1]
     assert replayed["entries"][0]["type"] == "SessionCreated"
     early = json.loads(store.run("replay", asking, "--json", "--until", "2").stdout)
-    assert [e["seq"] for e in early["entries"]] == [1, 2] and early["state"]["seq"] == 2
+    assert [e["seq"] for e in early["entries"]] == [1, 2] and early["state"]["version"] == 2
     audit = valid(CLI_OUTPUTS["audit"], store.run("audit", "--json").stdout).model_dump()
     assert audit["ok"] is True
     assert {s["sessionId"] for s in audit["sessions"]} == {asking, planning, gone}
@@ -182,6 +183,11 @@ def test_export_writes_the_events_and_the_audit(store: Ledger, tmp_path: Path) -
     sneaky = store.run("export", "../escape", "--dir", str(out))
     assert_clean_failure(sneaky, 2)
     assert not (tmp_path / "escape.events.jsonl").exists()
+    # a folder nothing can be written in, even by root: one error line, no traceback
+    refused = store.run("export", planning, "--dir", "/proc")
+    assert_clean_failure(refused, 2)
+    assert refused.stderr.startswith("error: cannot write the export into /proc: ")
+    assert refused.stderr.count("\n") == 1
 
 
 # -- help and errors ----------------------------------------------------------------------------

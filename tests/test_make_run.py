@@ -86,6 +86,26 @@ def test_a_busy_port_is_one_line_naming_port(tmp_path: Path) -> None:
         "(another sessionledger serve?). Choose another port with --port N (make run PORT=N)"]
 
 
+def test_the_socket_listens_before_the_server_starts() -> None:
+    """Two servers starting at once on one port: the second is told at its bind, not with a
+    traceback once the first listens (the socket listens as soon as it is bound)."""
+    from sessionledger.errors import AddressUnavailable, ConfigurationError
+    from sessionledger.http.server import listening_socket
+
+    with socket.socket() as early:  # bound, as a starting server's is, not yet listening
+        early.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        early.bind(("127.0.0.1", 0))
+        port = int(early.getsockname()[1])
+        with listening_socket("127.0.0.1", port) as ours:
+            assert accepts(port) and ours.getsockname()[1] == port
+            with pytest.raises(OSError):
+                early.listen()
+            with pytest.raises(AddressUnavailable, match="--port N"):
+                listening_socket("127.0.0.1", port)
+    with pytest.raises(ConfigurationError, match=r"--host 'no-such-host\.invalid'"):
+        listening_socket("no-such-host.invalid", 0)
+
+
 def test_serve_prints_the_url_line_once_it_listens_and_logs_json_to_a_pipe(
     tmp_path: Path,
 ) -> None:
@@ -114,6 +134,10 @@ def test_human_lines_leave_out_the_routine_below_debug() -> None:
     line = HumanLineFormatter().format(record)
     assert re.fullmatch(r'\d\d:\d\d:\d\d warning slow  path=/v1/sessions note="two words"',
                         line), line
+    record.sessionledger_fields = {"path": "/\x1b]0;owned\x07", "place": "/v1/é"}
+    line = HumanLineFormatter().format(record)  # a client's escape never steers the terminal
+    assert "\x1b" not in line and "\x07" not in line
+    assert line.endswith('path="/\\u001b]0;owned\\u0007" place=/v1/é'), line
 
     class Lines(list[str]):
         def write(self, text: str) -> None:
@@ -149,7 +173,10 @@ def test_serve_on_a_terminal_speaks_to_a_person(tmp_path: Path) -> None:
             term.wait_for(URL_LINE.format(port=port), timeout_s=60)
             for _ in range(3):
                 assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
-            time.sleep(0.5)
+            if level == "debug":
+                term.wait_for(lambda text: text.count(" request ") >= 3, timeout_s=30)
+            else:  # what would have shown by now (it shows at once at debug)
+                time.sleep(0.5)
             screen = term.screen(history=200)
         lines = [line for line in screen.splitlines() if line.strip()]
         assert not [line for line in lines if line.lstrip().startswith("{")], screen

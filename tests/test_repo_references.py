@@ -293,3 +293,37 @@ def test_the_id_and_outside_patterns() -> None:
     assert [m.group(0) for m in OUTSIDE.finditer('DESIGN.md "Time", STYLE 3, HOSTS.md')] == [
         "DESIGN.md", "STYLE", "HOSTS.md"]
     assert not OUTSIDE.search("_SPEC = 1; --seed 3; a seed of the rotation; spec.md; HOSTS = ()")
+
+
+def test_what_users_read_from_the_programs_cites_no_requirement_id(tmp_path: Path) -> None:
+    """The OpenAPI description (``/openapi.json``, ``/docs``), the MCP handshake's tool
+    descriptions and schemas, and every command's ``--help`` speak without requirement ids:
+    a user cannot look them up (issue 42)."""
+    import json
+
+    import click
+
+    from sessionledger import ServerSettings, SessionService
+    from sessionledger.cli import main as cli
+    from sessionledger.docgen import render_mcp_handshake
+    from sessionledger.http import create_app
+
+    service = SessionService.open("memory://", workspace_root=tmp_path)
+    try:
+        app = create_app(service=service, settings=ServerSettings(workspace_root=tmp_path))
+        said = {"/openapi.json": json.dumps(app.openapi(), ensure_ascii=False),
+                "the MCP handshake": render_mcp_handshake()}
+    finally:
+        service.close()
+    root = click.Context(cli, info_name="sessionledger")
+    stack: list[tuple[click.Command, click.Context]] = [(cli, root)]
+    while stack:
+        command, ctx = stack.pop()
+        said[f"{ctx.command_path} --help"] = command.get_help(ctx)
+        if isinstance(command, click.Group):
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                if sub is not None:
+                    stack.append((sub, click.Context(sub, info_name=name, parent=ctx)))
+    offenders = {where: sorted(set(REQUIREMENT.findall(text))) for where, text in said.items()}
+    assert {where: ids for where, ids in offenders.items() if ids} == {}

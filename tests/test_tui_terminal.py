@@ -156,6 +156,8 @@ def test_eg7_the_tui_in_tmux_shows_a_hostile_plan_and_records_what_it_showed(
         term.keys("Enter")  # nothing is chosen yet: a stray Enter approves nothing
         time.sleep(0.5)
         assert any("Approval queue: 1 waiting" in row for row in term.capture())
+        with opened(tmp_path) as service:
+            assert resolutions(service, session) == []
         term.keys("1")  # Approve
         done = term.wait_for(_has("nothing waits for you"), "approved")
         assert not any("Enter choose" in row for row in done)
@@ -195,6 +197,8 @@ def test_at_80x24_the_newest_event_shows_and_the_words_are_the_pages(tmp_path: P
         term.keys("Enter")
         time.sleep(0.5)
         assert any("Approval queue: 1 waiting" in row for row in term.capture())
+        with opened(tmp_path) as service:
+            assert resolutions(service, session) == []
         term.keys("3")  # Reject
         done = term.wait_for(_has("Plan rejected"), "rejected")
         latest = "\n".join(done)

@@ -71,9 +71,11 @@ def missing_store_file(url: str) -> Path | None:
     """The file a ``sqlite:`` store URL names when no such file exists yet (opening it would
     create it), else ``None`` (it exists, or the URL names another backend). A ``sqlite:``
     URL that is not valid raises the store's :class:`~eventlog.InvalidStoreUrl` naming why."""
+    from urllib.parse import urlsplit
+
     from eventlog.store import sqlite_target
 
-    if not url.startswith("sqlite:"):
+    if urlsplit(url).scheme != "sqlite":  # as the store reads it (SQLITE:// is sqlite://)
         return None
     path, _synchronous = sqlite_target(url)
     return None if path.exists() else path

@@ -216,7 +216,7 @@ class TodoDocument(_Wire):
 
 
 class AutoResolution(_Wire):
-    """A question's auto-continue clock: its state and three absolute times (HO-4)."""
+    """A question's auto-continue clock: its state and three absolute times."""
 
     state: Literal["hiddenGrace", "countdown", "paused"]
     startedAt: str
@@ -301,8 +301,8 @@ class DeletedSession(_Wire):
 
 
 class Envelope(_Wire):
-    """One recorded event (EL-1). One this build cannot decode has the type ``Undecodable``
-    and ``data`` ``{"storedType", "storedData", "reason"}`` (EG-1)."""
+    """One recorded event. One this build cannot decode has the type `Undecodable` and
+    `data` `{"storedType", "storedData", "reason"}`."""
 
     seq: int
     globalPosition: int
@@ -352,7 +352,7 @@ class AuditProjections(_Wire):
 
 
 class AuditUndecodable(_Wire):
-    """A stored event this build cannot decode (EG-1): its seq, stored type and why."""
+    """A stored event this build cannot decode: its seq, stored type and why."""
 
     seq: int
     type: str
@@ -360,7 +360,7 @@ class AuditUndecodable(_Wire):
 
 
 class AuditFinding(_Wire):
-    """What a reviewer looks for in a session (CC-10), at the seq of the event that shows it;
+    """What a reviewer looks for in a session, at the seq of the event that shows it;
     not a fault. Each kind has its own keys: ``write_in_plan`` ``tool``, ``callId`` and
     ``path`` or ``command`` when the call had one; ``dropped_unfinished_todos`` ``dropped``
     (the items' contents); ``unanswered_question`` ``interactionId``, ``callId``,
@@ -558,14 +558,6 @@ class CliTodos(_Wire):
     updatedAt: str | None = Field(description="when the list last changed; null if never")
 
 
-class ReplayState(_Wire):
-    seq: int = Field(description="the last event replayed")
-    updatedAt: str
-    executionState: ExecutionStateDocument
-    displayMode: DisplayMode
-    deleted: bool
-
-
 class CliReplay(_Wire):
     """The timeline up to `--until` (as `GET /v1/sessions/{id}/timeline` gives its entries)
     and the state as of its last event; `client` and `externalSessionId` for a session
@@ -575,7 +567,7 @@ class CliReplay(_Wire):
     client: str | None = None
     externalSessionId: str | None = None
     entries: list[TimelineEntry]
-    state: ReplayState
+    state: CliState = Field(description="the state as of the last entry (`version`: its seq)")
 
 
 class CliAuditedSession(AuditDocument):

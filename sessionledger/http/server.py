@@ -40,7 +40,7 @@ from ..claude_code.wire import (
     write_discovery,
 )
 from ..config import ServerSettings
-from ..errors import AddressUnavailable
+from ..errors import AddressUnavailable, ConfigurationError
 from ..logs import LOG_LEVELS, configure_logging, log_event, logger
 from ..service.sessions import SessionService
 from .app import create_app
@@ -159,7 +159,7 @@ class GracefulServer(uvicorn.Server):
         await super().startup(sockets)
         if self._on_listening is not None and not self.should_exit:
             for server in self.servers:
-                for bound in server.sockets:
+                for bound in server.sockets or ():
                     address = bound.getsockname()
                     self._on_listening(str(address[0]), int(address[1]))
                     return
@@ -218,7 +218,7 @@ def serve(
     if listener is None:
         try:
             listener = listening_socket(settings.host, settings.port)
-        except AddressUnavailable:
+        except (AddressUnavailable, ConfigurationError):
             service.close()
             raise
     pin_mmap_threshold()
@@ -283,18 +283,35 @@ def serve(
         log_event(_log, "stopped", store=service.store.url)
 
 
+LISTEN_BACKLOG = 2048
+"""Connections the kernel queues before ``accept`` (uvicorn's default)."""
+
+
 def listening_socket(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host``:``port`` (as uvicorn binds one), for the server to listen
-    on; a port that is taken or not ours is one clear error naming ``--port``, before any of
-    the server starts."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    """A socket listening on ``host``:``port`` (IPv4 unless the host is an IPv6 address, as
+    uvicorn binds), for the server to accept on. It listens before any of the server starts
+    (two servers starting together cannot both bind it), and a port that is taken or not ours
+    is one clear error naming ``--port``; a host that is not this machine's, one naming
+    ``--host``."""
+    where = f"{_reachable(host)}:{port}"
+    try:
+        found = socket.getaddrinfo(host.strip("[]") or None, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigurationError(f"--host {host!r} is no address of this machine: "
+                                 f"{getattr(exc, 'strerror', None) or exc}") from None
+    family, kind, proto, _name, address = next(
+        (entry for entry in found if entry[0] == socket.AF_INET), found[0])
+    sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host.strip("[]"), port))
+        sock.bind(address)
+        sock.listen(LISTEN_BACKLOG)
     except OSError as exc:
         sock.close()
-        where = f"{_reachable(host)}:{port}"
+        if exc.errno == errno.EADDRNOTAVAIL:
+            raise ConfigurationError(f"--host {host!r} is no address of this machine: "
+                                     f"{exc.strerror}") from None
         if exc.errno == errno.EADDRINUSE:
             why = "another program is listening there (another sessionledger serve?)"
         elif exc.errno == errno.EACCES:

@@ -149,7 +149,7 @@ class AllowedPrompt(BaseModel):
 
 
 class ExitPlanInput(BaseModel):
-    """PM-6: the plan verbatim, the optional prompts; other fields allowed."""
+    """The plan verbatim, the optional prompts; other fields allowed."""
 
     model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
 

@@ -44,6 +44,8 @@ from pathlib import Path
 from eventlog import EventStore, PlanApproved, RecordedEvent
 from projections import SessionSummary
 
+from ..config.workspace import DEFAULT_PLANS_FOLDER
+
 __all__ = [
     "PLANS_DIR",
     "READ_LIMIT",
@@ -59,7 +61,7 @@ __all__ = [
     "restore_plan_files",
 ]
 
-PLANS_DIR = Path(".zcode") / "plans"
+PLANS_DIR = Path(DEFAULT_PLANS_FOLDER)
 """The default plans folder of a workspace; ``[plans] folder`` in its configuration file
 names another (:func:`plans_folder`)."""
 READ_LIMIT = 20000 * 4 + 1024

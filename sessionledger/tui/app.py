@@ -223,9 +223,14 @@ def _summary(interaction: Mapping[str, Any]) -> Text:
         first = questions[0]["question"] if questions else ""
         more = f" (+{len(questions) - 1} more)" if len(questions) > 1 else ""
         return Text.assemble("Question: ", shown(first), more)
-    if interaction["kind"] == "planApproval":
-        return Text("Plan approval")
-    return Text.assemble("Tool approval: ", shown(payload.get("tool", "a tool")))
+    return shown(approval_label(interaction["kind"], payload))
+
+
+def approval_label(kind: str, payload: Mapping[str, Any]) -> str:
+    """An approval as the page names it: ``Plan approval``, ``Tool approval: Bash``."""
+    if kind == "planApproval":
+        return "Plan approval"
+    return f"Tool approval: {payload.get('tool', 'a tool')}"
 
 
 def queue_lines(interactions: list[dict[str, Any]]) -> Text:
@@ -409,8 +414,7 @@ class SessionApp(App[None]):
                 if getattr(data, "kind", "") == "askUserQuestion":
                     texts = [str(q.get("question", "")) for q in payload.get("questions") or []]
                 else:
-                    texts = ["Plan approval" if getattr(data, "kind", "") == "planApproval"
-                             else f"Tool approval: {payload.get('tool', 'a tool')}"]
+                    texts = [approval_label(str(getattr(data, "kind", "")), payload)]
                 self.asked[str(getattr(data, "interaction_id", ""))] = texts
             elif event.type == "InteractionResolved":
                 data = event.data
