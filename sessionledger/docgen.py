@@ -333,9 +333,9 @@ only reads never creates a store: a SQLite file that does not exist is an error 
 The commands that record (`serve`, `mcp`, `call`, `import`) create it and say so; the hooks
 create it silently (their output is the host's).
 Exit codes: 0 success; 1 a fault found (`audit`, `demo`) or a refused command; 2 bad usage
-or input (a missing store among them), with one `error: …` line on standard error and never
-a traceback. Long work (`rebuild`, `audit` and `replay` of a big log) shows a progress bar on
-a terminal.
+or input (a missing store among them); 3 `serve` cannot listen on its address (the port is
+taken); each failure with one `error: …` line on standard error and never a traceback.
+Long work (`rebuild`, `audit` and `replay` of a big log) shows a progress bar on a terminal.
 """
 
 
