@@ -123,6 +123,15 @@ def _merged(seen: list[str], fresh: list[str]) -> list[str]:
     return seen + fresh
 
 
+def _stray_enter_chooses_nothing(term: Terminal, tmp_path: Path, session: str) -> None:
+    """Enter on an approval where nothing is chosen yet: still waiting, nothing recorded."""
+    term.keys("Enter")
+    time.sleep(0.5)
+    assert any("Approval queue: 1 waiting" in row for row in term.capture())
+    with opened(tmp_path) as service:
+        assert resolutions(service, session) == []
+
+
 def test_eg7_the_tui_in_tmux_shows_a_hostile_plan_and_records_what_it_showed(
     tmp_path: Path,
 ) -> None:  # EG-7, issue 23.1, issue 23.5
@@ -153,11 +162,7 @@ def test_eg7_the_tui_in_tmux_shows_a_hostile_plan_and_records_what_it_showed(
         for line in plan.split("\n"):
             expected = "".join(SHOWN.get(line, line).split())
             assert expected in shown, line
-        term.keys("Enter")  # nothing is chosen yet: a stray Enter approves nothing
-        time.sleep(0.5)
-        assert any("Approval queue: 1 waiting" in row for row in term.capture())
-        with opened(tmp_path) as service:
-            assert resolutions(service, session) == []
+        _stray_enter_chooses_nothing(term, tmp_path, session)
         term.keys("1")  # Approve
         done = term.wait_for(_has("nothing waits for you"), "approved")
         assert not any("Enter choose" in row for row in done)
@@ -194,11 +199,7 @@ def test_at_80x24_the_newest_event_shows_and_the_words_are_the_pages(tmp_path: P
         assert re.search(rf"\b{newest} Interaction", screen), screen
         assert "ExitPlanMode" not in screen and "call_" not in screen
         assert "Nothing is chosen yet" in screen and "▸" not in screen
-        term.keys("Enter")
-        time.sleep(0.5)
-        assert any("Approval queue: 1 waiting" in row for row in term.capture())
-        with opened(tmp_path) as service:
-            assert resolutions(service, session) == []
+        _stray_enter_chooses_nothing(term, tmp_path, session)
         term.keys("3")  # Reject
         done = term.wait_for(_has("Plan rejected"), "rejected")
         latest = "\n".join(done)

@@ -27,6 +27,8 @@ def axe_source() -> str:
     except (node_support.InstallError, subprocess.TimeoutExpired) as error:
         node_support.skip_or_fail(str(error))
         raise
+    pinned = (node_support.NODE_PROJECT / "package.json").read_text(encoding="utf-8")
+    assert f'"{AXE_PACKAGE}": "{clients.version(AXE_PACKAGE)}"' in pinned  # pinned exactly
     return (clients.root / "node_modules" / AXE_PACKAGE / "axe.min.js").read_text(encoding="utf-8")
 
 

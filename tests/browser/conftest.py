@@ -110,3 +110,11 @@ def shots(request: pytest.FixtureRequest) -> Shots:
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     return Shots(directory)
+
+
+@pytest.fixture(scope="module")
+def axe() -> str:
+    """The pinned axe-core's ``axe.min.js`` (:func:`axe_support.axe_source`)."""
+    from axe_support import axe_source
+
+    return axe_source()

@@ -15,12 +15,11 @@ its policy: nothing is bypassed.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+import axe_support
 import httpx
-import node_support
 import pytest
 from hostile_text import COMMENT, DROP
 from server_support import ServerProcess, create_session, running_server
@@ -29,7 +28,6 @@ from web_support import Shots, session_url
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page
 
-AXE_PACKAGE = "axe-core"
 BLOCKING = ("serious", "critical")
 MOBILE = {"width": 390, "height": 844}
 EXCLUSIVE = "Plan and Goal cannot be active at the same time."
@@ -72,17 +70,7 @@ def _expect() -> Any:
 @pytest.fixture(scope="module")
 def axe_source() -> str:
     """The pinned axe-core's ``axe.min.js``, installed from the lock file."""
-    reason = node_support.unavailable()
-    if reason is not None:
-        node_support.skip_or_fail(reason)
-    try:
-        clients = node_support.install()
-    except (node_support.InstallError, subprocess.TimeoutExpired) as error:
-        node_support.skip_or_fail(str(error))
-        raise
-    pinned = (node_support.NODE_PROJECT / "package.json").read_text(encoding="utf-8")
-    assert f'"{AXE_PACKAGE}": "{clients.version(AXE_PACKAGE)}"' in pinned  # pinned exactly
-    return (clients.root / "node_modules" / AXE_PACKAGE / "axe.min.js").read_text(encoding="utf-8")
+    return axe_support.axe_source()
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from axe_support import axe_source, violations
+from axe_support import violations
 from server_support import ServerProcess, create_session, running_server
 from web_support import Shots, session_url
 
@@ -39,11 +39,6 @@ def _expect() -> Any:
     from playwright.sync_api import expect
 
     return expect
-
-
-@pytest.fixture(scope="module")
-def axe() -> str:
-    return axe_source()
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from axe_support import axe_source, requirement_ids, violations
+from axe_support import requirement_ids, violations
 from server_support import ServerProcess, running_server
 from web_support import Shots, session_url
 
@@ -44,11 +44,6 @@ def _expect() -> Any:
     from playwright.sync_api import expect
 
     return expect
-
-
-@pytest.fixture(scope="module")
-def axe() -> str:
-    return axe_source()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from axe_support import axe_source, violations
+from axe_support import violations
 from server_support import ServerProcess, create_session, running_server
 from web_support import Shots, session_url
 
@@ -52,14 +52,17 @@ def _expect() -> Any:
 
 
 @pytest.fixture(scope="module")
-def axe() -> str:
-    return axe_source()
-
-
-@pytest.fixture(scope="module")
 def web_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     with running_server(tmp_path_factory.mktemp("web-plan-review")) as running:
         yield running
+
+
+def _plan_session_open(page: Page, http: httpx.Client, server: ServerProcess) -> str:
+    """A new session in Plan, open on the page."""
+    sid = create_session(http, mode="plan")
+    page.goto(session_url(server.base_url, sid))
+    _expect()(page.locator("#mode-badge")).to_have_text("plan")
+    return sid
 
 
 def _submit(http: httpx.Client, sid: str, plan: str) -> dict[str, Any]:
@@ -91,9 +94,7 @@ def test_the_decision_on_a_long_plan_stays_on_screen_while_it_is_read(
 ) -> None:
     expect = _expect()
     with web_server.client() as http:
-        sid = create_session(http, mode="plan")
-        page.goto(session_url(web_server.base_url, sid))
-        expect(page.locator("#mode-badge")).to_have_text("plan")
+        sid = _plan_session_open(page, http, web_server)
         asked = _submit(http, sid, LONG_PLAN)
     card = page.locator(f".plan-card[data-interaction-id='{asked['interactionId']}']")
     expect(card.locator(".plan-body li")).to_have_count(STEPS)
@@ -113,9 +114,7 @@ def test_a_revised_plan_is_marked_with_its_feedback_and_a_diff(
 ) -> None:
     expect = _expect()
     with web_server.client() as http:
-        sid = create_session(http, mode="plan")
-        page.goto(session_url(web_server.base_url, sid))
-        expect(page.locator("#mode-badge")).to_have_text("plan")
+        sid = _plan_session_open(page, http, web_server)
         first = _submit(http, sid, V1)
         card = page.locator(f".plan-card[data-interaction-id='{first['interactionId']}']")
         expect(card).to_have_attribute("data-version", "1")

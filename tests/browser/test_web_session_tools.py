@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from axe_support import axe_source, requirement_ids, violations
+from axe_support import requirement_ids, violations
 from server_support import ServerProcess, create_session, running_server, sessionledger_command
 from web_support import Shots, session_url, timeline_seqs
 
@@ -39,11 +39,6 @@ def _expect() -> Any:
     from playwright.sync_api import expect
 
     return expect
-
-
-@pytest.fixture(scope="module")
-def axe() -> str:
-    return axe_source()
 
 
 @pytest.fixture(scope="module")
