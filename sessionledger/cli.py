@@ -1184,9 +1184,11 @@ def setup_codex(codex_home: Path | None, url: str | None, db: str | None, mcp: b
     """Write or merge this ledger's hooks and MCP server into Codex CLI's configuration.
 
     The command hooks go into hooks.json; config.toml gets their trust (Codex runs no hook
-    nobody trusted, and says nothing) and, unless --no-mcp, [mcp_servers.sessionledger],
-    which Codex waits for before the model's first request. Everything else in both files
-    is kept; running it again replaces this ledger's entries; old files are kept as .bak.
+    nobody trusted, and says nothing), [tools.update_plan] enabled = true (Codex's todo
+    list, which codex exec offers only so; a setting of your own is kept) and, unless
+    --no-mcp, [mcp_servers.sessionledger], which Codex waits for before the model's first
+    request. Everything else in both files is kept; running it again replaces this ledger's
+    entries; old files are kept as .bak.
     """
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
@@ -1254,15 +1256,46 @@ def setup_codex(codex_home: Path | None, url: str | None, db: str | None, mcp: b
                 server.update(wanted)
                 servers[MCP_NAME] = server
                 lines.append(f"+ mcp_servers.{MCP_NAME}")
+        lines += _codex_plan_tool(config, remove=remove)
     except (AttributeError, TypeError, TOMLKitError) as exc:
-        raise InvalidInput(f"{config_path}: its hooks or mcp_servers are not tables ({exc}); "
-                           "nothing was changed") from exc
+        raise InvalidInput(f"{config_path}: its hooks, mcp_servers or tools are not tables "
+                           f"({exc}); nothing was changed") from exc
     _write_changed(hooks_path, hooks_text, json.dumps(after, indent=2, ensure_ascii=False)
                    + "\n", changes(before, after), "hooks removed" if remove
                    else "hooks written")
     written = tomlkit.dumps(config).rstrip("\n")  # a removed table leaves its blank line
     _write_changed(config_path, config_text, written + "\n" if written else "", lines,
-                   "entries removed" if remove else "trust and MCP server written")
+                   "entries removed" if remove else "trust, plan tool and MCP server written")
+
+
+def _codex_plan_tool(config: Any, *, remove: bool) -> list[str]:
+    """``[tools.update_plan] enabled = true``, marked as this ledger's, unless the user set it
+    either way; with ``remove``, taken out again if it is the ledger's. The change, if any."""
+    import tomlkit
+
+    from .claude_code.setup import CODEX_PLAN_TOOL_NOTE
+
+    tools = config.get("tools")
+    plan_tool = None if tools is None else tools.get("update_plan")
+    if plan_tool is not None and "enabled" in plan_tool:
+        if not remove or CODEX_PLAN_TOOL_NOTE not in plan_tool.item("enabled").trivia.comment:
+            return []  # the user's own setting
+        del plan_tool["enabled"]
+        if not plan_tool:
+            del tools["update_plan"]
+        if not tools:
+            del config["tools"]
+        return ["- tools.update_plan.enabled"]
+    if remove:
+        return []
+    enabled = tomlkit.item(True)
+    enabled.comment(CODEX_PLAN_TOOL_NOTE)
+    if tools is None:
+        tools = config.setdefault("tools", tomlkit.table(is_super_table=True))
+    if plan_tool is None:
+        plan_tool = tools.setdefault("update_plan", tomlkit.table())
+    plan_tool.add("enabled", enabled)
+    return ["+ tools.update_plan.enabled"]
 
 
 @setup.command("gemini")

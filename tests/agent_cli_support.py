@@ -97,6 +97,52 @@ def run_codex(codex: Path, project: Path, *args: str, resume: str | None = None,
     return Run(done.returncode, done.stdout, done.stderr)
 
 
+def codex_plan_turn(codex: Path, project: Path, prompt: str,
+                    answers: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """One turn of Codex in its Plan collaboration mode, driven as its IDE extension drives it
+    (``codex app-server``, JSON-RPC over stdio): each ``request_user_input`` question is
+    answered with ``answers[id]``, as a person in the extension would. What the server sent."""
+    home = project / ".home"
+    env = _environment(home, {"CODEX_HOME": str(home / ".codex"), "SCRIPTED_API_KEY": API_KEY})
+    sent: list[dict[str, Any]] = []
+    with subprocess.Popen([str(codex), "app-server"], cwd=project, text=True, env=env,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL) as server:
+        assert server.stdin is not None and server.stdout is not None
+        stdin = server.stdin
+
+        def send(message: dict[str, Any]) -> None:
+            stdin.write(json.dumps(message) + "\n")
+            stdin.flush()
+
+        send({"id": 1, "method": "initialize", "params": {
+            "clientInfo": {"name": "sessionledger-tests", "version": "0"},
+            "capabilities": {"experimentalApi": True}}})
+        send({"method": "initialized"})
+        send({"id": 2, "method": "thread/start", "params": {
+            "cwd": str(project), "approvalPolicy": "never", "sandbox": "danger-full-access"}})
+        try:
+            for line in server.stdout:
+                message = json.loads(line)
+                sent.append(message)
+                if message.get("id") == 2 and "result" in message:
+                    send({"id": 3, "method": "turn/start", "params": {
+                        "threadId": message["result"]["thread"]["id"],
+                        "input": [{"type": "text", "text": prompt}],
+                        "collaborationMode": {"mode": "plan",
+                                              "settings": {"model": CODEX_MODEL}}}})
+                elif message.get("method") == "item/tool/requestUserInput":
+                    send({"id": message["id"], "result": {"answers": {
+                        q["id"]: {"answers": answers[q["id"]]}
+                        for q in message["params"]["questions"]}}})
+                elif message.get("method") == "turn/completed" or "error" in message:
+                    break
+        finally:
+            stdin.close()
+            server.wait(timeout=RUN_TIMEOUT_S)
+    return sent
+
+
 # -- Gemini CLI ------------------------------------------------------------------------------
 
 
@@ -120,6 +166,18 @@ def run_gemini(gemini: Path, project: Path, model_url: str, *args: str,
 
 
 # -- the ledger --------------------------------------------------------------------------------
+
+
+def approve_in_ledger(http: httpx.Client, session_id: str, plan: str) -> None:
+    """A plan put to a person through the ledger's tool route and approved on its respond
+    route (the session in Plan meanwhile)."""
+    assert http.post(f"/v1/sessions/{session_id}/mode", json={"mode": "plan"}).status_code == 200
+    asked = http.post(f"/v1/sessions/{session_id}/tool-calls",
+                      json={"tool": "ExitPlanMode", "input": {"plan": plan}})
+    assert asked.status_code == 202, asked.text
+    given = http.post(f"/v1/sessions/{session_id}/interactions/"
+                      f"{asked.json()['interactionId']}/respond", json={"decision": "approve"})
+    assert given.status_code == 200, given.text
 
 
 def ledger_session(server: ServerProcess, external: str) -> tuple[str, list[dict[str, Any]]]:
@@ -176,13 +234,15 @@ def audited(db_url: str, session_id: str, cwd: Path) -> list[tuple[str, str]]:
 
 
 def imports_as_hooked(host: str, file: Path, server: ServerProcess, external: str,
-                      hooked: list[dict[str, Any]], cwd: Path) -> None:
+                      hooked: list[dict[str, Any]], cwd: Path, *,
+                      expected: tuple[str, ...] = ()) -> None:
     """A host's session file imports as its hooks recorded the session (issue 40, acceptance
-    2): into a fresh ledger the same calls, outcomes, todo lists and audit findings (none:
-    the refused writes never ran), again nothing; into the hooked session no call twice."""
+    2): into a fresh ledger the same calls, outcomes, todo lists and audit findings (exactly
+    the ``expected`` kinds: a refused write never ran), again nothing; into the hooked
+    session no call twice."""
     session_id, _events = ledger_session(server, external)
     findings = audited(server.db_url, session_id, cwd)
-    assert findings == []
+    assert sorted(kind for kind, _call in findings) == sorted(expected), findings
     fresh = f"sqlite:///{cwd / 'fresh.db'}"
     (report,) = imported(host, [file], fresh, server.workspace, cwd)
     assert report["sessionId"] == session_id and report["skipped"] == [], report

@@ -4,7 +4,9 @@
 Gemini API: ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` answered as
 Server-Sent Events (one ``data:`` chunk holding the turn's parts and ``finishReason: STOP``)
 and ``:generateContent`` as one JSON response, ``:countTokens`` with an estimate. A turn's
-:class:`Text` is a ``text`` part and :class:`ToolUse` a ``functionCall`` part.
+:class:`Text` is a ``text`` part and :class:`ToolUse` a ``functionCall`` part; a turn's
+:class:`Usage` is the prompt size its answer reports (Gemini compresses its history at the next
+model call when the last prompt filled half the model's context).
 
 A request is the main loop's when it offers ``tools``; the same conversation sent again (the
 same ``contents``) gets the same turn. Other requests (the CLI's side questions: is the next
@@ -17,11 +19,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from anthropic_model import Recorded, ScriptedModel, Text, ToolUse, _Handler, next_turn
 
-__all__ = ["GeminiModel", "Recorded", "Text", "ToolUse"]
+__all__ = ["GeminiModel", "Recorded", "Text", "ToolUse", "Usage"]
+
+PROMPT_TOKENS = 10
+"""The prompt size an answer reports unless its turn says otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """A turn's reported ``usageMetadata.promptTokenCount``."""
+
+    prompt_tokens: int
 
 SIDE_JSON = {"next_speaker": "user", "reasoning": "The scripted turn is over."}
 """The answer to a side request that wants JSON: Gemini CLI asks who speaks next."""
@@ -51,12 +64,13 @@ class GeminiModel(ScriptedModel):
         return found
 
 
-def _response(parts: list[dict[str, Any]], model: str) -> dict[str, Any]:
+def _response(parts: list[dict[str, Any]], model: str,
+              prompt_tokens: int = PROMPT_TOKENS) -> dict[str, Any]:
     return {
         "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
                         "index": 0}],
-        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
-                          "totalTokenCount": 15},
+        "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": 5,
+                          "totalTokenCount": prompt_tokens + 5},
         "modelVersion": model,
     }
 
@@ -76,6 +90,7 @@ class _GeminiHandler(_Handler):
             self._json(200, {"totalTokens": max(1, len(json.dumps(body)) // 4)})
             return
         main = bool(body.get("tools"))
+        prompt_tokens = PROMPT_TOKENS
         if main:
             key = hashlib.sha256(json.dumps(body.get("contents"), sort_keys=True).encode(
                 "utf-8", "surrogatepass")).hexdigest()
@@ -83,20 +98,23 @@ class _GeminiHandler(_Handler):
                 if key not in state.answered:
                     parts: list[dict[str, Any]] = []
                     for block in next_turn(state):
-                        if isinstance(block, ToolUse):
+                        if isinstance(block, Usage):
+                            prompt_tokens = block.prompt_tokens
+                        elif isinstance(block, ToolUse):
                             given = block.input(body) if callable(block.input) else block.input
                             parts.append({"functionCall": {"name": block.name,
                                                            "args": dict(given)}})
                         else:
                             parts.append({"text": block.text})
-                    state.answered[key] = (parts, "")
-                parts = state.answered[key][0]
+                    state.answered[key] = (parts, str(prompt_tokens))
+                parts, reported = state.answered[key]
+                prompt_tokens = int(reported)
         else:
             config = body.get("generationConfig") or {}
             wants_json = config.get("responseMimeType") == "application/json"
             parts = [{"text": json.dumps(SIDE_JSON) if wants_json else state.side_text}]
         self._record(body, "main" if main else "side")
-        answer = _response(parts, model)
+        answer = _response(parts, model, prompt_tokens)
         if method == "streamGenerateContent":
             self._send(200, f"data: {json.dumps(answer)}\r\n\r\n".encode(),
                        "text/event-stream; charset=utf-8")

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from agent_cli_support import (
+    approve_in_ledger,
     gemini_settings,
     imports_as_hooked,
     ledger_session,
@@ -25,10 +26,11 @@ from agent_cli_support import (
     sessionledger,
 )
 from claude_binary_support import installed_claude, project_in
-from gemini_model import GeminiModel, ToolUse
+from gemini_model import GeminiModel, ToolUse, Usage
 from host_support import GEMINI_PACKAGE, ClaudeCode
 from server_support import ServerProcess, running_server
 
+from sessionledger.claude_code.hooks import GEMINI_COMPRESSED
 from sessionledger.permission.descriptors import HOST_TOOLS, SERVICE_TOOLS
 
 TODOS = [{"description": "Read the grammar", "status": "completed"},
@@ -262,3 +264,48 @@ def test_a_todo_gemini_dropped_unfinished_is_pointed_out_at_the_next_prompt(
         assert second.returncode == 0, second.stderr[-2000:]
         after = json.dumps(model.main_requests()[seen].body)
     assert "dropped unfinished todos" in after and "Benchmark it" in after, after[-3000:]
+
+
+SNAPSHOT = "<state_snapshot>\nThe user is porting a parser.\n</state_snapshot>"
+FILLED = Usage(prompt_tokens=800_000)
+"""Over half of gemini-2.5-pro's 1,048,576-token context: Gemini compresses its history before
+the next model call."""
+
+
+@pytest.mark.slow
+def test_after_gemini_compresses_each_request_carries_the_todo_list_and_the_approved_plan(
+        hosts: ClaudeCode, served: ServerProcess) -> None:  # issue 40, acceptance 1
+    # Gemini sends no hook after it compresses; the BeforeModel hook adds the ledger's state
+    # to the summary's turn of every model request that follows the compression.
+    project = project_in(served)
+    set_up(project, served, "--no-mcp")
+    (project / "grammar.txt").write_text("expr := term ('+' term)*\n", encoding="utf-8")
+    with GeminiModel([[ToolUse("write_todos", {"todos": TODOS})]]) as model:
+        first = run_gemini(hosts.gemini, project, model.url, "--yolo", prompt="Plan the port.")
+        assert first.returncode == 0, first.stderr[-2000:]
+    external = gemini_session(project)
+    session_id, _events = ledger_session(served, external)
+    with httpx.Client(base_url=served.base_url, timeout=30) as http:
+        approve_in_ledger(http, session_id, PLAN)
+    script: list[list[Any]] = [
+        [ToolUse("read_file", {"file_path": str(project / "grammar.txt")}), FILLED],
+        [ToolUse("read_file", {"file_path": str(project / "grammar.txt")})],
+    ]
+    with GeminiModel(script, side_text=SNAPSHOT) as model:
+        second = run_gemini(hosts.gemini, project, model.url, "--yolo", "--resume", "latest",
+                            prompt="Go on with the port.")
+        assert second.returncode == 0, second.stderr[-2000:]
+        requests = [json.dumps(r.body) for r in model.main_requests()]
+    compressed = [GEMINI_COMPRESSED in body for body in requests]
+    assert compressed[0] is False and any(compressed), "Gemini did not compress its history"
+    after = [body for body, was in zip(requests, compressed, strict=True) if was]
+    assert len(after) >= 2, "the test wants two model requests after the compression"
+    for body in after:
+        assert "<sessionledger_state>" in body and "[in_progress] Port the parser" in body, \
+            body[:3000]
+        assert json.dumps(PLAN)[1:-1] in body, body[:3000]
+    assert not any("<sessionledger_state>" in body for body, was in zip(
+        requests, compressed, strict=True) if not was)
+    _id, events = ledger_session(served, external)
+    assert len([e for e in events if e["type"] == "ContextCompacted"]) == 1, \
+        [e["type"] for e in events]

@@ -271,3 +271,137 @@ def test_codexs_update_plan_is_the_sessions_todo_list(hooks: Hooks, project: Pat
                   if e["type"] == "TodosWritten"]
     assert [(t["content"], t["status"]) for t in written] == [
         ("Read the grammar", "completed"), ("Port it", "in_progress")]
+
+
+ENVIRONMENT = "<session_context>\nThis is the Gemini CLI.\n</session_context>"
+SUMMARY = "<state_snapshot>\nPorting the parser.\n</state_snapshot>"
+
+
+def model_request(session: str, project: Path, *turns: tuple[str, str]) -> dict[str, Any]:
+    """Gemini CLI 0.61's BeforeModel: the request's text turns (its translator keeps text only)."""
+    return gemini("BeforeModel", session, project, llm_request={
+        "model": "gemini-2.5-pro", "config": {"temperature": 1},
+        "messages": [{"role": role, "content": text} for role, text in turns]})
+
+
+COMPRESSED = (("user", ENVIRONMENT), ("user", SUMMARY),
+              ("model", "Got it. Thanks for the additional context!"), ("user", "Go on."))
+
+
+@pytest.mark.parametrize("way", WAY_PARAMS)
+def test_gemini_gets_the_todo_list_added_to_its_summary_after_it_compresses(
+        hooks: Hooks, project: Path, way: Way) -> None:  # issue 40, acceptance 1
+    session = str(uuid.uuid4())
+    hooks.send(way, gemini("BeforeAgent", session, project, prompt="go"), "gemini")
+    assert hooks.send(way, model_request(session, project, *COMPRESSED), "gemini") == {}, \
+        "nothing to hand back yet"
+    todos = [{"description": "Port the parser", "status": "in_progress"}]
+    for event in ("BeforeTool", "AfterTool"):
+        hooks.send(way, gemini(event, session, project, tool_name="write_todos",
+                               tool_input={"todos": todos}, tool_response={
+                                   "llmContent": "Successfully updated the todo list."}),
+                   "gemini")
+    plain = hooks.send(way, model_request(session, project, ("user", ENVIRONMENT),
+                                          ("user", "Go on.")), "gemini")
+    assert plain == {}
+    answers = [hooks.send(way, model_request(session, project, *COMPRESSED), "gemini")
+               for _ in range(2)]
+    assert answers[0] == answers[1], "the same request gets the same hand-back"
+    messages = answers[0]["hookSpecificOutput"]["llm_request"]["messages"]
+    assert answers[0]["hookSpecificOutput"]["hookEventName"] == "BeforeModel"
+    assert set(answers[0]["hookSpecificOutput"]["llm_request"]) == {"messages"}
+    assert messages[0] == {"role": "user", "content": ENVIRONMENT}
+    assert len(messages) == 2 and messages[1]["role"] == "user"
+    assert messages[1]["content"].startswith(SUMMARY + "\n\n<sessionledger_state>")
+    assert "1. [in_progress] Port the parser" in messages[1]["content"]
+    # the same call again after the compression is a call of its own
+    for event in ("BeforeTool", "AfterTool"):
+        hooks.send(way, gemini(event, session, project, tool_name="write_todos",
+                               tool_input={"todos": todos}, tool_response={
+                                   "llmContent": "Successfully updated the todo list."}),
+                   "gemini")
+    recorded = events(hooks, "gemini", session)
+    assert [e["type"] for e in recorded].count("ContextCompacted") == 1
+    decided = [e["data"]["callId"] for e in recorded if e["type"] == "PermissionDecided"]
+    completed = [e["data"]["callId"] for e in recorded if e["type"] == "ToolCallCompleted"]
+    assert len(set(decided)) == 2 and completed == decided, recorded
+
+
+@pytest.mark.parametrize("turns", [
+    COMPRESSED[2:],  # no summary before the mark
+    (("user", "a"), ("user", "b"), ("user", "c"), ("user", SUMMARY), *COMPRESSED[2:]),
+    (("user", ENVIRONMENT), ("model", "Got it. Thanks for the additional context"),),
+    (("user", ENVIRONMENT), ("user", SUMMARY), ("model", 7), *COMPRESSED[2:]),
+])
+def test_a_gemini_request_that_does_not_follow_a_compression_gets_nothing(
+        hooks: Hooks, project: Path, turns: tuple[tuple[str, Any], ...]) -> None:
+    session = str(uuid.uuid4())
+    hooks.send("http", gemini("BeforeAgent", session, project, prompt="go"), "gemini")
+    hooks.send("http", gemini("AfterTool", session, project, tool_name="write_todos",
+                              tool_input={"todos": [{"description": "x",
+                                                     "status": "pending"}]},
+                              tool_response={"llmContent": "ok"}), "gemini")
+    assert hooks.send("http", model_request(session, project, *turns), "gemini") == {}
+    assert "ContextCompacted" not in [e["type"] for e in events(hooks, "gemini", session)]
+
+
+@pytest.mark.parametrize("way", WAY_PARAMS)
+def test_a_gemini_call_made_again_in_plan_is_decided_again(
+        hooks: Hooks, project: Path, way: Way) -> None:
+    # Gemini's calls carry no id: the same command again is a new call, decided anew. (It
+    # was taken for the first, finished one, whose "allow" was given again in Plan.)
+    session = str(uuid.uuid4())
+    hooks.send(way, gemini("BeforeAgent", session, project, prompt="go"), "gemini")
+    command = {"tool_name": "run_shell_command", "tool_input": {"command": "rm -rf build"}}
+    assert hooks.send(way, gemini("BeforeTool", session, project, **command), "gemini") == {}
+    hooks.send(way, gemini("AfterTool", session, project, **command,
+                           tool_response={"llmContent": "done"}), "gemini")
+    plan_on(hooks, "gemini", session)
+    again = hooks.send(way, gemini("BeforeTool", session, project, **command), "gemini")
+    assert again.get("decision") == "deny" and "Plan mode" in again["reason"], again
+    recorded = events(hooks, "gemini", session)
+    requested = [e["data"]["callId"] for e in recorded if e["type"] == "ToolCallRequested"]
+    assert len(requested) == len(set(requested)) == 2, requested
+
+
+def test_the_ledgers_own_plan_in_a_hooked_session_is_approved_and_completed_here(
+        hooks: Hooks, project: Path) -> None:
+    # The host runs the calls its hooks put to a person; a plan put through the ledger's own
+    # tool route is the ledger's to complete once approved (it waited for the host before).
+    session = str(uuid.uuid4())
+    hooks.send("http", gemini("BeforeAgent", session, project, prompt="plan"), "gemini")
+    ledger = ledger_session_id(session, None, "gemini")
+    plan_on(hooks, "gemini", session)
+    asked = hooks.http.post(f"/v1/sessions/{ledger}/tool-calls",
+                            json={"tool": "ExitPlanMode", "input": {"plan": "# Plan\n"}})
+    assert asked.status_code == 202, asked.text
+    given = hooks.http.post(f"/v1/sessions/{ledger}/interactions/"
+                            f"{asked.json()['interactionId']}/respond",
+                            json={"decision": "approve"})
+    assert given.status_code == 200 and given.json()["status"] == "completed", given.text
+    recorded = events(hooks, "gemini", session)
+    assert [e["data"]["plan"] for e in recorded if e["type"] == "PlanApproved"] == ["# Plan\n"]
+    state = hooks.http.get(f"/v1/sessions/{ledger}").json()
+    assert state["executionState"]["planEnabled"] is False, state
+
+
+def test_the_command_hook_answers_geminis_plain_model_requests_without_the_server(
+        hooks: Hooks, project: Path, tmp_path: Path) -> None:
+    # Gemini sends BeforeModel before every model call with the whole history; only one that
+    # follows a compression needs the ledger. The URL here has nothing listening.
+    from claude_hooks_support import run_hook
+
+    from sessionledger.claude_code import forward
+    from sessionledger.claude_code.hooks import GEMINI_COMPRESSED
+
+    assert forward.GEMINI_COMPRESSED.decode() == GEMINI_COMPRESSED
+    session = str(uuid.uuid4())
+    nowhere = ("--url", "http://127.0.0.1:9/")
+    plain = run_hook(hooks.server.db_url, hooks.root, model_request(
+        session, project, ("user", ENVIRONMENT), ("user", "Go on.")), *nowhere, host="gemini")
+    assert (plain.output, plain.code, plain.stderr) == ({}, 0, "")
+    for event in (model_request(session, project, *COMPRESSED),
+                  gemini("BeforeTool", session, project, tool_name="write_file", tool_input={
+                      "file_path": "x", "content": "", "hook_event_name": "BeforeModel"})):
+        sent = run_hook(hooks.server.db_url, hooks.root, event, *nowhere, host="gemini")
+        assert sent.output == {} and "not recorded" in sent.stderr, sent

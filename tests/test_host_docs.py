@@ -83,7 +83,7 @@ def test_every_command_of_the_page_runs_and_setup_writes_what_it_shows(
         if line.split()[1] == "import":
             assert re.search(rf"session sess_\w+ \({host} \S+\), [1-9]\d* events appended, "
                              r"0 lines skipped", out), out
-    (shown,) = blocks(page)["json"]
+    shown = blocks(page)["json"][0]  # the settings; gemini.md's second is a hook's answer
     expected = json.loads(shown.replace(DOC_BASE, server.base_url))
     if host == "codex":
         written = json.loads((home / ".codex" / "hooks.json").read_text(encoding="utf-8"))
@@ -92,6 +92,7 @@ def test_every_command_of_the_page_runs_and_setup_writes_what_it_shows(
         config = tomllib.loads((home / ".codex" / "config.toml").read_text(encoding="utf-8"))
         page_config = tomllib.loads(toml.replace(DOC_BASE, server.base_url))
         assert config["mcp_servers"] == page_config["mcp_servers"]
+        assert config["tools"] == page_config["tools"]
         (page_key,) = page_config["hooks"]["state"]
         key = page_key.replace("/home/me/", f"{home}/")
         assert re.fullmatch(r"sha256:[0-9a-f]{64}", config["hooks"]["state"][key]["trusted_hash"])
@@ -100,6 +101,65 @@ def test_every_command_of_the_page_runs_and_setup_writes_what_it_shows(
         written = json.loads((project / ".gemini" / "settings.json").read_text(
             encoding="utf-8"))
         assert written == expected
+
+
+def _like(shown: Any, given: Any) -> bool:
+    """Whether ``given`` is what ``shown`` shows, a page's "…" standing for any text."""
+    if isinstance(shown, dict):
+        return isinstance(given, dict) and shown.keys() == given.keys() and all(
+            _like(shown[key], given[key]) for key in shown)
+    if isinstance(shown, list):
+        return isinstance(given, list) and len(shown) == len(given) and all(
+            _like(a, b) for a, b in zip(shown, given, strict=True))
+    if isinstance(shown, str) and isinstance(given, str):
+        pattern = ".*?".join(re.escape(part) for part in shown.split("…"))
+        return re.fullmatch(pattern, given, re.DOTALL) is not None
+    return bool(shown == given)
+
+
+def test_geminis_answer_after_a_compression_is_the_one_the_page_shows(
+        server: ServerProcess) -> None:
+    import uuid
+
+    import httpx
+
+    from sessionledger.claude_code.observations import ledger_session_id
+
+    (shown,) = blocks(PAGES["gemini"][0])["json"][1:]
+    answer = json.loads(shown)
+    messages = answer["hookSpecificOutput"]["llm_request"]["messages"]
+    project = server.workspace / "docs-gemini-compressed"
+    project.mkdir()
+    session = str(uuid.uuid4())
+    ledger = ledger_session_id(session, None, "gemini")
+    todos = {"todos": [{"description": "Port the parser", "status": "in_progress"}]}
+
+    def event(name: str, **fields: Any) -> dict[str, Any]:
+        return {"session_id": session, "cwd": str(project), "hook_event_name": name, **fields}
+
+    with httpx.Client(base_url=server.base_url, timeout=30) as http:
+        def hook(body: dict[str, Any]) -> Any:
+            sent = http.post("/v1/hooks/gemini", json=body)
+            assert sent.status_code == 200, sent.text
+            return sent.json()
+
+        hook(event("BeforeAgent", prompt="Port the parser."))
+        for name in ("BeforeTool", "AfterTool"):
+            hook(event(name, tool_name="write_todos", tool_input=todos,
+                       tool_response={"llmContent": "Updated."}))
+        assert http.post(f"/v1/sessions/{ledger}/mode", json={"mode": "plan"}).is_success
+        asked = http.post(f"/v1/sessions/{ledger}/tool-calls", json={
+            "tool": "ExitPlanMode", "input": {"plan": "# Port the parser\n"}}).json()
+        assert http.post(f"/v1/sessions/{ledger}/interactions/{asked['interactionId']}/respond",
+                         json={"decision": "approve"}).is_success
+        request = [{"role": m["role"],
+                    "content": m["content"].split("\n\n<sessionledger_state>")[0]}
+                   for m in messages]
+        request += [{"role": "model", "content": "Got it. Thanks for the additional context!"},
+                    {"role": "user", "content": "Go on."}]
+        given = hook(event("BeforeModel", llm_request={"model": "gemini-2.5-pro",
+                                                        "messages": request}))
+    assert _like(answer, given), json.dumps(given)
 
 
 def _session_file(host: str, home: Path, project: Path, number: int = 1) -> None:

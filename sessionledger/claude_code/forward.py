@@ -493,10 +493,30 @@ def answer_directly(body: bytes, options: HookOptions) -> tuple[dict[str, Any], 
     return answer.output, answer.problem
 
 
+GEMINI_COMPRESSED = b"Got it. Thanks for the additional context!"
+"""What marks a Gemini CLI model request that follows a compression (``hooks.GEMINI_COMPRESSED``,
+which a test holds equal)."""
+
+
+def _uncompressed_model_call(body: bytes) -> bool:
+    """Whether ``body`` is a Gemini ``BeforeModel`` event whose request does not follow a
+    compression: the ledger records nothing of it and answers ``{}``, so the hook does too,
+    without the server (Gemini sends one before every model call, with the whole history)."""
+    if GEMINI_COMPRESSED in body or b"BeforeModel" not in body:
+        return False
+    try:
+        raw = loads(body.decode("utf-8"))
+    except ValueError:
+        return False
+    return isinstance(raw, dict) and raw.get("hook_event_name") == "BeforeModel"
+
+
 def run_command_hook(body: bytes, options: HookOptions) -> tuple[dict[str, Any], str | None]:
     """The command hook's answer to ``body``: forwarded when a server is reachable, else
     recorded here; ``{}`` and the reason when neither works. Never raises."""
     try:
+        if options.host == "gemini" and _uncompressed_model_call(body):
+            return {}, None
         server = None if options.direct else _server(options)
         if server is not None:
             try:

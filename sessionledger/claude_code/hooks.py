@@ -20,7 +20,8 @@ the :class:`~.recorder.Recorder` at most once, and answered:
 - ``UserPromptSubmit``: the prompt is recorded; the answer warns of unfinished todos the last
   ``TodoWrite`` dropped, once per drop (CC-6).
 - ``SessionStart`` after a compaction or on resume: the approved plan and the todo list, so
-  neither is lost (CC-7).
+  neither is lost (CC-7). Gemini CLI sends nothing after it compresses: each of its
+  ``BeforeModel`` requests that follows a compression gets them added to the summary.
 - everything else (``PostToolUse``, ``PostToolUseFailure``, ``PreCompact``, ``Stop``, …) is
   recorded where it fits and answered ``{}``.
 
@@ -137,9 +138,18 @@ GEMINI_EVENTS = {
     "BeforeTool": "PreToolUse", "AfterTool": "PostToolUse", "BeforeAgent": "UserPromptSubmit",
     "AfterAgent": "Stop", "SessionStart": "SessionStart", "SessionEnd": "SessionEnd",
 }
-"""Gemini CLI's events by the Claude Code event each reads as. Every other one (its
-``PreCompress`` comes before every model call, compacting or not; the model and
-notification events) is :class:`Noted`."""
+"""Gemini CLI's events by the Claude Code event each reads as. A ``BeforeModel`` whose
+request follows a compression is a :class:`Compacted` (answered with the hand-back); every
+other event (its ``PreCompress`` comes before every model call, compacting or not; the other
+model events, notifications) is :class:`Noted`."""
+GEMINI_COMPRESSED = "Got it. Thanks for the additional context!"
+"""The model turn Gemini CLI's compression puts after the summary that replaces the history
+(its ``chatCompressionService``): a model request beginning so follows a compression. Gemini
+sends no hook after it compresses (its ``PreCompress`` comes before the check, at every model
+call) and keeps no change a ``BeforeModel`` hook makes to a request, so each such request gets
+the hand-back again, added to the summary's turn."""
+GEMINI_SUMMARY_WITHIN = 3
+"""How many turns may come before the summary's (Gemini puts its environment's first)."""
 CODEX_CANNOT_ASK = " Codex CLI cannot be asked to ask its user from a hook, so it is refused."
 
 
@@ -175,8 +185,11 @@ def read_hook(body: bytes | str | Any, host: str = "claude-code") -> tuple[str, 
     )
     if host == "gemini":
         read_as = GEMINI_EVENTS.get(name)
-        observation = Noted(event=name) if read_as is None else _observation(
-            read_as, _gemini(read_as, raw))
+        if read_as is not None:
+            observation = _observation(read_as, _gemini(read_as, raw))
+        else:
+            compressed = _compressed(raw) if name == "BeforeModel" else None
+            observation = compressed or Noted(event=name)
     else:
         observation = _observation(name, raw)
     return name, Seen(origin, observation, where=name)
@@ -194,6 +207,28 @@ def _gemini(read_as: str, raw: dict[str, Any]) -> dict[str, Any]:
             return {**raw, "hook_event_name": "PostToolUseFailure",
                     "error": shown if isinstance(shown, str) else str(given["error"])}
     return raw
+
+
+def _compressed(raw: Mapping[str, Any]) -> Compacted | None:
+    """A Gemini CLI model request whose history its compression replaced by a summary: its
+    text turns up to the summary (the user turn before :data:`GEMINI_COMPRESSED`, within the
+    first :data:`GEMINI_SUMMARY_WITHIN`), or ``None``."""
+    request = raw.get("llm_request")
+    messages = request.get("messages") if isinstance(request, Mapping) else None
+    if not isinstance(messages, list):
+        return None
+    turns: list[tuple[str, str]] = []
+    for message in messages[:GEMINI_SUMMARY_WITHIN + 1]:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if not isinstance(content, str):
+            return None
+        role = message.get("role")
+        if role == "model" and content == GEMINI_COMPRESSED and turns:
+            return Compacted(summary_turns=tuple(turns))
+        if role != "user":
+            return None
+        turns.append(("user", content))
+    return None
 
 
 def _claude_dir(transcript: str | None) -> str | None:
@@ -313,6 +348,10 @@ def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen, *,
         context = _dropped_warning(recorder, session_id, again=recorded.replayed)
     elif isinstance(observation, SessionBegan) and observation.source in ("compact", "resume"):
         context = _carried_over(recorder, session_id)
+    elif isinstance(observation, Compacted) and observation.summary_turns:
+        carried = _carried_over(recorder, session_id)
+        return HookAnswer(NO_OPINION if carried is None else _summary_with(
+            observation.summary_turns, carried), session_id=session_id)
     if context is None:
         return HookAnswer(NO_OPINION, session_id=session_id)
     return HookAnswer({"hookSpecificOutput": {
@@ -500,6 +539,18 @@ def _dropped_warning(recorder: Recorder, session_id: str, *, again: bool) -> str
             idempotency_key=f"cc:dropped:{summary.todos_seq}",
         )
     return text if again or not result.replayed else None
+
+
+def _summary_with(turns: tuple[tuple[str, str], ...], carried: str) -> dict[str, Any]:
+    """Gemini CLI's BeforeModel answer after a compression: the request's text turns up to the
+    summary as they were, the summary's with ``carried`` after it (Gemini replaces a request's
+    text turns by position and keeps the rest)."""
+    *kept, (role, summary) = turns
+    messages = [{"role": r, "content": text} for r, text in kept]
+    messages.append({"role": role, "content": (
+        f"{summary}\n\n<sessionledger_state>\n{carried}\n</sessionledger_state>")})
+    return {"hookSpecificOutput": {"hookEventName": "BeforeModel",
+                                   "llm_request": {"messages": messages}}}
 
 
 def _carried_over(recorder: Recorder, session_id: str) -> str | None:

@@ -175,6 +175,11 @@ class Compacted:
     trigger: str | None = None
     """``manual`` or ``auto``, as given."""
     calls_before: int | None = None
+    summary_turns: tuple[tuple[str, str], ...] = ()
+    """Gemini CLI (seen in the model request after its compression): the request's text turns
+    as ``(role, text)`` up to the summary the compression put at the start of the history,
+    which is the last; the hook gives them back with the hand-back added to the summary. One
+    compaction is recorded per summary."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -229,6 +234,8 @@ def observation_key(observation: Observation, calls_before: int) -> str | None:
             return f"cc:prompt:{calls}:{digest(text)}"
         case AssistantText(message_id=message_id):
             return f"cc:text:{message_id}"
+        case Compacted(summary_turns=turns) if turns:
+            return f"cc:compact:~{digest(turns[-1][1])}"
         case Compacted(calls_before=counted):
             return f"cc:compact:{calls_before if counted is None else counted}"
     return None

@@ -21,6 +21,7 @@ auto-continue timer runs for it. No plan file is written for these sessions (CC-
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -65,6 +66,7 @@ from statemachine.execution import (
 from ..errors import Conflict, SessionLedgerError
 from ..ledger import eventlog_errors
 from ..service.sessions import RequestedMode, SessionService
+from ..tools.executor import host_interaction_id
 from ..tools.todo import MAX_TODO_CHARS, MAX_TODOS, dropped_unfinished
 from .observations import (
     AssistantText,
@@ -79,7 +81,6 @@ from .observations import (
     ToolResult,
     ToolUse,
     content_key,
-    digest,
     gemini_call_id,
     ledger_session_id,
     observation_key,
@@ -177,10 +178,6 @@ class Tally:
     waiting: dict[str, str] = field(default_factory=dict)
     """The calls with no outcome yet by their tool and input (:func:`content_key`): how a
     PermissionRequest, which carries no ``tool_use_id``, finds the call it asks about."""
-    contents: dict[str, int] = field(default_factory=dict)
-    """How many calls of the session had each tool and input: a Gemini call (its hooks give
-    no id) is named by its tool, input and this count, as its hooks and its chat file both
-    see it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,15 +256,12 @@ class Recorder:
         todos = written.data.todos if written is not None and isinstance(
             written.data, TodosWritten) else ()
         refused, asking, waiting, interactions = {}, {}, {}, {}
-        contents: dict[str, int] = {}
         for doc in calls:
-            key = content_key(doc.body["tool"], doc.body.get("input") or {})
-            contents[key] = contents.get(key, 0) + 1
             if doc.status != "pending":
                 continue
             call_id, tool = doc.body["callId"], doc.body["tool"]
             asked_by = doc.body.get("interactionId")
-            if asked_by and asked_by != interaction_of(call_id):
+            if asked_by and asked_by != host_interaction_id(call_id):
                 continue  # the ledger's own call (its tool route, MCP): not the host's to close
             given = doc.body.get("input") or {}
             waiting[content_key(tool, given)] = call_id
@@ -286,7 +280,6 @@ class Recorder:
             plan_by=summary.plan_by,
             done_calls={d.body["callId"] for d in calls if d.status != "pending"},
             refused=refused, asking=asking, waiting=waiting, interactions=interactions,
-            contents=contents,
         )
 
     # -- one observation (hooks) -----------------------------------------------------------
@@ -485,17 +478,16 @@ def batch_for(
 
 def _gemini_call(tally: Tally, use: ToolUse) -> str:
     """The id of a Gemini call: the waiting one with its tool and input (its event sent
-    again), else a new one numbered by the session's calls with that tool and input."""
-    key = content_key(use.tool, use.input)
-    waiting = tally.waiting.get(key)
+    again), else a new one numbered by the session's calls with that tool and input — the
+    first number whose id the session does not hold (a finished call's input is the log's
+    alone, D71, so its ids are what tells)."""
+    waiting = tally.waiting.get(content_key(use.tool, use.input))
     if waiting is not None and waiting not in tally.refused:
         return waiting
-    return gemini_call_id(use.tool, use.input, tally.contents.get(key, 0))
-
-
-def interaction_of(call_id: str) -> str:
-    """The interaction id of a Claude Code call's question or plan approval."""
-    return f"int_{digest(call_id, length=26)}"
+    earlier = 0
+    while (call_id := gemini_call_id(use.tool, use.input, earlier)) in tally.known_calls:
+        earlier += 1
+    return call_id
 
 
 def _asked_here(
@@ -507,7 +499,7 @@ def _asked_here(
     if call_id in tally.interactions or call_id in tally.done_calls:
         return []
     kind, payload = ask_here
-    interaction_id = interaction_of(call_id)
+    interaction_id = host_interaction_id(call_id)
     tally.interactions[call_id] = (interaction_id, None)
     events: list[Event] = []
     if kind == "planApproval":
@@ -548,8 +540,9 @@ def _permission_asked(
 _PLAN_TOOLS = frozenset({"EnterPlanMode", "ExitPlanMode"})
 """Claude Code's tools that move its mode into Plan and out of it."""
 
-_ASKS_ITSELF = frozenset({"AskUserQuestion", "ExitPlanMode"})
-"""Tools Claude Code asks its user about itself: no permission decision from here (CC-4)."""
+_ASKS_ITSELF = frozenset({"AskUserQuestion", "ExitPlanMode", "request_user_input"})
+"""Tools the host asks its user about itself (Claude Code's question and plan, Codex CLI's
+question): no permission decision from here (CC-4)."""
 
 
 HOST_PLAN = frozenset({"claude-code", "codex", "enter_plan_tool"})
@@ -688,7 +681,6 @@ def _requested(
     tally.calls += 1
     key = content_key(call.tool, call.input)
     tally.waiting[key] = call_id
-    tally.contents[key] = tally.contents.get(key, 0) + 1
     if call.tool in _ASKS_ITSELF and not isinstance(call, ToolResult):
         tally.asking[call_id] = (call.tool, dict(call.input))
     return [NewEvent(ToolCallRequested(
@@ -724,6 +716,8 @@ def _completed(tally: Tally, result: ToolResult, at: str | None) -> list[NewEven
             carried += _tasks(tally, result)
         case "AskUserQuestion":
             carried += _question(call_id, result, asked)
+        case "request_user_input":
+            carried += _question(call_id, _codex_question(result), asked)
         case "ExitPlanMode":
             carried += _plan(tally, call_id, result, asked)
             refused = False  # its refusal is the plan's outcome, recorded above
@@ -875,7 +869,7 @@ def _question(
     question put to the user here, only what is not recorded yet (its answer, when it was
     answered in Claude Code's dialog after the hook stopped waiting)."""
     questions = result.input.get("questions")
-    interaction_id = interaction_of(call_id)
+    interaction_id = host_interaction_id(call_id)
     payload = {"questions": questions if isinstance(questions, list) else []}
     response = result.response if isinstance(result.response, Mapping) else {}
     answers = response.get("answers")
@@ -896,6 +890,31 @@ def _question(
     ), resolved]
 
 
+def _codex_question(result: ToolResult) -> ToolResult:
+    """Codex CLI's ``request_user_input`` result read as AskUserQuestion's: Codex answers
+    ``{"answers": {ID: {"answers": [LABEL, …]}}}`` (as JSON text), keyed by each question's
+    ``id``; AskUserQuestion's answers are keyed by the question's text."""
+    response = result.response
+    if isinstance(response, str):
+        try:
+            response = json.loads(response)
+        except ValueError:
+            response = None
+    given = response.get("answers") if isinstance(response, Mapping) else None
+    questions = result.input.get("questions")
+    if not isinstance(given, Mapping) or not isinstance(questions, list):
+        return replace(result, response=None, error=True)
+    answers: dict[str, str] = {}
+    for question in questions:
+        if not isinstance(question, Mapping):
+            continue
+        chosen = given.get(question.get("id"))
+        labels = chosen.get("answers") if isinstance(chosen, Mapping) else None
+        if isinstance(labels, list) and isinstance(question.get("question"), str):
+            answers[question["question"]] = ", ".join(str(label) for label in labels)
+    return replace(result, response={"answers": answers})
+
+
 def _plan(
     tally: Tally, call_id: str, result: ToolResult,
     asked: tuple[str, dict[str, Any] | None] | None = None,
@@ -909,7 +928,7 @@ def _plan(
         plan = str(plan)
     path = response.get("filePath")
     path = path if isinstance(path, str) else ""  # Claude Code's own plan file, if it says
-    interaction_id = interaction_of(call_id)
+    interaction_id = host_interaction_id(call_id)
     outcome, words = plan_outcome(result)
     answered = asked[1] if asked is not None else None
     if answered is not None:  # answered here: that answer is the outcome

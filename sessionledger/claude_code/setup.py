@@ -24,6 +24,7 @@ from .wire import HOOK_PATH, HOOK_PATHS
 
 __all__ = [
     "CODEX_EVENTS",
+    "CODEX_PLAN_TOOL_NOTE",
     "GEMINI_EVENTS",
     "HOOK_TIMEOUT_S",
     "LEDGER_EVENTS",
@@ -210,10 +211,12 @@ CODEX_EVENTS: tuple[str, ...] = (
 CODEX_MATCHED = frozenset({"SessionStart", "PreToolUse", "PermissionRequest", "PostToolUse",
                            "PreCompact"})
 GEMINI_EVENTS: tuple[str, ...] = (
-    "SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd",
+    "SessionStart", "BeforeAgent", "BeforeModel", "BeforeTool", "AfterTool", "AfterAgent",
+    "SessionEnd",
 )
-"""The Gemini CLI events this ledger hooks (its ``PreCompress`` comes before every model
-call and says nothing of a compaction; the model events carry whole requests)."""
+"""The Gemini CLI events this ledger hooks. ``BeforeModel`` is how the todo list and the
+approved plan reach the model after Gemini compresses its history (no event follows a
+compression; its ``PreCompress`` comes before every model call, compressing or not)."""
 GEMINI_MATCHED = frozenset({"BeforeTool", "AfterTool"})
 MCP_NAME = "sessionledger"
 """The name the ledger's MCP server is registered under (Codex: ``mcp__sessionledger__*``;
@@ -276,6 +279,12 @@ def codex_trust(hooks_file: str, settings: Mapping[str, Any]) -> dict[str, str]:
                 digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
                 found[f"{hooks_file}:{_snake(event)}:{index}:{position}"] = f"sha256:{digest}"
     return found
+
+
+CODEX_PLAN_TOOL_NOTE = "sessionledger: update_plan, the session's todo list, in codex exec too"
+"""The comment on the ``[tools.update_plan] enabled = true`` that ``setup codex`` writes: how
+``--remove`` knows the line is its own. Codex 0.171 offers its plan tool to ``codex exec`` only
+when it is enabled so (its interactive sessions have it)."""
 
 
 def codex_mcp(*, url: str | None, db: str | None = None) -> dict[str, Any]:

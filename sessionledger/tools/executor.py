@@ -23,6 +23,8 @@ abandonment of one that never got its second batch), and the executor itself.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -89,12 +91,28 @@ __all__ = [
     "call_answer",
     "check_input",
     "completed_event",
+    "host_interaction_id",
     "resolved_event",
     "summarize",
     "validation_details",
     "withdrawn_text",
     "written_list",
 ]
+
+
+def host_interaction_id(call_id: str) -> str:
+    """The id of the question or plan approval a host's hook put to a person here for its call
+    ``call_id``: named after the call, so the host's event sent again finds it. What tells it
+    from the ledger's own calls in a hooked session (its tool route): once answered, the host
+    runs its call and reports the result, while the ledger's own call is completed here."""
+    text = json.dumps(call_id, ensure_ascii=False)
+    return f"int_{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:26]}"
+
+
+def _hosts_own(session: SessionSummary, interaction_id: str, call_id: str) -> bool:
+    """Whether the answer goes to the program that asked (its hook hands it over, the program
+    runs the call): a hooked session's host asked it."""
+    return session.client is not None and interaction_id == host_interaction_id(call_id)
 
 
 # -- brokers: how each kind of host answers a call that needs the user (HO-1 … HO-3) -----------
@@ -641,7 +659,7 @@ class ToolExecutor:
                 handler, call.body["input"], interaction, decision, input, feedback
             )
             first = isinstance(handler, DecidesFirst) and handler.decides_first(resolution)
-            hosted = session.client is not None  # the program that asked runs the call
+            hosted = _hosts_own(session, interaction_id, call_id)
             events = (
                 [resolved_event(interaction.key, call_id, resolution)] if first or hosted
                 else self._answer_step(session, handler, raw, call_id, interaction.key, resolution)
@@ -726,7 +744,8 @@ class ToolExecutor:
             handler, call.body["input"], interaction, "autoContinued", None, None
         )
         events: list[Event] = (
-            [resolved_event(interaction.key, call_id, resolution)] if session.client is not None
+            [resolved_event(interaction.key, call_id, resolution)]
+            if _hosts_own(session, interaction_id, call_id)
             else self._answer_step(session, handler, raw, call_id, interaction.key, resolution))
         self._ledger.append(
             session_id, [NewEvent(e, actor="timer", causation_id=call_id) for e in events],
