@@ -1257,7 +1257,7 @@ def setup_codex(codex_home: Path | None, url: str | None, db: str | None, mcp: b
                 servers[MCP_NAME] = server
                 lines.append(f"+ mcp_servers.{MCP_NAME}")
         lines += _codex_plan_tool(config, remove=remove)
-    except (AttributeError, TypeError, TOMLKitError) as exc:
+    except (AttributeError, TypeError, ValueError, TOMLKitError) as exc:
         raise InvalidInput(f"{config_path}: its hooks, mcp_servers or tools are not tables "
                            f"({exc}); nothing was changed") from exc
     _write_changed(hooks_path, hooks_text, json.dumps(after, indent=2, ensure_ascii=False)
@@ -1270,21 +1270,39 @@ def setup_codex(codex_home: Path | None, url: str | None, db: str | None, mcp: b
 
 def _codex_plan_tool(config: Any, *, remove: bool) -> list[str]:
     """``[tools.update_plan] enabled = true``, marked as this ledger's, unless the user set it
-    either way; with ``remove``, taken out again if it is the ledger's. The change, if any."""
+    either way or wrote ``tools`` in a shape this leaves alone (an inline table, dotted keys,
+    another value); with ``remove``, taken out again if it is the ledger's, with the table
+    the ledger added for it. The change, if any."""
     import tomlkit
+    from tomlkit.items import Table
 
     from .claude_code.setup import CODEX_PLAN_TOOL_NOTE
 
+    def plain(container: Any, name: str) -> Table | None:
+        """``container[name]`` when it is a table written as ``[header]``, else ``None``."""
+        value = container.get(name)
+        body = container.body if hasattr(container, "body") else container.value.body
+        dotted = any(key is not None and key.key == name and key.is_dotted()
+                     for key, _item in body)
+        return value if isinstance(value, Table) and not dotted else None
+
     tools = config.get("tools")
-    plan_tool = None if tools is None else tools.get("update_plan")
+    plan_tool = None if plain(config, "tools") is None else tools.get("update_plan")
+    if (tools is not None and plain(config, "tools") is None) or (
+            plan_tool is not None and plain(tools, "update_plan") is None):
+        if not remove:
+            click.echo("note: config.toml writes `tools` in a form setup leaves to you; for "
+                       "Codex's todo list in codex exec add `[tools.update_plan] enabled = "
+                       "true` yourself", err=True)
+        return []
     if plan_tool is not None and "enabled" in plan_tool:
         if not remove or CODEX_PLAN_TOOL_NOTE not in plan_tool.item("enabled").trivia.comment:
             return []  # the user's own setting
         del plan_tool["enabled"]
-        if not plan_tool:
-            del tools["update_plan"]
-        if not tools:
-            del config["tools"]
+        if not plan_tool and CODEX_PLAN_TOOL_NOTE in plan_tool.trivia.comment:
+            del tools["update_plan"]  # the table the ledger added for it
+            if not tools and tools.is_super_table():
+                del config["tools"]
         return ["- tools.update_plan.enabled"]
     if remove:
         return []
@@ -1293,7 +1311,9 @@ def _codex_plan_tool(config: Any, *, remove: bool) -> list[str]:
     if tools is None:
         tools = config.setdefault("tools", tomlkit.table(is_super_table=True))
     if plan_tool is None:
-        plan_tool = tools.setdefault("update_plan", tomlkit.table())
+        plan_tool = tomlkit.table()
+        plan_tool.comment(CODEX_PLAN_TOOL_NOTE)
+        tools.add("update_plan", plan_tool)
     plan_tool.add("enabled", enabled)
     return ["+ tools.update_plan.enabled"]
 

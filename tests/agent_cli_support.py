@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,8 @@ def codex_plan_turn(codex: Path, project: Path, prompt: str,
                           stderr=subprocess.DEVNULL) as server:
         assert server.stdin is not None and server.stdout is not None
         stdin = server.stdin
+        deadline = threading.Timer(RUN_TIMEOUT_S, server.kill)  # a turn that never ends
+        deadline.start()
 
         def send(message: dict[str, Any]) -> None:
             stdin.write(json.dumps(message) + "\n")
@@ -138,8 +141,10 @@ def codex_plan_turn(codex: Path, project: Path, prompt: str,
                 elif message.get("method") == "turn/completed" or "error" in message:
                     break
         finally:
+            deadline.cancel()
             stdin.close()
             server.wait(timeout=RUN_TIMEOUT_S)
+    assert any(m.get("method") == "turn/completed" for m in sent), sent[-5:]
     return sent
 
 

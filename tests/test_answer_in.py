@@ -205,3 +205,47 @@ def test_a_plan_given_feedback_here_then_submitted_again_and_approved_with_a_mod
                         ("PlanApproved", "toolu_p2"), ("PlanFeedbackGiven", "toolu_p1")]
     state = hooks.document(claude)["executionState"]
     assert (state["mode"], state["planEnabled"]) == ("edit", False)
+
+
+def test_a_plan_approved_here_stays_the_hosts_to_finish_when_another_process_starts(
+        tmp_path: Path) -> None:
+    # Claude Code runs the plan it asked about once the answer is handed back; a second process
+    # opening the store before its result comes must not take the answered call for one of
+    # its own that a crash left unfinished (re-asked, then approved and completed here).
+    import json
+
+    from sessionledger.claude_code.hooks import answer_hook
+    from sessionledger.claude_code.recorder import Recorder
+    from sessionledger.service.sessions import SessionService
+
+    url, project = f"sqlite:///{tmp_path / 'ledger.db'}", tmp_path / "p"
+    project.mkdir()
+    claude = str(uuid.uuid4())
+    session_id = ledger_session_id(claude)
+
+    def event(name: str, **fields: Any) -> bytes:
+        return json.dumps(hook_event(name, claude, project, permission_mode="plan",
+                                     **fields)).encode()
+
+    plan = {"plan": "# Plan\n1. Port it\n"}
+    first = SessionService.open(url, workspace_root=tmp_path)
+    try:
+        recorder = Recorder(first)
+        answer_hook(recorder, event("UserPromptSubmit", prompt="plan it"))
+        first.set_answer_in(session_id, "here")
+        answer_hook(recorder, event("PreToolUse", tool_name="ExitPlanMode", tool_input=plan,
+                                    tool_use_id="toolu_1"))
+        answer_hook(recorder, event("PermissionRequest", tool_name="ExitPlanMode",
+                                    tool_input=plan), hold_s=0)
+        (waiting,) = first.tools.pending_interactions(session_id)
+        first.tools.respond(session_id, waiting["interactionId"], "approve")
+    finally:
+        first.close()
+    second = SessionService.open(url, workspace_root=tmp_path)
+    try:
+        assert second.tools.pending_interactions(session_id) == []
+        kinds = [e.type for e in second.store.read_session(session_id)]
+    finally:
+        second.close()
+    assert kinds[-2:] == ["InteractionRequested", "InteractionResolved"], kinds
+    assert "PlanApprovalCancelled" not in kinds and "PlanApproved" not in kinds, kinds

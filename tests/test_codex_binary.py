@@ -255,16 +255,35 @@ def test_setup_codex_trusts_exactly_its_hooks_and_removes_them(
         {"hooks": [{"type": "command", "command": "echo mine", "timeout": 5}]}]}}
 
 
-@pytest.mark.parametrize("mine", ["[tools.update_plan]\nenabled = false\n",
-                                  "[tools.update_plan]\nenabled = true\n"])
-def test_setup_codex_keeps_the_users_own_plan_tool_setting(tmp_path: Path, mine: str) -> None:
+@pytest.mark.parametrize(("mine", "enabled"), [
+    ("[tools.update_plan]\nenabled = false\n", False),  # the user's own, either way
+    ("[tools.update_plan]\nenabled = true\n", True),
+    ("[tools.update_plan]\n", True),  # a header of the user's, kept on --remove
+    ("[tools]\nweb_search = true\n", True),
+    ("[tools.update_plan]\nother = 1\n", True),
+    ('model = "gpt-5.5"\n\n[tools.web_search]\nx = 1\n\n[other]\ny = 2\n', True),
+    ("tools = { web_search = true }\n", None),  # shapes left to the user
+    ("tools.update_plan.other = 1\n", None),
+    ("[tools]\nupdate_plan.other = 1\n", None),
+    ("[tools]\nupdate_plan = true\n", None),
+    ('tools = "x"\n', None),
+    ("[[tools]]\nx = 1\n", None),
+])
+def test_setup_codex_turns_on_the_plan_tool_and_remove_gives_the_file_back(
+        tmp_path: Path, mine: str, enabled: bool | None) -> None:
     (tmp_path / "config.toml").write_text(mine, encoding="utf-8")
-    for args in ((), ("--remove",)):
-        done = sessionledger("setup", "codex", "--codex-home", str(tmp_path), "--no-mcp", *args)
-        assert done.returncode == 0, done.stderr
-        config = (tmp_path / "config.toml").read_text(encoding="utf-8")
-        assert config.startswith(mine) and "update_plan.enabled" not in done.stdout, config
-    assert config == mine
+    done = sessionledger("setup", "codex", "--codex-home", str(tmp_path), "--no-mcp")
+    assert done.returncode == 0, done.stderr
+    config = tomllib.loads((tmp_path / "config.toml").read_text(encoding="utf-8"))
+    tools = config.get("tools")
+    plan_tool = tools.get("update_plan") if isinstance(tools, dict) else None
+    found = plan_tool.get("enabled") if isinstance(plan_tool, dict) else None
+    assert found is enabled, config
+    assert ("note:" in done.stderr) is (enabled is None), done.stderr
+    removed = sessionledger("setup", "codex", "--codex-home", str(tmp_path), "--no-mcp",
+                            "--remove")
+    assert removed.returncode == 0, removed.stderr
+    assert (tmp_path / "config.toml").read_text(encoding="utf-8") == mine
 
 
 def _codex_hooks(hosts: ClaudeCode, codex_home: Path, cwd: Path) -> list[dict[str, Any]]:

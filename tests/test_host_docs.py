@@ -153,7 +153,7 @@ def test_geminis_answer_after_a_compression_is_the_one_the_page_shows(
         assert http.post(f"/v1/sessions/{ledger}/interactions/{asked['interactionId']}/respond",
                          json={"decision": "approve"}).is_success
         request = [{"role": m["role"],
-                    "content": m["content"].split("\n\n<sessionledger_state>")[0]}
+                    "content": m["content"].split("\n\n<hook_context>")[0]}
                    for m in messages]
         request += [{"role": "model", "content": "Got it. Thanks for the additional context!"},
                     {"role": "user", "content": "Go on."}]

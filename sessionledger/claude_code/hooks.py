@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +149,14 @@ sends no hook after it compresses (its ``PreCompress`` comes before the check, a
 call) and keeps no change a ``BeforeModel`` hook makes to a request, so each such request gets
 the hand-back again, added to the summary's turn."""
 GEMINI_SUMMARY_WITHIN = 3
-"""How many turns may come before the summary's (Gemini puts its environment's first)."""
+"""How many of a request's first turns are looked at for the summary and the turn after it
+(Gemini puts its environment's turn first)."""
+GEMINI_SNAPSHOT = "<state_snapshot>"
+"""What Gemini's compression prompt makes every summary hold: a model turn that only says
+:data:`GEMINI_COMPRESSED` after a user turn without it (a user can ask for those words) is no
+compression."""
+GEMINI_HOOK_TAG = "hook_context"
+"""The tag Gemini CLI wraps a hook's ``additionalContext`` in, which its system prompt names."""
 CODEX_CANNOT_ASK = " Codex CLI cannot be asked to ask its user from a hook, so it is refused."
 
 
@@ -211,8 +218,9 @@ def _gemini(read_as: str, raw: dict[str, Any]) -> dict[str, Any]:
 
 def _compressed(raw: Mapping[str, Any]) -> Compacted | None:
     """A Gemini CLI model request whose history its compression replaced by a summary: its
-    text turns up to the summary (the user turn before :data:`GEMINI_COMPRESSED`, within the
-    first :data:`GEMINI_SUMMARY_WITHIN`), or ``None``."""
+    text turns up to the summary (the user turn holding :data:`GEMINI_SNAPSHOT` just before
+    :data:`GEMINI_COMPRESSED`, within the first :data:`GEMINI_SUMMARY_WITHIN` turns), or
+    ``None``."""
     request = raw.get("llm_request")
     messages = request.get("messages") if isinstance(request, Mapping) else None
     if not isinstance(messages, list):
@@ -223,7 +231,8 @@ def _compressed(raw: Mapping[str, Any]) -> Compacted | None:
         if not isinstance(content, str):
             return None
         role = message.get("role")
-        if role == "model" and content == GEMINI_COMPRESSED and turns:
+        if role == "model" and content == GEMINI_COMPRESSED and turns \
+                and GEMINI_SNAPSHOT in turns[-1][1]:
             return Compacted(summary_turns=tuple(turns))
         if role != "user":
             return None
@@ -342,6 +351,10 @@ def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen, *,
         if verdict is None:  # AskUserQuestion, ExitPlanMode, a PermissionRequest's ask:
             return HookAnswer(NO_OPINION, session_id=session_id)  # the host asks its user
         return HookAnswer(_decided(host, observation, verdict), session_id=session_id)
+    if isinstance(observation, Compacted) and observation.summary_turns:
+        # sent before every model call until the next compression: what it closes (a call
+        # refused since) is appended apart from the compaction, recorded once per summary
+        recorder.record(session_id, replace(seen, observation=Noted(event=name)))
     recorded = recorder.record(session_id, seen)
     context: str | None = None
     if isinstance(observation, Prompt):
@@ -544,11 +557,13 @@ def _dropped_warning(recorder: Recorder, session_id: str, *, again: bool) -> str
 def _summary_with(turns: tuple[tuple[str, str], ...], carried: str) -> dict[str, Any]:
     """Gemini CLI's BeforeModel answer after a compression: the request's text turns up to the
     summary as they were, the summary's with ``carried`` after it (Gemini replaces a request's
-    text turns by position and keeps the rest)."""
+    text turns by position and keeps the rest), wrapped as Gemini wraps a hook's context —
+    its system prompt tells the model not to take what is inside as instructions."""
     *kept, (role, summary) = turns
     messages = [{"role": r, "content": text} for r, text in kept]
+    shown = carried.replace(f"</{GEMINI_HOOK_TAG}>", f"<\\/{GEMINI_HOOK_TAG}>")
     messages.append({"role": role, "content": (
-        f"{summary}\n\n<sessionledger_state>\n{carried}\n</sessionledger_state>")})
+        f"{summary}\n\n<{GEMINI_HOOK_TAG}>{shown}</{GEMINI_HOOK_TAG}>")})
     return {"hookSpecificOutput": {"hookEventName": "BeforeModel",
                                    "llm_request": {"messages": messages}}}
 

@@ -611,6 +611,8 @@ def _closed_refusals(
 def _ends_turn(observation: Observation) -> bool:
     """Whether nothing of the turn before ``observation`` can still be answered in Claude
     Code's own dialogs."""
+    if isinstance(observation, Compacted) and observation.summary_turns:
+        return False  # Gemini's, seen before a model call: within the turn
     return isinstance(observation, Prompt | Compacted | SessionBegan) or (
         isinstance(observation, Noted) and observation.event in _TURN_ENDS)
 
@@ -717,7 +719,9 @@ def _completed(tally: Tally, result: ToolResult, at: str | None) -> list[NewEven
         case "AskUserQuestion":
             carried += _question(call_id, result, asked)
         case "request_user_input":
-            carried += _question(call_id, _codex_question(result), asked)
+            answered = _codex_question(result)
+            if answered is not None:  # else it never reached the user (exec refuses it)
+                carried += _question(call_id, answered, asked)
         case "ExitPlanMode":
             carried += _plan(tally, call_id, result, asked)
             refused = False  # its refusal is the plan's outcome, recorded above
@@ -890,25 +894,26 @@ def _question(
     ), resolved]
 
 
-def _codex_question(result: ToolResult) -> ToolResult:
-    """Codex CLI's ``request_user_input`` result read as AskUserQuestion's: Codex answers
+def _codex_question(result: ToolResult) -> ToolResult | None:
+    """Codex CLI's ``request_user_input`` result read as AskUserQuestion's, or ``None`` when
+    it holds no answers (Codex refused the call: *unavailable in Default mode*). Codex answers
     ``{"answers": {ID: {"answers": [LABEL, …]}}}`` (as JSON text), keyed by each question's
     ``id``; AskUserQuestion's answers are keyed by the question's text."""
     response = result.response
     if isinstance(response, str):
         try:
             response = json.loads(response)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             response = None
     given = response.get("answers") if isinstance(response, Mapping) else None
     questions = result.input.get("questions")
-    if not isinstance(given, Mapping) or not isinstance(questions, list):
-        return replace(result, response=None, error=True)
+    if result.error or not isinstance(given, Mapping) or not isinstance(questions, list):
+        return None
     answers: dict[str, str] = {}
     for question in questions:
-        if not isinstance(question, Mapping):
+        if not isinstance(question, Mapping) or not isinstance(question.get("id"), str):
             continue
-        chosen = given.get(question.get("id"))
+        chosen = given.get(question["id"])
         labels = chosen.get("answers") if isinstance(chosen, Mapping) else None
         if isinstance(labels, list) and isinstance(question.get("question"), str):
             answers[question["question"]] = ", ".join(str(label) for label in labels)

@@ -314,13 +314,15 @@ class DecidedAnswers:
         return self._ledger.retry(session_id, attempt)
 
     def _unfinished(self, session_id: str, only: str | None) -> list[tuple[Doc, Doc]]:
-        """Pending calls whose interaction is resolved, each with that interaction."""
+        """Pending calls whose interaction is resolved, each with that interaction — but a
+        host's (its hook put it to a person here): the host runs it and reports the result."""
         view = self._projections.tool_calls
         pending = self._store.read_view(lambda tx: view.of_session(tx, session_id, "pending"))
         found = []
         for call in pending:
             interaction_id = call.body.get("interactionId")
-            if interaction_id is None or only not in (None, call.body["callId"]):
+            if interaction_id is None or only not in (None, call.body["callId"]) \
+                    or interaction_id == host_interaction_id(call.body["callId"]):
                 continue
             interaction = self._ledger.interaction(interaction_id)
             if interaction is not None and interaction.status == "resolved":
@@ -640,9 +642,9 @@ class ToolExecutor:
         feedback: str | None = None,
     ) -> dict[str, Any]:
         """Record the user's answer and complete the call; the call document afterwards.
-        In a session another program runs (a ``client``'s, such as Claude Code's) only the
-        answer is recorded: that program's hook, waiting for it, hands it over, the program
-        runs the call and its result completes it."""
+        For a call another program's hook put to a person here (a ``client``'s, such as
+        Claude Code's) only the answer is recorded: that program's hook, waiting for it, hands
+        it over, the program runs the call and its result completes it."""
         def attempt() -> dict[str, Any]:
             session = self._ledger.live(session_id)
             interaction = self._ledger.interaction(interaction_id)
