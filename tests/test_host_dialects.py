@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 from claude_hooks_support import WAY_PARAMS, WAYS, Hooks, Way
+from hypothesis import example, given
+from hypothesis import strategies as st
 from server_support import ServerProcess, running_server
 
 from sessionledger.claude_code.observations import ledger_session_id
@@ -473,3 +475,68 @@ def test_the_state_handed_to_gemini_cannot_close_its_wrapping(
     answer = hooks.send("http", model_request(session, project, *COMPRESSED), "gemini")
     summary = answer["hookSpecificOutput"]["llm_request"]["messages"][-1]["content"]
     assert summary.count("</hook_context>") == 1 and summary.endswith("</hook_context>")
+
+
+# -- properties of the new readers: any input, an answer and no exception -------------------------
+
+JSON_LEAF = st.none() | st.booleans() | st.integers() | st.text(max_size=30)
+JSON = st.recursive(JSON_LEAF, lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=20)
+TURN = st.fixed_dictionaries({"role": st.sampled_from(["user", "model", "system"]) | JSON,
+                              "content": st.sampled_from([ENVIRONMENT, SUMMARY, COMPRESSED[2][1],
+                                                          "Go on."]) | JSON})
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path]]:
+    from sessionledger.claude_code.recorder import Recorder
+    from sessionledger.service.sessions import SessionService
+
+    root = tmp_path_factory.mktemp("dialect-properties")
+    (root / "p").mkdir()
+    service = SessionService.open(f"sqlite:///{root / 'ledger.db'}", workspace_root=root)
+    try:
+        yield Recorder(service), root / "p"
+    finally:
+        service.close()
+
+
+@given(request=JSON | st.fixed_dictionaries({"messages": st.lists(TURN, max_size=6) | JSON}),
+       todos=st.booleans())
+@example(request={"messages": [{"role": r, "content": c} for r, c in COMPRESSED]}, todos=True)
+def test_any_gemini_model_request_gets_no_answer_or_its_own_turns_back(
+        recording: tuple[Any, Path], request: Any, todos: bool) -> None:
+    from sessionledger.claude_code.hooks import answer_hook
+
+    recorder, cwd = recording
+    session = str(uuid.uuid4())
+    if todos:
+        answer_hook(recorder, gemini("AfterTool", session, cwd, tool_name="write_todos",
+                                     tool_input={"todos": [{"description": "x",
+                                                            "status": "pending"}]},
+                                     tool_response={"llmContent": "ok"}), host="gemini")
+    answer = answer_hook(recorder, gemini("BeforeModel", session, cwd, llm_request=request),
+                         host="gemini")
+    if answer.output == {}:
+        return
+    assert todos, answer
+    given = request["messages"]
+    messages = answer.output["hookSpecificOutput"]["llm_request"]["messages"]
+    assert 1 <= len(messages) < len(given) and messages[:-1] == given[:len(messages) - 1]
+    assert messages[-1]["content"].startswith(given[len(messages) - 1]["content"] + "\n\n")
+    assert given[len(messages)] == {"role": "model", "content": COMPRESSED[2][1]}
+
+
+@given(tool_input=JSON, result=JSON)
+def test_any_codex_question_result_is_recorded_without_an_exception(
+        recording: tuple[Any, Path], tool_input: Any, result: Any) -> None:
+    from sessionledger.claude_code.hooks import answer_hook
+
+    recorder, cwd = recording
+    session = str(uuid.uuid4())
+    for name, fields in (("PreToolUse", {}), ("PostToolUse", {"tool_response": result})):
+        answer = answer_hook(recorder, codex(name, session, cwd,
+                                             tool_name="request_user_input",
+                                             tool_input=tool_input, tool_use_id="call_q",
+                                             **fields), host="codex")
+        assert answer.output == {}, answer
