@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_cli_support import approve_in_ledger
 from claude_hooks_support import WAY_PARAMS, WAYS, Hooks, Way
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -377,14 +378,10 @@ def test_the_ledgers_own_plan_in_a_hooked_session_is_approved_and_completed_here
     session = str(uuid.uuid4())
     hooks.send("http", gemini("BeforeAgent", session, project, prompt="plan"), "gemini")
     ledger = ledger_session_id(session, None, "gemini")
-    plan_on(hooks, "gemini", session)
-    asked = hooks.http.post(f"/v1/sessions/{ledger}/tool-calls",
-                            json={"tool": "ExitPlanMode", "input": {"plan": "# Plan\n"}})
-    assert asked.status_code == 202, asked.text
-    given = hooks.http.post(f"/v1/sessions/{ledger}/interactions/"
-                            f"{asked.json()['interactionId']}/respond",
-                            json={"decision": "approve"})
-    assert given.status_code == 200 and given.json()["status"] == "completed", given.text
+    approve_in_ledger(hooks.http, ledger, "# Plan\n")
+    (completed,) = [e["data"] for e in events(hooks, "gemini", session)
+                    if e["type"] == "ToolCallCompleted"]
+    assert (completed["tool"], completed["status"]) == ("ExitPlanMode", "completed"), completed
     recorded = events(hooks, "gemini", session)
     assert [e["data"]["plan"] for e in recorded if e["type"] == "PlanApproved"] == ["# Plan\n"]
     state = hooks.http.get(f"/v1/sessions/{ledger}").json()

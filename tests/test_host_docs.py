@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_cli_support import approve_in_ledger
 from server_support import ServerProcess, running_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,11 +148,7 @@ def test_geminis_answer_after_a_compression_is_the_one_the_page_shows(
         for name in ("BeforeTool", "AfterTool"):
             hook(event(name, tool_name="write_todos", tool_input=todos,
                        tool_response={"llmContent": "Updated."}))
-        assert http.post(f"/v1/sessions/{ledger}/mode", json={"mode": "plan"}).is_success
-        asked = http.post(f"/v1/sessions/{ledger}/tool-calls", json={
-            "tool": "ExitPlanMode", "input": {"plan": "# Port the parser\n"}}).json()
-        assert http.post(f"/v1/sessions/{ledger}/interactions/{asked['interactionId']}/respond",
-                         json={"decision": "approve"}).is_success
+        approve_in_ledger(http, ledger, "# Port the parser\n")
         request = [{"role": m["role"],
                     "content": m["content"].split("\n\n<hook_context>")[0]}
                    for m in messages]
