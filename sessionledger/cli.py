@@ -294,7 +294,7 @@ def serve(
     mcp_max_sessions: int, idle_exit_s: float | None, hook_writer: bool, log_format: str,
     log_level: str,
 ) -> None:
-    """Serve the HTTP API, the web page and event streams until SIGTERM or Ctrl+C.
+    """Serve the HTTP API, the web page and event streams until Ctrl+C, SIGTERM or SIGHUP.
 
     Prints `sessionledger serving http://HOST:PORT/ — open it in a browser` on standard
     output once it listens; logs go to standard error. Exit 0 when stopped, 2 on bad options

@@ -29,6 +29,7 @@ import platform
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 import uuid
@@ -242,6 +243,18 @@ def interactive_home(home: Path, project: Path) -> None:
     }), encoding="utf-8")
 
 
+def _signal_group(group: int, sig: int) -> bool:
+    """``sig`` sent to the process group ``group`` (0: only whether it still has a member);
+    False when it has none left."""
+    try:
+        os.killpg(group, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # the id was reused by somebody else's group
+        return False
+    return True
+
+
 class Terminal:
     """A program in a tmux pane (160 columns by 50 rows) of its own tmux server (``-L``), its
     environment exactly ``env``: what it shows (:meth:`screen`), keys typed to it. Closing
@@ -299,9 +312,23 @@ class Terminal:
         self.wait_for(text, timeout_s=10)
         self.press("Enter")
 
-    def close(self) -> None:
+    def close(self, *, grace_s: float = 10.0) -> None:
+        """Hang up as a terminal's shell does when its window closes: SIGHUP to the pane's
+        process group (the program and what it started), ``grace_s`` for them to stop, then
+        the tmux server killed and anything left of the group with it (SIGKILL). tmux's own
+        hangup reaches only the pane's first process (say ``make``), not its children."""
+        try:
+            group = int(self._tmux("display-message", "-p", "-t", "main", "#{pane_pid}"))
+        except (RuntimeError, ValueError, subprocess.TimeoutExpired):
+            group = None
+        if group is not None and _signal_group(group, signal.SIGHUP):
+            deadline = time.monotonic() + grace_s
+            while _signal_group(group, 0) and time.monotonic() < deadline:
+                time.sleep(0.05)
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True,
                        timeout=30, check=False)
+        if group is not None:
+            _signal_group(group, signal.SIGKILL)
 
     def __enter__(self) -> Terminal:
         return self

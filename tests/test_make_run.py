@@ -178,6 +178,9 @@ def test_serve_on_a_terminal_speaks_to_a_person(tmp_path: Path) -> None:
             else:  # what would have shown by now (it shows at once at debug)
                 time.sleep(0.5)
             screen = term.screen(history=200)
+        # its terminal closed: it stopped as on Ctrl-C and took back where it listens
+        assert not (tmp_path / "ledger.db.serve.json").exists()
+        assert not accepts(port)
         lines = [line for line in screen.splitlines() if line.strip()]
         assert not [line for line in lines if line.lstrip().startswith("{")], screen
         requests = [line for line in lines if re.match(r"\d\d:\d\d:\d\d request ", line)]
@@ -223,6 +226,9 @@ def test_make_run_from_a_clean_clone(tmp_path: Path) -> None:
         term.wait_for(URL_LINE.format(port=other), timeout_s=120)
         assert accepts(other)
         assert "==> installing" not in term.screen(history=500)  # set up once
+    # the terminal closed under it (its shell's hangup): serve stopped and said so
+    assert not accepts(other)
+    assert not (clone / ".sessionledger" / "ledger.db.serve.json").exists()
     with busy_port() as taken:
         done = subprocess.run(["make", "-s", "run", f"PORT={taken}"], cwd=clone, env=env,
                               capture_output=True, text=True, timeout=120, check=False)

@@ -18,6 +18,7 @@ from httpx_sse import connect_sse
 from server_support import ServerProcess, running_server
 
 from eventlog import open_store
+from sessionledger.claude_code.wire import discovery_path
 from sessionledger.http.server import GRACEFUL_SHUTDOWN_S
 
 CLIENTS = 8
@@ -105,3 +106,21 @@ def test_sigterm_ends_open_streams_promptly(tmp_path: Path) -> None:
         assert errors == [], errors
         listener.join(timeout=30)
     assert ended.is_set()  # the stream ended cleanly, not by a read timeout
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP],
+                         ids=["kill", "ctrl-c", "terminal-closed"])
+def test_each_stop_signal_closes_the_store_and_says_where_it_no_longer_listens(
+    tmp_path: Path, stop: signal.Signals
+) -> None:  # EL-7
+    """A shell passes SIGHUP on to its jobs when its terminal closes: ``serve`` then stops as
+    on Ctrl-C, with no discovery file left to send hooks to a port nobody listens on."""
+    with running_server(tmp_path) as server:
+        with server.client() as client:
+            assert client.post("/v1/sessions", json={}).status_code == 201
+        found = discovery_path(server.db_url)
+        assert found is not None and Path(found).is_file()
+        server.process.send_signal(stop)
+        assert server.process.wait(timeout=GRACEFUL_SHUTDOWN_S + 60) == 0, server.log()
+        assert any(r.get("event") == "stopped" for r in server.log_records()), server.log()
+        assert not Path(found).exists()

@@ -53,7 +53,10 @@ __all__ = [
 GRACEFUL_SHUTDOWN_S = 30
 """How long in-flight requests may take after a stop signal before they are cancelled."""
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM,
+                *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else []))
+"""What stops ``serve`` gracefully: Ctrl-C, ``kill``, and the terminal it runs in closing
+(a shell passes SIGHUP on to its jobs)."""
 
 _log = logger.getChild("server")
 
