@@ -22,8 +22,10 @@ from agent_cli_support import (
     approve_in_ledger,
     codex_config,
     codex_plan_turn,
+    imported,
     imports_as_hooked,
     ledger_session,
+    outcomes_of,
     run_codex,
     sessionledger,
 )
@@ -61,6 +63,20 @@ def thread_of(lines: list[dict[str, Any]]) -> str:
     return str(next(line["thread_id"] for line in lines if line.get("type") == "thread.started"))
 
 
+def looked_around_then_plan(hosts: ClaudeCode, project: Path,
+                            served: ServerProcess) -> tuple[str, str]:
+    """A first ``codex exec`` run, then Plan set in the ledger on the session its hooks
+    recorded: Codex's thread and that session."""
+    first = run_codex(hosts.codex, project, prompt="Look around.")
+    assert first.returncode == 0, first.stderr[-2000:]
+    thread = thread_of(first.json_lines())
+    session_id, _events = ledger_session(served, thread)
+    with httpx.Client(base_url=served.base_url, timeout=30) as http:
+        assert http.post(f"/v1/sessions/{session_id}/mode",
+                         json={"mode": "plan"}).status_code == 200
+    return thread, session_id
+
+
 @pytest.mark.slow
 def test_every_tool_the_pinned_codex_offers_is_classified(
         hosts: ClaudeCode, served: ServerProcess) -> None:
@@ -92,13 +108,7 @@ def test_plan_set_in_the_ledger_refuses_codexs_writes_and_the_rollout_imports_al
     ]
     with ResponsesModel(script) as model:
         set_up(project, served, model, "--no-mcp")
-        first = run_codex(hosts.codex, project, prompt="Look around.")
-        assert first.returncode == 0, first.stderr[-2000:]
-        thread = thread_of(first.json_lines())
-        session_id, _events = ledger_session(served, thread)
-        with httpx.Client(base_url=served.base_url, timeout=30) as http:
-            assert http.post(f"/v1/sessions/{session_id}/mode",
-                             json={"mode": "plan"}).status_code == 200
+        thread, _session_id = looked_around_then_plan(hosts, project, served)
         second = run_codex(hosts.codex, project, resume=thread, prompt="Now write notes.")
         assert second.returncode == 0, second.stderr[-2000:]
         outputs = model.tool_outputs()
@@ -419,6 +429,8 @@ def test_codex_reaches_the_ledgers_tools_on_its_first_turn_and_a_person_answers(
         statuses = [_last_output(r.body) for r in model.main_requests()
                     if _answered_call(r.body) == "InteractionStatus"]
     assert "mcp__sessionledger.AskUserQuestion" in first_tools, first_tools
+    hooked, _events = ledger_session(served, thread_of(done.json_lines()))
+    assert pending["sessionId"] == hooked  # the ledger's tools ran in its hooks' session
     question, plan = statuses
     assert question["status"] == "completed" and "PEG" in json.dumps(question), question
     assert plan["status"] == "completed" and plan.get("success") is True, plan
@@ -459,3 +471,82 @@ def _tool_names(body: Any) -> list[str]:
         if item.get("type") == "tool_search_output":
             found += names(item.get("tools", []))
     return found
+
+
+def test_codexs_hooks_and_the_ledgers_tools_share_one_session_so_its_exitplanmode_leaves_plan(
+        hosts: ClaudeCode, served: ServerProcess,
+        tmp_path: Path) -> None:  # issue 40: one run, one session
+    # Codex names its session in every MCP call's _meta: the ledger's MCP server (stdio, as
+    # setup writes it) runs the call in the session Codex's hooks record into. Plan set on
+    # that session refuses a patch; the model asks to leave Plan through the ledger's
+    # ExitPlanMode; a person approves that session's plan on the respond route; the same patch
+    # is then written. The hooks record no call of the ledger's own tools (the server does).
+    project = project_in(served)
+    waiting: queue.Queue[dict[str, Any]] = queue.Queue()
+    answered = threading.Event()
+
+    def asked(body: Any) -> dict[str, Any]:
+        pending = _last_output(body)
+        waiting.put(pending)
+        answered.wait(90)
+        return {"interactionId": pending.get("interactionId")}
+
+    script: list[list[Any]] = [
+        [ToolUse("exec_command", {"cmd": "ls"})],
+        [Text("Looked.")],
+        [Custom("apply_patch", PATCH)],
+        [Search("leave plan mode")],
+        [ToolUse("mcp__sessionledger.ExitPlanMode", {"plan": PLAN})],
+        [ToolUse("mcp__sessionledger.InteractionStatus", asked)],
+        [Custom("apply_patch", PATCH)],
+        [Text("Written.")],
+    ]
+    runs: list[Any] = []
+    before = _session_ids(served)
+    with ResponsesModel(script) as model:
+        set_up(project, served, model, "--db", served.db_url)
+        thread, session_id = looked_around_then_plan(hosts, project, served)
+        with httpx.Client(base_url=served.base_url, timeout=30) as http:
+            second = threading.Thread(target=lambda: runs.append(run_codex(
+                hosts.codex, project, resume=thread, prompt="Write the notes.")))
+            second.start()
+            try:
+                pending = waiting.get(timeout=120)
+                assert pending.get("status") == "pending", pending
+                assert pending["sessionId"] == session_id, pending  # the hooks' session
+                given = http.post(f"/v1/sessions/{session_id}/interactions/"
+                                  f"{pending['interactionId']}/respond",
+                                  json={"decision": "approve"})
+                assert given.status_code == 200, given.text
+            finally:
+                answered.set()
+                second.join(120)
+        (done,) = runs
+        assert done.returncode == 0, done.stderr[-2000:]
+        shown = [str(item.get("output")) for item in model.tool_outputs().values()]
+    assert (project / "notes.txt").read_text(encoding="utf-8") == "written by the model\n"
+    assert len([text for text in shown if "Plan mode" in text]) == 1, shown
+    _id, events = ledger_session(served, thread)
+    requested = {e["data"]["callId"]: e["data"]["tool"] for e in events
+                 if e["type"] == "ToolCallRequested"}
+    assert not [t for t in requested.values() if "sessionledger" in t], requested
+    assert "ExitPlanMode" in requested.values(), requested
+    decided = [(requested[e["data"]["callId"]], e["data"]["decision"]["behavior"])
+               for e in events if e["type"] == "PermissionDecided"
+               and requested[e["data"]["callId"]] == "apply_patch"]
+    assert decided == [("apply_patch", "deny"), ("apply_patch", "allow")], decided
+    assert [e["data"]["plan"] for e in events if e["type"] == "PlanApproved"] == [PLAN]
+    assert [e for e in events if e["type"] == "SessionModeChanged"][-1]["data"][
+        "planEnabled"] is False
+    assert _session_ids(served) - before == {session_id}  # and no second one
+    # its rollout imported into this session adds no call (the ledger's tool calls included)
+    (rollout,) = (project / ".home" / ".codex" / "sessions").rglob("rollout-*.jsonl")
+    imported("codex", [rollout], served.db_url, served.workspace, tmp_path)
+    _id, after = ledger_session(served, thread)
+    assert outcomes_of(after) == outcomes_of(events)
+
+
+def _session_ids(served: ServerProcess) -> set[str]:
+    with httpx.Client(base_url=served.base_url, timeout=30) as http:
+        listed = http.get("/v1/sessions", params={"limit": 1000}).json()["sessions"]
+    return {str(s["sessionId"]) for s in listed}

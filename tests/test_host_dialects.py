@@ -100,6 +100,32 @@ def test_codex_is_refused_in_its_own_words_and_allowed_without_a_word(
     assert modes[0] == ("build", "codex")  # its mode mirrored, as Codex's own
 
 
+@pytest.mark.parametrize("way", WAY_PARAMS)
+def test_codexs_calls_of_the_ledgers_own_tools_are_left_to_the_ledgers_server(
+        hooks: Hooks, project: Path, way: Way) -> None:
+    # Codex names its session in each MCP call, so the ledger's MCP server records the call
+    # in this same session: its hooks record nothing of it (else one call twice), and say
+    # nothing, in Plan too. Gemini names none: its hooks keep recording them (a trace in the
+    # hooks' session of what the server recorded in its own).
+    session = str(uuid.uuid4())
+    hooks.send(way, codex("UserPromptSubmit", session, project, prompt="plan it"), "codex")
+    plan_on(hooks, "codex", session)
+    own = {"tool_name": "mcp__sessionledger__ExitPlanMode", "tool_input": {"plan": "# Port"},
+           "tool_use_id": "call_own"}
+    for event in (codex("PreToolUse", session, project, **own),
+                  codex("PostToolUse", session, project, **own, tool_response="pending")):
+        assert hooks.send(way, event, "codex") == {}
+    asked = hooks.send(way, codex("PermissionRequest", session, project, **own), "codex")
+    assert asked["hookSpecificOutput"]["decision"] == {"behavior": "allow"}  # Codex asks nobody
+    assert [e for e in events(hooks, "codex", session) if e["type"].startswith("ToolCall")] == []
+    other = str(uuid.uuid4())
+    assert hooks.send(way, gemini("BeforeTool", other, project,
+                                  tool_name="mcp_sessionledger_TodoRead", tool_input={}),
+                      "gemini") == {}
+    assert [e["data"]["tool"] for e in events(hooks, "gemini", other)
+            if e["type"] == "ToolCallRequested"] == ["mcp_sessionledger_TodoRead"]
+
+
 def test_the_same_session_id_from_two_hosts_is_two_sessions(
         hooks: Hooks, project: Path) -> None:
     session = str(uuid.uuid4())

@@ -13,11 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessionledger.claude_code.host_files import read_codex_rollout, read_gemini_chat
+from sessionledger.claude_code.observations import ToolResult, ToolUse
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
 KEYS = st.sampled_from(["type", "payload", "id", "call_id", "name", "arguments", "output",
                         "role", "content", "text", "item", "timestamp", "sessionId",
-                        "toolCalls", "args", "result", "status", "input", "cwd", "$set"])
+                        "toolCalls", "args", "result", "status", "input", "cwd", "$set",
+                        "namespace"])
 VALUES = st.recursive(
     SCALARS | st.sampled_from(["session_meta", "response_item", "event_msg", "function_call",
                                "function_call_output", "custom_tool_call", "message",
@@ -40,3 +42,29 @@ def test_any_lines_are_read_or_skipped(lines: list[Any]) -> None:
             skipped = {str(s.line) for s in transcript.skipped}
             assert not read_lines & skipped  # a line is read whole or not at all
             assert transcript.lines == len(lines)
+
+
+def test_codexs_mcp_calls_are_named_as_its_hooks_name_them(tmp_path: Path) -> None:
+    # A rollout names an MCP server's tool by name and namespace; Codex's hooks send
+    # mcp__<server>__<tool>. The ledger's own tools are not read: its MCP server recorded each
+    # call where it ran (and a call it refused nowhere), so they are not the session's calls.
+    def call(call_id: str, name: str, namespace: str, arguments: str) -> dict[str, Any]:
+        return {"type": "response_item", "payload": {
+            "type": "function_call", "name": name, "namespace": namespace,
+            "arguments": arguments, "call_id": call_id}}
+
+    def output(call_id: str) -> dict[str, Any]:
+        return {"type": "response_item", "payload": {
+            "type": "function_call_output", "call_id": call_id, "output": "done"}}
+
+    lines = [{"type": "session_meta", "payload": {"id": "thread-1", "cwd": str(tmp_path)}},
+             call("c1", "ping", "mcp__probe", "{}"), output("c1"),
+             call("c2", "ExitPlanMode", "mcp__sessionledger", '{"plan": "p"}'), output("c2"),
+             call("c3", "InteractionStatus", "mcp__sessionledger", '{"interactionId": "i"}'),
+             output("c3")]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("".join(json.dumps({"timestamp": "2026-12-07T10:00:00.000Z", **line}) + "\n"
+                            for line in lines), encoding="utf-8")
+    seen = [s.observation for s in read_codex_rollout(path).seen]
+    assert [(type(o).__name__, o.tool) for o in seen if isinstance(o, ToolUse | ToolResult)] == [
+        ("ToolUse", "mcp__probe__ping"), ("ToolResult", "mcp__probe__ping")]

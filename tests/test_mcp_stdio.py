@@ -40,6 +40,7 @@ from tool_support import CATALOG_TOML
 
 from eventlog import open_store
 from sessionledger import SessionService
+from sessionledger.claude_code.observations import ledger_session_id
 from sessionledger.mcp import SESSION_META
 from sessionledger.permission.descriptors import SERVICE_TOOLS
 from sessionledger.tools.ask import ALL_ANSWERED_PREFIX
@@ -518,3 +519,55 @@ def test_a_form_left_open_past_the_deadline_is_withdrawn_and_the_call_continues(
 
     run(scenario)
     assert (form.opened, form.withdrawn) == (1, 1)
+
+
+
+def _codex_meta(thread: Any) -> dict[str, Any]:
+    """What Codex CLI 0.171 sends with each tools/call (its request's ``_meta``, abridged)."""
+    return {"callId": "call_1", "x-codex-turn-metadata": {
+        "session_id": thread, "thread_id": thread, "turn_id": "t1", "sandbox": "none"}}
+
+
+def test_a_codex_call_runs_in_the_session_its_hooks_record_into(
+    ledger: tuple[str, Path],
+) -> None:  # issue 40: one Codex run, one ledger session
+    db_url, workspace = ledger
+    hooked = ledger_session_id("thread-a", None, "codex")
+    other = ledger_session_id("thread-b", None, "codex")
+    with closing(SessionService.open(db_url, workspace_root=workspace)) as service:
+        service.create_session(session_id=hooked, client="codex",
+                               external_session_id="thread-a")
+
+    gone = ledger_session_id("thread-gone", None, "codex")
+    with closing(SessionService.open(db_url, workspace_root=workspace)) as service:
+        service.create_session(session_id=gone, client="codex", external_session_id="thread-gone")
+        service.delete_session(gone)
+
+    async def scenario() -> None:
+        async with mcp_client(*ledger) as client:
+            first = await client.call_tool("TodoRead", {})  # no _meta: the process's session
+            assert first.structured_content["sessionId"] not in (hooked, other)
+            refused = await client.call_tool("TodoRead", {}, meta=_codex_meta("thread-gone"))
+            assert refused.is_error and "deleted" in text_of(refused), text_of(refused)
+            written = await client.call_tool("TodoWrite", TODOS, meta=_codex_meta("thread-a"))
+            assert not written.is_error, text_of(written)
+            assert written.structured_content["sessionId"] == hooked
+            # a thread the hooks have not told of yet: its session, made here with their id
+            fresh = await client.call_tool("TodoRead", {}, meta=_codex_meta("thread-b"))
+            assert fresh.structured_content["sessionId"] == other
+            assert fresh.structured_content["result"]["todos"] == []
+            again = await client.call_tool("TodoRead", {}, meta=_codex_meta("thread-a"))
+            assert again.structured_content["result"]["todos"] == TODOS["todos"]
+            # no usable session in _meta (another client, a value that is no id): the process's
+            for meta in ({}, {"x-codex-turn-metadata": "thread-a"}, _codex_meta(7),
+                         _codex_meta(" "), _codex_meta("a\nb"), _codex_meta("x" * 513)):
+                own = await client.call_tool("TodoRead", {}, meta=meta or None)
+                assert own.structured_content["sessionId"] not in (hooked, other), meta
+                assert own.structured_content["result"]["todos"] == []
+
+    run(scenario)
+    with closing(SessionService.open(db_url, workspace_root=workspace)) as service:
+        made = service.find_summary(other)
+        assert made is not None
+        assert (made.client, made.external_session_id) == ("codex", "thread-b")
+        assert len(service.store.session_heads()) == 4  # the three threads', the process's

@@ -8,8 +8,11 @@ partial batch. Open event streams must not hold the shutdown up.
 from __future__ import annotations
 
 import signal
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -115,7 +118,7 @@ def test_each_stop_signal_closes_the_store_and_says_where_it_no_longer_listens(
 ) -> None:  # EL-7
     """A shell passes SIGHUP on to its jobs when its terminal closes: ``serve`` then stops as
     on Ctrl-C, with no discovery file left to send hooks to a port nobody listens on."""
-    with running_server(tmp_path) as server:
+    with hangup_as(signal.SIG_DFL), running_server(tmp_path) as server:  # not as under nohup
         with server.client() as client:
             assert client.post("/v1/sessions", json={}).status_code == 201
         found = discovery_path(server.db_url)
@@ -124,3 +127,25 @@ def test_each_stop_signal_closes_the_store_and_says_where_it_no_longer_listens(
         assert server.process.wait(timeout=GRACEFUL_SHUTDOWN_S + 60) == 0, server.log()
         assert any(r.get("event") == "stopped" for r in server.log_records()), server.log()
         assert not Path(found).exists()
+
+
+def test_under_nohup_a_hangup_is_still_ignored(tmp_path: Path) -> None:
+    with hangup_as(signal.SIG_IGN), running_server(tmp_path) as server:
+        server.process.send_signal(signal.SIGHUP)
+        with pytest.raises(subprocess.TimeoutExpired):  # a stop takes well under a second
+            server.process.wait(timeout=3)
+        with server.client() as client:
+            assert client.post("/v1/sessions", json={}).status_code == 201
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=GRACEFUL_SHUTDOWN_S + 60) == 0, server.log()
+
+
+@contextmanager
+def hangup_as(handling: signal.Handlers) -> Iterator[None]:
+    """SIGHUP handled so in this process, hence in a server started meanwhile (an ignored
+    signal stays ignored across exec, as ``nohup`` relies on)."""
+    previous = signal.signal(signal.SIGHUP, handling)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, previous)

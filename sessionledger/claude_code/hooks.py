@@ -70,7 +70,15 @@ from .observations import (
     ToolUse,
     content_key,
 )
-from .recorder import AskHere, Recorder, Tally, approved_plan, refusal_text, todo_list_refusal
+from .recorder import (
+    AskHere,
+    Recorder,
+    Tally,
+    approved_plan,
+    recorded_by_our_server,
+    refusal_text,
+    todo_list_refusal,
+)
 from .wire import HOOK_PATH, HOOK_PATHS
 
 __all__ = [
@@ -338,6 +346,9 @@ def _answered(recorder: Recorder, session_id: str, name: str, seen: Seen, *,
               hold_s: float = HOLD_S) -> HookAnswer:
     observation = seen.observation
     host = seen.origin.client
+    if recorded_by_our_server(host, observation):  # the ledger's MCP server records the call
+        return HookAnswer(_permission_request(_OURS) if isinstance(observation, PermissionAsked)
+                          else NO_OPINION, session_id=session_id)
     if isinstance(observation, ToolUse | PermissionAsked):
         ask_here = _ask_here(recorder, session_id, observation) if host == "claude-code" \
             else None
@@ -519,6 +530,10 @@ def _pre_tool_use(verdict: PermissionVerdict) -> dict[str, Any]:
         "permissionDecision": verdict.behavior,
         "permissionDecisionReason": refusal_text(verdict.reason, verdict.rule_id),
     }}
+
+
+_OURS = PermissionVerdict(behavior="allow", reason="the ledger's own tool: its MCP server "
+                          "decides the call", rule_id="tool.ledgerServer")
 
 
 def _permission_request(verdict: PermissionVerdict) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from typing import Any
 
 from eventlog import format_instant, parse_instant
 
+from ..permission.descriptors import OWN_MCP_NAME
 from .observations import (
     AssistantText,
     Compacted,
@@ -161,7 +162,12 @@ def _codex_line(state: _Read, value: dict[str, Any]) -> list[Observation]:
         call_id, name = payload["call_id"], payload["name"]
         if not isinstance(call_id, str) or not isinstance(name, str):
             raise MalformedLine("a call without \"call_id\" or \"name\"")
+        namespace = payload.get("namespace")
+        if isinstance(namespace, str) and namespace:  # an MCP server's: as Codex's hooks name it
+            name = f"{namespace}__{name}"
         tool, given = _codex_call(name, payload)
+        if _ours(tool):
+            return []  # the ledger's MCP server recorded it where it ran (not a call counted)
         state.calls[call_id] = (tool, given)
         return [ToolUse(tool=tool, input=given, tool_use_id=call_id)]
     if item in ("function_call_output", "custom_tool_call_output"):
@@ -175,6 +181,11 @@ def _codex_line(state: _Read, value: dict[str, Any]) -> list[Observation]:
         return [ToolResult(tool=tool, input=given, response=None if refused else shown,
                            content=content, error=refused, tool_use_id=call_id)]
     return []
+
+
+def _ours(tool: str) -> bool:
+    """Whether ``tool`` is one of the ledger's own MCP tools as Codex names it."""
+    return OWN_MCP_NAME.match(tool.replace(".", "__")) is not None
 
 
 def _codex_call(name: str, payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:

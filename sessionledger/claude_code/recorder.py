@@ -65,6 +65,7 @@ from statemachine.execution import (
 
 from ..errors import Conflict, SessionLedgerError
 from ..ledger import eventlog_errors
+from ..permission.descriptors import OWN_MCP_NAME, SERVICE_TOOLS
 from ..service.sessions import RequestedMode, SessionService
 from ..tools.executor import host_interaction_id
 from ..tools.todo import MAX_TODO_CHARS, MAX_TODOS, dropped_unfinished
@@ -275,7 +276,9 @@ class Recorder:
                 asking[call_id] = (tool, dict(given))
         return Tally(
             session_id=session_id, version=summary.version, workspace=Path(summary.workspace),
-            host=summary.host, execution=summary.execution, todos=todos, calls=len(calls),
+            host=summary.host, execution=summary.execution, todos=todos,
+            calls=len(calls) if summary.client not in OUR_SERVER_KNOWS_ITS_SESSION else sum(
+                1 for d in calls if d.body["tool"] not in SERVICE_TOOLS),
             known_calls={d.body["callId"] for d in calls},
             plan_by=summary.plan_by,
             done_calls={d.body["callId"] for d in calls if d.status != "pending"},
@@ -415,6 +418,8 @@ def batch_for(
     ``ask_here``: the call's question or plan is put to the user here."""
     observation = seen.observation
     at = seen.origin.occurred_at
+    if recorded_by_our_server(seen.origin.client, observation):
+        return [], None
     if isinstance(observation, PermissionAsked | ToolResult) and observation.tool_use_id is None:
         # PermissionRequest names no tool_use_id (nor does Gemini CLI's AfterTool): it is about
         # the latest waiting call with its tool and input (a plan submitted again is a new call
@@ -539,6 +544,21 @@ def _permission_asked(
 
 _PLAN_TOOLS = frozenset({"EnterPlanMode", "ExitPlanMode"})
 """Claude Code's tools that move its mode into Plan and out of it."""
+
+OUR_SERVER_KNOWS_ITS_SESSION = frozenset({"codex"})
+"""Hosts whose calls of the ledger's own MCP tools name the host's session (Codex CLI's
+``_meta``): the ledger's MCP server runs each such call in the session the host's hooks record
+into, so neither a hook nor an import records it a second time, and neither counts it among
+the session's calls (the count keys a prompt: a call the server refused records nothing)."""
+
+
+def recorded_by_our_server(client: str, observation: Observation) -> bool:
+    """Whether ``observation`` is about a call of the ledger's own MCP tools that the
+    ledger's MCP server records in this same session (:data:`OUR_SERVER_KNOWS_ITS_SESSION`)."""
+    return client in OUR_SERVER_KNOWS_ITS_SESSION and isinstance(
+        observation, ToolUse | PermissionAsked | ToolResult) and OWN_MCP_NAME.match(
+        observation.tool.replace(".", "__")) is not None
+
 
 _ASKS_ITSELF = frozenset({"AskUserQuestion", "ExitPlanMode", "request_user_input"})
 """Tools the host asks its user about itself (Claude Code's question and plan, Codex CLI's

@@ -190,7 +190,8 @@ def _stop_signals_end_serving(server: GracefulServer) -> Iterator[None]:
         if not server.should_exit:
             server.handle_exit(sig, frame)
 
-    previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
+    previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS
+                if signal.getsignal(sig) is not signal.SIG_IGN}  # nohup: a hangup stays ignored
     try:
         yield
     finally:

@@ -427,6 +427,9 @@ class LedgerMcp:
         self._service = service
         self._options = options or McpOptions()
         self._session_id = self._options.session_id
+        self._host_session: str | None = None
+        """The session the last call that named its host's session ran in (stdio: what a
+        listing, a resource or a task of this process reads)."""
         self._bindings: dict[Connection, str] = {}
         self._lock = threading.Lock()
         self._asking = Asking(service, progress_interval_s=self._options.progress_interval_s,
@@ -528,7 +531,8 @@ class LedgerMcp:
                 except SessionLedgerError:
                     session_id = named or await in_thread(lambda: self._existing(ctx)) or ""
                     raise
-            session_id = await self._bound(ctx, params.name, arguments, named, returned)
+            session_id = await self._bound(ctx, params.name, arguments, named, returned,
+                                           hosted=host_session(params))
             if params.name == INTERACTION_STATUS:
                 status = await self._status(ctx, session_id, arguments)
                 return _tagged(status, session_id, handle=handle)
@@ -582,8 +586,10 @@ class LedgerMcp:
 
     def _listed_session(self, ctx: Ctx) -> str | None:
         """The session whose tools a listing shows; ``None``: a session not created yet."""
-        if self._session_id is not None or ctx.request is None:
-            return self._session_id
+        if self._options.session_id is not None:
+            return self._options.session_id
+        if ctx.request is None:
+            return self._host_session or self._session_id
         wanted = _url_session(ctx)
         if wanted is not None:
             self._url_session_live(wanted)
@@ -614,13 +620,16 @@ class LedgerMcp:
 
     async def _bound(
         self, ctx: Ctx, tool: str, arguments: Mapping[str, Any], named: str | None,
-        returned: Round | None,
+        returned: Round | None, *, hosted: tuple[str, str] | None = None,
     ) -> str:
-        """The session a call runs in: the process's (stdio), the one the URL names, the
-        connection's (bound at its first call), or on a request without an MCP session the
-        one it names (else a new one)."""
-        if self._session_id is not None:
-            return self._session_id
+        """The session a call runs in: the one ``--session`` resumes, the one the URL or the
+        call names, the host's own session the call names (``hosted``: its hooks' session),
+        the process's (stdio), the connection's (bound at its first call), or on a request
+        without an MCP session a new one."""
+        if self._options.session_id is not None:
+            return self._options.session_id
+        if hosted is not None and named is None and _url_session(ctx) is None:
+            return await in_thread(lambda: self._hosts_session(*hosted))
         if ctx.request is None:  # stdio (or in process): the process is the connection
             return await in_thread(self._process_session)
         wanted = _url_session(ctx)
@@ -643,6 +652,23 @@ class LedgerMcp:
             connection.exit_stack.callback(self._unbind, connection)
             event = "session created" if wanted is None else "session bound"
             await _log(ctx, "info", {"event": event, "sessionId": found})
+        return found
+
+    def _hosts_session(self, client: str, external: str) -> str:
+        """The ledger session of the host's session ``external`` — the one its hooks record
+        into (the same id, :func:`~sessionledger.claude_code.observations.ledger_session_id`),
+        created here when this call comes first. A deleted one refuses the call, saying so."""
+        from ..claude_code.observations import Origin, ledger_session_id
+        from ..claude_code.recorder import Recorder
+
+        found = Recorder(self._service).bind(Origin(
+            session_id=external, client=client, cwd=str(self._service.workspace_root)))
+        if found is None:  # deleted (require_live says so) or its workspace is gone
+            wanted = ledger_session_id(external, None, client)
+            self._service.require_live(wanted)
+            raise NotFound(f"session {wanted} of {client} session {external!r} cannot be "
+                           "created in this workspace")
+        self._host_session = found
         return found
 
     def _process_session(self) -> str:
@@ -751,6 +777,24 @@ def _connection_of(ctx: Ctx) -> Connection | None:
     the SDK offers no public accessor on this context yet)."""
     connection = getattr(ctx.session, "_connection", None)
     return connection if isinstance(connection, Connection) else None
+
+
+CODEX_TURN_META: Final = "x-codex-turn-metadata"
+"""The ``_meta`` entry in which Codex CLI names the thread of each tool call: its
+``session_id`` is the one Codex's hooks send."""
+MAX_HOST_SESSION_ID = 512
+
+
+def host_session(params: CallToolRequestParams) -> tuple[str, str] | None:
+    """The host's own session a call names, as (client, id): Codex CLI sends its session
+    with every ``tools/call`` (:data:`CODEX_TURN_META`); no other client does. ``None``
+    without one, or for a value that is no id."""
+    turn = (params.meta or {}).get(CODEX_TURN_META)
+    value = turn.get("session_id") if isinstance(turn, Mapping) else None
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_HOST_SESSION_ID \
+            or not value.isprintable():
+        return None
+    return "codex", value
 
 
 def _url_session(ctx: Ctx) -> str | None:
