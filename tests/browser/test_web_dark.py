@@ -29,7 +29,9 @@ QUESTION = {"questions": [{
                 {"label": "PostgreSQL", "description": "a server"}],
 }]}
 LUMINANCE = """(el) => {
-  const [r, g, b] = getComputedStyle(el).%s.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map(Number);
+  const found = getComputedStyle(el).%s.match(/\\d+(\\.\\d+)?/g);
+  if (!found) return null;  // no style: the element left the page (the inbox re-rendered)
+  const [r, g, b] = found.slice(0, 3).map(Number);
   const lin = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
   return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
 }"""
@@ -55,8 +57,15 @@ def _post(http: httpx.Client, path: str, body: dict[str, Any]) -> dict[str, Any]
 
 
 def _luminance(page: Page, selector: str, prop: str) -> float:
-    value: float = page.locator(selector).evaluate(LUMINANCE % prop)
-    return value
+    """The relative luminance of ``prop`` on the first element ``selector`` finds, found again
+    when the one found left the page before its style was read (a countdown re-renders the
+    inbox every second)."""
+    for _ in range(50):
+        value = page.locator(selector).evaluate(LUMINANCE % prop)
+        if value is not None:
+            return float(value)
+        time.sleep(0.02)
+    raise AssertionError(f"{selector} never held still long enough to read its {prop}")
 
 
 def test_dark_mode_follows_the_system_and_keeps_its_contrast(
