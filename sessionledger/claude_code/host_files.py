@@ -35,7 +35,6 @@ from typing import Any
 
 from eventlog import format_instant, parse_instant
 
-from ..permission.descriptors import OWN_MCP_NAME
 from .observations import (
     AssistantText,
     Compacted,
@@ -48,7 +47,7 @@ from .observations import (
     content_key,
     gemini_call_id,
 )
-from .recorder import REFUSED_HERE
+from .recorder import REFUSED_HERE, ledger_tool
 from .transcripts import MalformedLine, Skipped, Transcript, TranscriptFile, json_object_line
 
 __all__ = ["BLOCKED", "read_codex_rollout", "read_gemini_chat"]
@@ -166,7 +165,7 @@ def _codex_line(state: _Read, value: dict[str, Any]) -> list[Observation]:
         if isinstance(namespace, str) and namespace:  # an MCP server's: as Codex's hooks name it
             name = f"{namespace}__{name}"
         tool, given = _codex_call(name, payload)
-        if _ours(tool):
+        if ledger_tool(tool):
             return []  # the ledger's MCP server recorded it where it ran (not a call counted)
         state.calls[call_id] = (tool, given)
         return [ToolUse(tool=tool, input=given, tool_use_id=call_id)]
@@ -181,11 +180,6 @@ def _codex_line(state: _Read, value: dict[str, Any]) -> list[Observation]:
         return [ToolResult(tool=tool, input=given, response=None if refused else shown,
                            content=content, error=refused, tool_use_id=call_id)]
     return []
-
-
-def _ours(tool: str) -> bool:
-    """Whether ``tool`` is one of the ledger's own MCP tools as Codex names it."""
-    return OWN_MCP_NAME.match(tool.replace(".", "__")) is not None
 
 
 def _codex_call(name: str, payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:

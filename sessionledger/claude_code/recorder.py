@@ -418,8 +418,6 @@ def batch_for(
     ``ask_here``: the call's question or plan is put to the user here."""
     observation = seen.observation
     at = seen.origin.occurred_at
-    if recorded_by_our_server(seen.origin.client, observation):
-        return [], None
     if isinstance(observation, PermissionAsked | ToolResult) and observation.tool_use_id is None:
         # PermissionRequest names no tool_use_id (nor does Gemini CLI's AfterTool): it is about
         # the latest waiting call with its tool and input (a plan submitted again is a new call
@@ -552,12 +550,17 @@ into, so neither a hook nor an import records it a second time, and neither coun
 the session's calls (the count keys a prompt: a call the server refused records nothing)."""
 
 
+def ledger_tool(tool: str) -> bool:
+    """Whether ``tool`` is one of the ledger's own MCP tools as a host names it."""
+    return OWN_MCP_NAME.match(tool.replace(".", "__")) is not None
+
+
 def recorded_by_our_server(client: str, observation: Observation) -> bool:
     """Whether ``observation`` is about a call of the ledger's own MCP tools that the
-    ledger's MCP server records in this same session (:data:`OUR_SERVER_KNOWS_ITS_SESSION`)."""
+    ledger's MCP server records in this same session (:data:`OUR_SERVER_KNOWS_ITS_SESSION`):
+    a hook leaves it to the server (the Codex rollout reader drops such calls too)."""
     return client in OUR_SERVER_KNOWS_ITS_SESSION and isinstance(
-        observation, ToolUse | PermissionAsked | ToolResult) and OWN_MCP_NAME.match(
-        observation.tool.replace(".", "__")) is not None
+        observation, ToolUse | PermissionAsked | ToolResult) and ledger_tool(observation.tool)
 
 
 _ASKS_ITSELF = frozenset({"AskUserQuestion", "ExitPlanMode", "request_user_input"})
