@@ -17,7 +17,7 @@ import httpx
 import pytest
 from axe_support import violations
 from server_support import ServerProcess, create_session, running_server
-from web_support import Shots, session_url
+from web_support import Shots, read_attached, session_url
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -29,9 +29,7 @@ QUESTION = {"questions": [{
                 {"label": "PostgreSQL", "description": "a server"}],
 }]}
 LUMINANCE = """(el) => {
-  const found = getComputedStyle(el).%s.match(/\\d+(\\.\\d+)?/g);
-  if (!found) return null;  // no style: the element left the page (the inbox re-rendered)
-  const [r, g, b] = found.slice(0, 3).map(Number);
+  const [r, g, b] = getComputedStyle(el).%s.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map(Number);
   const lin = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
   return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
 }"""
@@ -57,15 +55,9 @@ def _post(http: httpx.Client, path: str, body: dict[str, Any]) -> dict[str, Any]
 
 
 def _luminance(page: Page, selector: str, prop: str) -> float:
-    """The relative luminance of ``prop`` on the first element ``selector`` finds, found again
-    when the one found left the page before its style was read (a countdown re-renders the
-    inbox every second)."""
-    for _ in range(50):
-        value = page.locator(selector).evaluate(LUMINANCE % prop)
-        if value is not None:
-            return float(value)
-        time.sleep(0.02)
-    raise AssertionError(f"{selector} never held still long enough to read its {prop}")
+    """The relative luminance of ``prop`` on the first element ``selector`` finds, read while
+    it is on the page (a countdown re-renders the inbox every second)."""
+    return float(read_attached(page.locator(selector), LUMINANCE % prop))
 
 
 def test_dark_mode_follows_the_system_and_keeps_its_contrast(

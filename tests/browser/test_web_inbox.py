@@ -21,7 +21,7 @@ import httpx
 import pytest
 from axe_support import requirement_ids, violations
 from server_support import ServerProcess, running_server
-from web_support import Shots, session_url
+from web_support import Shots, read_attached, session_url
 
 from sessionledger import SessionService
 
@@ -189,8 +189,10 @@ def test_the_sidebar_is_searched_and_filtered_and_names_are_whole(
         ".session-name")
     expect(long_name).to_have_text(names[ids[20]])
     assert len(names[ids[20]]) > 40
-    assert long_name.evaluate("el => el.scrollWidth <= el.clientWidth")  # wrapped, not cut
-    assert long_name.evaluate("el => el.getBoundingClientRect().height") > 25  # two lines
+    box = read_attached(long_name, "el => ({cut: el.scrollWidth > el.clientWidth, "
+                                   "height: el.getBoundingClientRect().height})")
+    assert box["cut"] is False  # wrapped, not cut
+    assert box["height"] > 25  # two lines
 
     search = page.get_by_label("Search sessions")
     search.fill("project-07")  # the workspace

@@ -1,14 +1,16 @@
-"""Helpers of the browser tests: numbered screenshots, the page's timeline, the session URL."""
+"""Helpers of the browser tests: numbered screenshots, the page's timeline, the session URL,
+and reading an element that the page may redraw while it is read."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Locator, Page
 
-__all__ = ["Shots", "session_url", "timeline_seqs"]
+__all__ = ["Shots", "read_attached", "session_url", "timeline_seqs"]
 
 
 class Shots:
@@ -35,3 +37,24 @@ def timeline_seqs(page: Page) -> list[int]:
         "items => items.map(item => Number(item.dataset.seq))"
     )
     return [int(v) for v in values]
+
+
+def read_attached(locator: Locator, expression: str, *, timeout_s: float = 10.0) -> Any:
+    """``expression`` (a JavaScript function of the element) evaluated on the element
+    ``locator`` finds while that element is still on the page.
+
+    Playwright finds the element and then evaluates on it in a second step; a redraw in
+    between (the sidebar on every refresh, the inbox on every countdown tick) leaves it
+    holding a detached element, whose box is 0 by 0 and whose computed style is empty. The
+    check of ``isConnected`` and the reading run in one turn of the page's event loop, so a
+    value returned was read from the element as shown; a detached one is found again.
+    """
+    wrapped = f"(el) => el.isConnected ? {{value: ({expression})(el)}} : null"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        read = locator.evaluate(wrapped)
+        if read is not None:
+            return read["value"]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{locator} was redrawn every time it was read")
+        time.sleep(0.02)
