@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 import tempfile
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sessionledger import SessionService
+from sessionledger.claude_code.hooks import answer_hook
 from sessionledger.claude_code.host_files import read_codex_rollout, read_gemini_chat
-from sessionledger.claude_code.observations import ToolResult, ToolUse
+from sessionledger.claude_code.observations import ToolResult, ToolUse, ledger_session_id
+from sessionledger.claude_code.recorder import Recorder
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
 KEYS = st.sampled_from(["type", "payload", "id", "call_id", "name", "arguments", "output",
@@ -68,3 +72,64 @@ def test_codexs_mcp_calls_are_named_as_its_hooks_name_them(tmp_path: Path) -> No
     seen = [s.observation for s in read_codex_rollout(path).seen]
     assert [(type(o).__name__, o.tool) for o in seen if isinstance(o, ToolUse | ToolResult)] == [
         ("ToolUse", "mcp__probe__ping"), ("ToolResult", "mcp__probe__ping")]
+
+
+def test_a_codex_prompt_after_a_call_of_the_ledgers_own_tools_is_recorded_once(
+    tmp_path: Path,
+) -> None:
+    # CC-8 on Codex: a prompt is keyed by the calls before it. A call of the ledger's own
+    # tools is recorded by the ledger's MCP server (in the hooks' session, D219); the hooks
+    # and the rollout reader leave it out, so both count the calls without it and a rollout
+    # imported after the hooks recorded the run appends nothing (not the prompt again).
+    thread = "thread-keys"
+    shell = {"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "c1"}
+    own = {"tool_name": "mcp__sessionledger__TodoRead", "tool_input": {}, "tool_use_id": "c2"}
+
+    def hook(name: str, **fields: Any) -> None:
+        answer_hook(Recorder(service), {
+            "session_id": thread, "turn_id": "t1", "cwd": str(tmp_path),
+            "hook_event_name": name, "permission_mode": "bypassPermissions", **fields},
+            host="codex")
+
+    def line(kind: str, payload: dict[str, Any]) -> str:
+        return json.dumps({"timestamp": "2026-12-07T10:00:00.000Z", "type": kind,
+                           "payload": payload}) + "\n"
+
+    def prompt(text: str) -> str:
+        return line("event_msg", {"type": "item_completed", "item": {
+            "type": "UserMessage", "content": [{"type": "text", "text": text}]}})
+
+    with closing(SessionService.open(f"sqlite:///{tmp_path / 'ledger.db'}",
+                                     workspace_root=tmp_path)) as service:
+        session = ledger_session_id(thread, None, "codex")
+        hook("UserPromptSubmit", prompt="look around")
+        hook("PreToolUse", **shell)
+        hook("PostToolUse", **shell, tool_response="notes.txt")
+        hook("PreToolUse", **own)  # the server records this call: the hooks do not
+        assert service.tools.call(session, "TodoRead", {}).document["status"] == "completed"
+        hook("PostToolUse", **own, tool_response="[]")
+        hook("UserPromptSubmit", prompt="now write it")
+        before = service.find_summary(session)
+        assert before is not None
+
+        rollout = tmp_path / "rollout.jsonl"
+        rollout.write_text("".join([
+            line("session_meta", {"id": thread, "cwd": str(tmp_path)}),
+            prompt("look around"),
+            line("response_item", {"type": "function_call", "name": "exec_command",
+                                   "arguments": '{"cmd": "ls"}', "call_id": "c1"}),
+            line("response_item", {"type": "function_call_output", "call_id": "c1",
+                                   "output": "notes.txt"}),
+            line("response_item", {"type": "function_call", "name": "TodoRead",
+                                   "namespace": "mcp__sessionledger", "arguments": "{}",
+                                   "call_id": "c2"}),
+            line("response_item", {"type": "function_call_output", "call_id": "c2",
+                                   "output": "[]"}),
+            prompt("now write it")]), encoding="utf-8")
+        outcome = Recorder(service).record_all(read_codex_rollout(rollout).seen)
+        assert sum(outcome.appended.values()) == 0, outcome
+        prompts = [e.data.content for e in service.store.read_session(session)
+                   if e.type == "MessageRecorded"]
+        assert prompts == ["look around", "now write it"]
+        assert [e.data.tool for e in service.store.read_session(session)
+                if e.type == "ToolCallRequested"] == ["Bash", "TodoRead"]

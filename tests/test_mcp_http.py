@@ -26,8 +26,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_support import PLAN, QUESTION, TODOS, Answers, NeverAnswers, text_of
 from server_support import running_server
 
+from sessionledger.claude_code.observations import ledger_session_id
 from sessionledger.http.server import GRACEFUL_SHUTDOWN_S
 from sessionledger.mcp import SESSION_META
+from sessionledger.mcp.resources import resource_uri
 from sessionledger.tools.ask import ALL_ANSWERED_PREFIX
 from sessionledger.tools.plan import APPROVED_PREFIX, NOT_APPROVED
 
@@ -246,3 +248,29 @@ def test_stopping_serve_with_an_mcp_stream_open_ends_it_cleanly(tmp_path: Path) 
         errors = [r for r in server.log_records() if r.get("level") == "error" or "unparsed" in r]
         assert any(r.get("event") == "stopped" for r in server.log_records())  # records parsed
     assert errors == []
+
+
+def test_a_codex_call_over_http_binds_its_connection_to_the_hooks_session(  # issue 40
+    tmp_path: Path,
+) -> None:
+    # Codex names its thread in each call's _meta (D219): over serve's /mcp the call runs in
+    # the hooks' session, and what the connection reads afterwards (its resources, a
+    # refused call's tag) is that session, not a new one of the connection's.
+    hooked = ledger_session_id("thread-a", None, "codex")
+    meta = {"callId": "call_1", "x-codex-turn-metadata": {
+        "session_id": "thread-a", "thread_id": "thread-a", "turn_id": "t1"}}
+    with running_server(tmp_path) as server:
+
+        async def scenario() -> None:
+            async with http_client(f"{server.base_url}/mcp") as client:
+                written = await client.call_tool("TodoWrite", TODOS, meta=meta)
+                assert (written.meta or {}).get(SESSION_META) == hooked, written.meta
+                uris = {str(r.uri) for r in (await client.list_resources()).resources}
+                assert resource_uri(hooked, "todos") in uris, uris
+                bad = await client.call_tool("TodoWrite", {"todos": "x"})  # no _meta
+                assert bad.is_error and (bad.meta or {}).get(SESSION_META) == hooked, bad.meta
+
+        anyio.run(scenario)
+        with server.client() as http:
+            sessions = http.get("/v1/sessions").json()["sessions"]
+            assert [(s["sessionId"], s["client"]) for s in sessions] == [(hooked, "codex")]

@@ -367,6 +367,9 @@ LOGGER = "sessionledger"
 """The ``logger`` of the server's ``notifications/message``."""
 _LOG_LEVELS: Final[tuple[LoggingLevel, ...]] = get_args(LoggingLevel)
 _LOG_LEVEL_STATE = "sessionledger/logLevel"
+_HOST_SESSION_STATE = "sessionledger/hostSession"
+"""The session the connection's last call that named its host's session ran in (HTTP): what
+a listing, a resource or a task of that connection reads, as ``_host_session`` on stdio."""
 """Where a connection's ``logging/setLevel`` is kept (the SDK connection's own state)."""
 INSTRUCTIONS = (
     "Session tools recorded in the sessionledger event log: the todo list, questions to the "
@@ -529,7 +532,8 @@ class LedgerMcp:
                 try:
                     check_input(handler, params.name, arguments)
                 except SessionLedgerError:
-                    session_id = named or await in_thread(lambda: self._existing(ctx)) or ""
+                    session_id = named or await in_thread(
+                        lambda: self._existing(ctx, host_session(params))) or ""
                     raise
             session_id = await self._bound(ctx, params.name, arguments, named, returned,
                                            hosted=host_session(params))
@@ -577,8 +581,15 @@ class LedgerMcp:
 
     # -- which session ---------------------------------------------------------------------
 
-    def _existing(self, ctx: Ctx) -> str | None:
-        """The session a call would run in, if there is one already (none is created)."""
+    def _existing(self, ctx: Ctx, hosted: tuple[str, str] | None = None) -> str | None:
+        """The session a call would run in, if there is one already (none is created): for a
+        call naming its host's session, that session's (not the last one another call named)."""
+        if hosted is not None and self._options.session_id is None and _url_session(ctx) is None:
+            from ..claude_code.observations import ledger_session_id
+
+            client, external = hosted
+            wanted = ledger_session_id(external, None, client)
+            return wanted if self._service.find_summary(wanted) is not None else None
         try:
             return self._listed_session(ctx)
         except SessionLedgerError:
@@ -595,7 +606,10 @@ class LedgerMcp:
             self._url_session_live(wanted)
             return wanted
         connection = _connection_of(ctx)
-        return self._bindings.get(connection) if connection is not None else None
+        if connection is None:
+            return None
+        hosted = connection.state.get(_HOST_SESSION_STATE)
+        return hosted if isinstance(hosted, str) else self._bindings.get(connection)
 
     async def _task_session(self, ctx: Ctx) -> str:
         """The session whose tasks a request sees (D158): the process's, the URL's or the
@@ -629,7 +643,13 @@ class LedgerMcp:
         if self._options.session_id is not None:
             return self._options.session_id
         if hosted is not None and named is None and _url_session(ctx) is None:
-            return await in_thread(lambda: self._hosts_session(*hosted))
+            found = await in_thread(lambda: self._hosts_session(*hosted))
+            connection = _connection_of(ctx)
+            if ctx.request is None:  # what the process's listings, resources and tasks read
+                self._host_session = found
+            elif connection is not None and not _is_handle(ctx):  # the connection's
+                connection.state[_HOST_SESSION_STATE] = found
+            return found
         if ctx.request is None:  # stdio (or in process): the process is the connection
             return await in_thread(self._process_session)
         wanted = _url_session(ctx)
@@ -668,7 +688,6 @@ class LedgerMcp:
             self._service.require_live(wanted)
             raise NotFound(f"session {wanted} of {client} session {external!r} cannot be "
                            "created in this workspace")
-        self._host_session = found
         return found
 
     def _process_session(self) -> str:
