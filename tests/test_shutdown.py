@@ -149,3 +149,34 @@ def hangup_as(handling: signal.Handlers) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGHUP, previous)
+
+
+def test_serve_lets_the_port_and_the_store_go_when_its_app_cannot_be_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # serve() as a library: the socket it bound and the store it was given are closed when
+    # building the app fails, so the same port can be served again at once.
+    import socket
+
+    from sessionledger import SessionService
+    from sessionledger.config import ServerSettings
+    from sessionledger.http import server as http_server
+
+    def broken(**_: object) -> object:
+        raise RuntimeError("no app today")
+
+    monkeypatch.setattr(http_server, "create_app", broken)
+    service = SessionService.open(f"sqlite:///{tmp_path / 'ledger.db'}",
+                                  workspace_root=tmp_path)
+    with socket.socket() as probe:  # a free port, given back at once
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = ServerSettings(workspace_root=tmp_path, host="127.0.0.1", port=port)
+    with pytest.raises(RuntimeError, match="no app today"):
+        http_server.serve(settings, service=service)
+    with socket.socket() as again:  # nothing listens there any more
+        assert again.connect_ex(("127.0.0.1", port)) != 0
+    again_listener = http_server.listening_socket("127.0.0.1", port)  # and it can be bound
+    again_listener.close()
+    with pytest.raises(Exception, match="closed"):
+        service.store.session_heads()

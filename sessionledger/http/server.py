@@ -227,7 +227,12 @@ def serve(
             raise
     pin_mmap_threshold()
     stopping = threading.Event()
-    app = _Activity(create_app(service=service, settings=settings, stopping=stopping))
+    try:
+        app = _Activity(create_app(service=service, settings=settings, stopping=stopping))
+    except BaseException:  # nothing served: the port and the store are let go
+        listener.close()
+        service.close()
+        raise
     config = uvicorn.Config(
         app,
         host=settings.host,
