@@ -197,14 +197,15 @@ def test_the_sidebar_reads_the_list_a_page_at_a_time_and_finds_what_waits(  # is
 ) -> None:
     """130 sessions, the oldest with a question waiting: the sidebar lists the newest 100 and
     the waiting one below them (the title counts it), and "Show more sessions" the rest —
-    the page no longer reads the whole list at once."""
+    the page no longer reads the whole list at once. A search finds an older session too."""
     expect = _expect()
     asked: list[str] = []
     page.on("request", lambda request: asked.append(request.url))
     with crowded.client() as http:
         waiting = create_session(http)
         _call(http, waiting, "AskUserQuestion", QUESTION)
-        newest = [create_session(http) for _ in range(129)][-1]
+        made = [create_session(http) for _ in range(129)]
+        newest = made[-1]
         page.goto(session_url(crowded.base_url, newest))
         links = page.locator(".session-link")
         expect(links).to_have_count(101)
@@ -224,3 +225,17 @@ def test_the_sidebar_reads_the_list_a_page_at_a_time_and_finds_what_waits(  # is
         expect(more).to_have_count(0)
         expect(links.last).to_have_attribute("data-session-id", waiting)
         shots.take(page, "all-130")
+
+        # A search reads past the sessions listed: the oldest but one (not waiting, not among
+        # the newest 100) is found by a piece of its id; cleared, the list is as it was.
+        page.reload()
+        expect(links).to_have_count(101)
+        search = page.get_by_label("Search sessions")
+        search.fill(made[0][-10:].lower())
+        expect(links).to_have_count(1)
+        expect(links.first).to_have_attribute("data-session-id", made[0])
+        expect(page.locator("#session-count")).to_have_text("1 of 130 sessions shown")
+        expect(more).to_have_count(0)  # nothing more to read while searching
+        search.fill("")
+        expect(links).to_have_count(101)
+        expect(more).to_be_visible()

@@ -7,7 +7,8 @@
 // plan approval asked in a session not on screen (issue 23.4). The server's list is paged
 // (GET /v1/sessions?limit&cursor&waiting): the page never reads every session at once.
 // The list can be searched (name, workspace, id) and filtered (client, mode, waiting only),
-// with the waiting sessions first if asked; filtering is done on the sessions read.
+// with the waiting sessions first if asked. A search or a client or mode filter reads the
+// newest SEARCHED sessions (not only those listed), so an older session is found too.
 
 import { get, serverNow } from './api.js';
 import { clientName, clock, fill, h } from './dom.js';
@@ -17,6 +18,7 @@ import { LedgerStream } from './stream.js';
 const REFRESH_DELAY_MS = 100;
 const PAGE = 100;  // sessions shown at first, and added by "Show more"
 const MAX_LIMIT = 1000;  // the server's largest page
+const SEARCHED = 10000;  // the newest sessions a search or a client or mode filter reads
 const TITLE = 'sessionledger';
 const KINDS = [
   ['questions', 'question', 'questions'],
@@ -52,6 +54,10 @@ export function matches(s, { text, client, mode, waitingOnly }) {
     .every((word) => haystack.includes(word));
 }
 
+/** Whether the filters search beyond the sessions listed (words, a client, a mode: waiting
+ * only needs none, every waiting session is read). */
+const searching = ({ text, client, mode }) => Boolean(String(text || '').trim() || client || mode);
+
 export class SessionList {
   constructor(listEl, eventTypes, { onStatus, toast, notifyButton, filters = null, onChange = null }) {
     this.listEl = listEl;
@@ -63,7 +69,8 @@ export class SessionList {
     this.notifyButton = notifyButton || null;
     this.sessions = [];
     this.shown = PAGE;  // how many of the newest sessions to list
-    this.more = false;  // whether older sessions than those listed exist
+    this.newest = 0;  // how many of the newest sessions the last refresh read
+    this.more = false;  // whether older sessions than those read exist
     this.generation = 0;  // of the latest refresh
     this.selected = null;
     this.timer = null;
@@ -71,7 +78,10 @@ export class SessionList {
     this.#offerNotifications();
     if (filters) {
       for (const el of [filters.search, filters.client, filters.mode, filters.waiting, filters.waitingFirst]) {
-        el.addEventListener(el.type === 'search' ? 'input' : 'change', () => this.#draw());
+        el.addEventListener(el.type === 'search' ? 'input' : 'change', () => {
+          this.#draw();
+          if (this.more && this.newest < SEARCHED && searching(this.#filters())) this.scheduleRefresh();
+        });
       }
     }
   }
@@ -155,12 +165,14 @@ export class SessionList {
   async refresh() {
     const generation = ++this.generation;  // an older refresh that ends later is dropped
     try {
+      const count = searching(this.#filters()) ? Math.max(this.shown, SEARCHED) : this.shown;
       const [{ sessions, more }, { sessions: waiting }] = await Promise.all([
-        this.#read(this.shown), this.#read(Infinity, true)]);
+        this.#read(count), this.#read(Infinity, true)]);
       if (generation !== this.generation) return;
       const listed = new Set(sessions.map((s) => s.sessionId));
       const older = waiting.filter((s) => !listed.has(s.sessionId));
       this.sessions = [...sessions, ...older];  // both newest first: older ones after
+      this.newest = sessions.length;
       this.more = more;
       this.#draw();
       this.#notify();
@@ -214,14 +226,19 @@ export class SessionList {
     document.title = total ? `(${total}) ${TITLE}` : TITLE;
     this.#drawClientOptions();
     const filters = this.#filters();
-    let shown = this.sessions.filter((s) => matches(s, filters));
+    const searched = searching(filters);
+    // Unsearched: the newest `shown` and every waiting one; searched: every session read.
+    const pool = searched ? this.sessions
+      : this.sessions.filter((s, i) => i < this.shown || waitingCount(s.pending));
+    let shown = pool.filter((s) => matches(s, filters));
     if (filters.waitingFirst) {
       shown = [...shown.filter((s) => waitingCount(s.pending)), ...shown.filter((s) => !waitingCount(s.pending))];
     }
     if (this.filterEls) {
-      const filtered = shown.length !== this.sessions.length;
+      const filtered = shown.length !== pool.length;
+      const unread = searched && this.more ? ` (the newest ${this.newest} searched)` : '';
       this.filterEls.count.textContent = filtered
-        ? `${shown.length} of ${this.sessions.length} sessions shown` : '';
+        ? `${shown.length} of ${pool.length} sessions shown${unread}` : '';
     }
     if (!this.sessions.length) {
       fill(this.listEl, h('li', { class: 'empty' }, 'No sessions yet.'));
@@ -250,7 +267,7 @@ export class SessionList {
         class: 'session-client', dataset: { client: s.client },
         title: s.externalSessionId ? `${s.client} session ${s.externalSessionId}` : s.client,
       }, clientName(s.client)) : null))));
-    if (this.more) {
+    if (!searched && (this.more || this.newest > this.shown)) {
       this.listEl.append(h('li', { class: 'more' }, h('button', {
         type: 'button', class: 'show-more', onclick: () => this.showMore(),
       }, 'Show more sessions')));
