@@ -397,14 +397,12 @@ def sessions(
     _out().print(table)
 
 
-_WAITING_NOUNS = (("questions", "question"), ("planApprovals", "plan approval"),
-                  ("toolApprovals", "tool approval"))
-
-
 def _waiting_words(pending: dict[str, Any]) -> str:
     """``2 questions, 1 plan approval — deadline 2026-…Z``: what waits, as a person says it."""
+    from .service.documents import WAITING_KINDS
+
     said = [f"{pending[key]} {noun}{'' if pending[key] == 1 else 's'}"
-            for key, noun in _WAITING_NOUNS if pending.get(key)]
+            for _kind, key, noun in WAITING_KINDS if pending.get(key)]
     if said and pending.get("deadlineAt"):
         said[-1] += f" — deadline {pending['deadlineAt']}"
     return ", ".join(said)

@@ -67,6 +67,7 @@ __all__ = [
     "PLAN_TOOLS",
     "TodoList",
     "TodoService",
+    "WAITING_KINDS",
     "describe_event",
     "client_name",
     "client_note",
@@ -330,8 +331,12 @@ def origin_wire(summary: SessionSummary) -> dict[str, str]:
 
 NAME_CHARS = 60
 """Longest text after the workspace in a session's name before it is elided."""
-_COUNTED = {"askUserQuestion": "questions", "planApproval": "planApprovals",
-            "toolApproval": "toolApprovals"}
+WAITING_KINDS = (("askUserQuestion", "questions", "question"),
+                 ("planApproval", "planApprovals", "plan approval"),
+                 ("toolApproval", "toolApprovals", "tool approval"))
+"""What waits for a person, by interaction kind: its count's key in a list entry's
+``pending`` and the noun a person says it with."""
+_COUNTED = {kind: key for kind, key, _noun in WAITING_KINDS}
 _COUNTING = ("hiddenGrace", "countdown")
 """Timer states whose deadline is still ahead (a paused timer has none: HO-5)."""
 
