@@ -254,8 +254,8 @@ def test_a_codex_call_over_http_binds_its_connection_to_the_hooks_session(  # is
     tmp_path: Path,
 ) -> None:
     # Codex names its thread in each call's _meta (D219): over serve's /mcp the call runs in
-    # the hooks' session, and what the connection reads afterwards (its resources, a
-    # refused call's tag) is that session, not a new one of the connection's.
+    # the hooks' session, and what the connection reads afterwards (its resources) is that
+    # session, not a new one of the connection's; a refused call names the session it named.
     hooked = ledger_session_id("thread-a", None, "codex")
     meta = {"callId": "call_1", "x-codex-turn-metadata": {
         "session_id": "thread-a", "thread_id": "thread-a", "turn_id": "t1"}}
@@ -267,8 +267,11 @@ def test_a_codex_call_over_http_binds_its_connection_to_the_hooks_session(  # is
                 assert (written.meta or {}).get(SESSION_META) == hooked, written.meta
                 uris = {str(r.uri) for r in (await client.list_resources()).resources}
                 assert resource_uri(hooked, "todos") in uris, uris
-                bad = await client.call_tool("TodoWrite", {"todos": "x"})  # no _meta
+                bad = await client.call_tool("TodoWrite", {"todos": "x"}, meta=meta)
                 assert bad.is_error and (bad.meta or {}).get(SESSION_META) == hooked, bad.meta
+                # a call naming no session would run in the connection's own (none yet)
+                bad = await client.call_tool("TodoWrite", {"todos": "x"})
+                assert bad.is_error and SESSION_META not in (bad.meta or {}), bad.meta
 
         anyio.run(scenario)
         with server.client() as http:

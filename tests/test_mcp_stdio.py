@@ -563,6 +563,11 @@ def test_a_codex_call_runs_in_the_session_its_hooks_record_into(
             assert bad.is_error and (bad.meta or {}).get(SESSION_META) == other, bad.meta
             bad = await client.call_tool("TodoWrite", {"todos": "x"}, meta=_codex_meta("thread-c"))
             assert bad.is_error and SESSION_META not in (bad.meta or {}), bad.meta  # none yet
+            bad = await client.call_tool("TodoWrite", {"todos": "x"},
+                                         meta=_codex_meta("thread-gone"))
+            assert bad.is_error and SESSION_META not in (bad.meta or {}), bad.meta  # deleted
+            bad = await client.call_tool("TodoWrite", {"todos": "x"})  # the process's own
+            assert (bad.meta or {}).get(SESSION_META) == first.structured_content["sessionId"]
             # no usable session in _meta (another client, a value that is no id): the process's
             for meta in ({}, {"x-codex-turn-metadata": "thread-a"}, _codex_meta(7),
                          _codex_meta(" "), _codex_meta("a\nb"), _codex_meta("x" * 513)):

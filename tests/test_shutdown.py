@@ -151,32 +151,32 @@ def hangup_as(handling: signal.Handlers) -> Iterator[None]:
         signal.signal(signal.SIGHUP, previous)
 
 
-def test_serve_lets_the_port_and_the_store_go_when_its_app_cannot_be_built(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("failing", ["create_app", "GracefulServer"])
+def test_serve_lets_the_port_and_the_store_go_when_it_cannot_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str,
 ) -> None:
-    # serve() as a library: the socket it bound and the store it was given are closed when
-    # building the app fails, so the same port can be served again at once.
+    # serve() as a library: the socket it listens on and the store it was given are closed
+    # when building the app or the server fails, so the port can be served again at once.
     import socket
 
     from sessionledger import SessionService
     from sessionledger.config import ServerSettings
     from sessionledger.http import server as http_server
 
-    def broken(**_: object) -> object:
-        raise RuntimeError("no app today")
+    def broken(*_: object, **__: object) -> object:
+        raise RuntimeError("not today")
 
-    monkeypatch.setattr(http_server, "create_app", broken)
+    monkeypatch.setattr(http_server, failing, broken)
     service = SessionService.open(f"sqlite:///{tmp_path / 'ledger.db'}",
                                   workspace_root=tmp_path)
-    with socket.socket() as probe:  # a free port, given back at once
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    listener = http_server.listening_socket("127.0.0.1", 0)
+    port = listener.getsockname()[1]
     settings = ServerSettings(workspace_root=tmp_path, host="127.0.0.1", port=port)
-    with pytest.raises(RuntimeError, match="no app today"):
-        http_server.serve(settings, service=service)
+    with pytest.raises(RuntimeError, match="not today"):
+        http_server.serve(settings, service=service, listener=listener)
+    assert listener.fileno() == -1  # closed
     with socket.socket() as again:  # nothing listens there any more
         assert again.connect_ex(("127.0.0.1", port)) != 0
-    again_listener = http_server.listening_socket("127.0.0.1", port)  # and it can be bound
-    again_listener.close()
+    http_server.listening_socket("127.0.0.1", port).close()  # and it can be bound again
     with pytest.raises(Exception, match="closed"):
         service.store.session_heads()

@@ -367,10 +367,10 @@ LOGGER = "sessionledger"
 """The ``logger`` of the server's ``notifications/message``."""
 _LOG_LEVELS: Final[tuple[LoggingLevel, ...]] = get_args(LoggingLevel)
 _LOG_LEVEL_STATE = "sessionledger/logLevel"
+"""Where a connection's ``logging/setLevel`` is kept (the SDK connection's own state)."""
 _HOST_SESSION_STATE = "sessionledger/hostSession"
 """The session the connection's last call that named its host's session ran in (HTTP): what
 a listing, a resource or a task of that connection reads, as ``_host_session`` on stdio."""
-"""Where a connection's ``logging/setLevel`` is kept (the SDK connection's own state)."""
 INSTRUCTIONS = (
     "Session tools recorded in the sessionledger event log: the todo list, questions to the "
     "user and plan approvals live in a ledger session, so they survive restarts and are "
@@ -581,26 +581,30 @@ class LedgerMcp:
 
     # -- which session ---------------------------------------------------------------------
 
-    def _existing(self, ctx: Ctx, hosted: tuple[str, str] | None = None) -> str | None:
-        """The session a call would run in, if there is one already (none is created): for a
-        call naming its host's session, that session's (not the last one another call named)."""
+    def _existing(self, ctx: Ctx, hosted: tuple[str, str] | None) -> str | None:
+        """The session a call would run in (:meth:`_bound`), if there is one already and it is
+        not deleted (none is created): for a call naming its host's session, that session's;
+        for another, the process's or the connection's own (not the last host session)."""
         if hosted is not None and self._options.session_id is None and _url_session(ctx) is None:
             from ..claude_code.observations import ledger_session_id
 
             client, external = hosted
             wanted = ledger_session_id(external, None, client)
-            return wanted if self._service.find_summary(wanted) is not None else None
+            found = self._service.find_summary(wanted)
+            return wanted if found is not None and not found.deleted else None
         try:
-            return self._listed_session(ctx)
+            return self._listed_session(ctx, follow_host=False)
         except SessionLedgerError:
             return None
 
-    def _listed_session(self, ctx: Ctx) -> str | None:
-        """The session whose tools a listing shows; ``None``: a session not created yet."""
+    def _listed_session(self, ctx: Ctx, *, follow_host: bool = True) -> str | None:
+        """The session whose tools a listing shows; ``None``: a session not created yet.
+        ``follow_host``: the session of the last call that named its host's session, when
+        there was one (else only the process's or the connection's own)."""
         if self._options.session_id is not None:
             return self._options.session_id
         if ctx.request is None:
-            return self._host_session or self._session_id
+            return (self._host_session if follow_host else None) or self._session_id
         wanted = _url_session(ctx)
         if wanted is not None:
             self._url_session_live(wanted)
@@ -608,7 +612,7 @@ class LedgerMcp:
         connection = _connection_of(ctx)
         if connection is None:
             return None
-        hosted = connection.state.get(_HOST_SESSION_STATE)
+        hosted = connection.state.get(_HOST_SESSION_STATE) if follow_host else None
         return hosted if isinstance(hosted, str) else self._bindings.get(connection)
 
     async def _task_session(self, ctx: Ctx) -> str:

@@ -239,3 +239,10 @@ def test_the_sidebar_reads_the_list_a_page_at_a_time_and_finds_what_waits(  # is
         search.fill("")
         expect(links).to_have_count(101)
         expect(more).to_be_visible()
+        # a filter every session matches: its matches a page at a time, and no count
+        page.locator("#filter-mode").select_option("build")
+        expect(links).to_have_count(100)
+        expect(page.locator("#session-count")).to_have_text("")
+        more.click()
+        expect(links).to_have_count(130)
+        expect(more).to_have_count(0)

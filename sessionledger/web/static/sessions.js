@@ -71,7 +71,8 @@ export class SessionList {
     this.shown = PAGE;  // how many of the newest sessions to list
     this.newest = 0;  // how many of the newest sessions the last refresh read
     this.more = false;  // whether older sessions than those read exist
-    this.generation = 0;  // of the latest refresh
+    this.reading = null;  // the refresh under way, if any
+    this.again = false;  // whether another was asked for while it runs
     this.selected = null;
     this.timer = null;
     this.asked = null;  // sessionId -> questions + plan approvals at the last refresh
@@ -162,13 +163,32 @@ export class SessionList {
     return { sessions, more: true };
   }
 
-  async refresh() {
-    const generation = ++this.generation;  // an older refresh that ends later is dropped
+  /** Read the list again and draw it. One read at a time: a refresh asked for while one runs
+   *  is one more read after it (so each read lands, however busy the stream or the typing),
+   *  and the promise returned settles once the list is as fresh as when it was asked for. */
+  refresh() {
+    if (this.reading) {
+      this.again = true;
+      return this.reading;
+    }
+    this.reading = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.#reread();
+        } while (this.again);
+      } finally {
+        this.reading = null;
+      }
+    })();
+    return this.reading;
+  }
+
+  async #reread() {
     try {
       const count = searching(this.#filters()) ? Math.max(this.shown, SEARCHED) : this.shown;
       const [{ sessions, more }, { sessions: waiting }] = await Promise.all([
         this.#read(count), this.#read(Infinity, true)]);
-      if (generation !== this.generation) return;
       const listed = new Set(sessions.map((s) => s.sessionId));
       const older = waiting.filter((s) => !listed.has(s.sessionId));
       this.sessions = [...sessions, ...older];  // both newest first: older ones after
@@ -234,11 +254,12 @@ export class SessionList {
     if (filters.waitingFirst) {
       shown = [...shown.filter((s) => waitingCount(s.pending)), ...shown.filter((s) => !waitingCount(s.pending))];
     }
+    const matched = shown.length;
+    if (searched) shown = shown.slice(0, this.shown);  // a page of the matches at a time
     if (this.filterEls) {
-      const filtered = shown.length !== pool.length;
       const unread = searched && this.more ? ` (the newest ${this.newest} searched)` : '';
-      this.filterEls.count.textContent = filtered
-        ? `${shown.length} of ${pool.length} sessions shown${unread}` : '';
+      this.filterEls.count.textContent = matched !== pool.length || unread
+        ? `${matched} of ${pool.length} sessions shown${unread}` : '';
     }
     if (!this.sessions.length) {
       fill(this.listEl, h('li', { class: 'empty' }, 'No sessions yet.'));
@@ -267,7 +288,7 @@ export class SessionList {
         class: 'session-client', dataset: { client: s.client },
         title: s.externalSessionId ? `${s.client} session ${s.externalSessionId}` : s.client,
       }, clientName(s.client)) : null))));
-    if (!searched && (this.more || this.newest > this.shown)) {
+    if (searched ? matched > shown.length : this.more || this.newest > this.shown) {
       this.listEl.append(h('li', { class: 'more' }, h('button', {
         type: 'button', class: 'show-more', onclick: () => this.showMore(),
       }, 'Show more sessions')));
