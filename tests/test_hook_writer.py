@@ -269,3 +269,26 @@ def test_serve_refuses_a_bad_idle_exit(tmp_path: Path, args: list[str], message:
         check=False)
     assert done.returncode != 0 and message in done.stderr
     assert _writers_of(tmp_path) == []
+
+
+def test_a_writers_log_grown_past_its_limit_is_moved_aside_when_the_next_starts(
+        project: Path, tmp_path: Path) -> None:
+    log = Path(f"{db_of(project)}{WRITER_LOG_SUFFIX}")
+    old = b"{\"level\": \"warning\"}\n" * (forward.WRITER_LOG_MAX_BYTES // 20 + 1)
+    log.write_bytes(old)
+    url = f"sqlite:///{db_of(project)}"
+    started = forward.start_writer(url, str(project), 30)
+    assert started is not None
+    started_writer(project)
+    assert Path(f"{log}.1").read_bytes() == old  # the one before, kept once
+    assert log.stat().st_size < len(old)  # a new log
+    os.kill(started, signal.SIGTERM)  # this process's child: waited for here
+    os.waitpid(started, 0)
+    small = b"{\"level\": \"warning\"}\n"
+    log.write_bytes(small)  # a log under the limit is appended to
+    os.utime(Path(f"{db_of(project)}{WRITER_LOCK_SUFFIX}"), (0, 0))  # started long ago
+    again = forward.start_writer(url, str(project), 30)
+    assert again is not None
+    started_writer(project)
+    assert log.read_bytes().startswith(small)
+    assert Path(f"{log}.1").read_bytes() == old

@@ -272,9 +272,24 @@ def start_writer(store_url: str, root: str, idle_s: float) -> int | None:
             return None  # one was started a moment ago (still starting, or it failed)
         os.ftruncate(descriptor, 0)
         os.write(descriptor, f"{time.time()}\n".encode())
-        return _spawn_writer(store_url, root, idle_s, base + WRITER_LOG_SUFFIX)
+        log = base + WRITER_LOG_SUFFIX
+        _rotate(log)
+        return _spawn_writer(store_url, root, idle_s, log)
     finally:
         os.close(descriptor)  # the writer takes the lock itself once it starts
+
+
+WRITER_LOG_MAX_BYTES = 1 << 20
+"""A writer's log past this size is moved to ``<log>.1`` (the one before it dropped) when the
+next writer starts: the log of writers started again and again for years stays small."""
+
+
+def _rotate(log: str) -> None:
+    try:
+        if os.stat(log).st_size > WRITER_LOG_MAX_BYTES:
+            os.replace(log, log + ".1")
+    except OSError:  # none yet, or it cannot be moved: the writer appends to it as it is
+        pass
 
 
 def _spawn_writer(store_url: str, root: str, idle_s: float, log: str) -> int | None:
