@@ -50,12 +50,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         yield server
 
 
-def set_up(project: Path, server: ServerProcess, model: ResponsesModel, *args: str) -> None:
-    """Codex's home in ``project/.home/.codex``: the model, then what ``setup codex`` writes."""
+def set_up(project: Path, server: ServerProcess, model: ResponsesModel, *args: str,
+           url: bool = True) -> None:
+    """Codex's home in ``project/.home/.codex``: the model, then what ``setup codex`` writes
+    (with ``url``, hooks and the MCP server on ``server``'s HTTP; without, the hooks on the
+    database and ``sessionledger mcp`` over stdio)."""
     codex_home = project / ".home" / ".codex"
     codex_config(codex_home, model.url)
-    done = sessionledger("setup", "codex", "--codex-home", str(codex_home), "--url",
-                         server.base_url, *args)
+    where = ("--url", server.base_url) if url else ()
+    done = sessionledger("setup", "codex", "--codex-home", str(codex_home), *where, *args)
     assert done.returncode == 0, done.stderr
 
 
@@ -377,7 +380,7 @@ QUESTION = {"questions": [{"question": "Which parser?", "header": "Parser", "mul
 
 def test_codex_reaches_the_ledgers_tools_on_its_first_turn_and_a_person_answers(
         hosts: ClaudeCode, served: ServerProcess) -> None:  # issue 40, acceptance 3
-    # setup's MCP entry (sessionledger mcp over stdio, required): Codex waits for it, the model
+    # setup's MCP entry (serve's /mcp, required): Codex waits for it, the model
     # finds its tools with tool_search on the first turn; a question and then a plan go
     # pending (Codex's headless run declines forms in milliseconds: no person), are answered
     # on the respond route, and the model's next InteractionStatus gets each answer.
@@ -473,11 +476,14 @@ def _tool_names(body: Any) -> list[str]:
     return found
 
 
+@pytest.mark.parametrize("transport", [
+    "http", pytest.param("stdio", marks=pytest.mark.slow)])  # make verify: the stdio one
 def test_codexs_hooks_and_the_ledgers_tools_share_one_session_so_its_exitplanmode_leaves_plan(
-        hosts: ClaudeCode, served: ServerProcess,
-        tmp_path: Path) -> None:  # issue 40: one run, one session
-    # Codex names its session in every MCP call's _meta: the ledger's MCP server (stdio, as
-    # setup writes it) runs the call in the session Codex's hooks record into. Plan set on
+        hosts: ClaudeCode, served: ServerProcess, tmp_path: Path,
+        transport: str) -> None:  # issue 40: one run, one session
+    # Codex names its session in every MCP call's _meta: the ledger's MCP server (serve's
+    # /mcp, or sessionledger mcp over stdio: setup without --url) runs the call in the
+    # session Codex's hooks record into. Plan set on
     # that session refuses a patch; the model asks to leave Plan through the ledger's
     # ExitPlanMode; a person approves that session's plan on the respond route; the same patch
     # is then written. The hooks record no call of the ledger's own tools (the server does).
@@ -504,7 +510,7 @@ def test_codexs_hooks_and_the_ledgers_tools_share_one_session_so_its_exitplanmod
     runs: list[Any] = []
     before = _session_ids(served)
     with ResponsesModel(script) as model:
-        set_up(project, served, model, "--db", served.db_url)
+        set_up(project, served, model, "--db", served.db_url, url=transport == "http")
         thread, session_id = looked_around_then_plan(hosts, project, served)
         with httpx.Client(base_url=served.base_url, timeout=30) as http:
             second = threading.Thread(target=lambda: runs.append(run_codex(
