@@ -225,73 +225,80 @@ def serve(
         except (AddressUnavailable, ConfigurationError):
             service.close()
             raise
-    serving = False
+    stopping = threading.Event()
+    discovery: list[Path] = []
     try:
         pin_mmap_threshold()
-        stopping = threading.Event()
-        app = _Activity(create_app(service=service, settings=settings, stopping=stopping))
-        config = uvicorn.Config(
-            app,
-            host=settings.host,
-            port=settings.port,
-            # uvicorn[standard]: httptools parses HTTP/1.1 and uvloop runs the loop when they are
-            # installed (h11 and asyncio otherwise): a cheaper request path (issue 24).
-            loop="auto",
-            http=_http_protocol(),
-            # No route speaks WebSocket: an upgrade request is answered as plain HTTP, through
-            # the same Host, Origin and token checks (the websockets package comes with
-            # uvicorn[standard], and would otherwise take such requests past the middleware).
-            ws="none",
-            access_log=False,  # RequestLogMiddleware writes one structured line per request
-            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-            lifespan="on",
-            log_config=None,  # uvicorn's loggers keep the JSON handler configured above
-        )
-        discovery: list[Path] = []
-
-        def listening(host: str, port: int) -> None:
-            # Command hooks on the same database forward their events here (issue 38).
-            writer = (settings.token or "", str(settings.workspace_root)) if (
-                settings.hook_writer) else None
-            url = f"http://{_reachable(host)}:{port}"
-            written = write_discovery(service.store.url, url, token=settings.token is not None,
-                                      writer=writer)
-            if written is not None:
-                discovery.append(written)
-            log_event(_log, "listening", url=f"{url}/")
-            if not settings.hook_writer:  # the one line a person starting it looks for
-                login = " (log in with the token)" if settings.token else ""
-                print(f"sessionledger serving {url}/ — open it in a browser{login}", flush=True)
-
-        database = discovery_path(service.store.url) if settings.hook_writer else None
-
-        def should_stop() -> str | None:
-            if database is not None and not os.path.exists(database[:-len(DISCOVERY_SUFFIX)]):
-                return "database removed"
-            if settings.idle_exit_s is not None and app.idle_for() >= settings.idle_exit_s:
-                return f"no request for {settings.idle_exit_s:g} s"
-            return None
-
-        server = GracefulServer(config, on_exit=stopping.set, on_listening=listening,
-                                should_stop=should_stop)
-        log_event(
-            _log, "starting", host=settings.host, port=settings.port,
-            store=service.store.url, workspaceRoot=str(settings.workspace_root),
-        )
-        serving = True
-        try:
-            with _stop_signals_end_serving(server):
-                server.run(sockets=[listener])
-        finally:
-            for path in discovery:
-                remove_discovery(path)
-            stopping.set()
-            service.close()
-            log_event(_log, "stopped", store=service.store.url)
+        server = _graceful_server(settings, service, stopping, discovery)
+    except BaseException:  # nothing served: the port and the store are let go
+        listener.close()
+        service.close()
+        raise
+    log_event(
+        _log, "starting", host=settings.host, port=settings.port,
+        store=service.store.url, workspaceRoot=str(settings.workspace_root),
+    )
+    try:
+        with _stop_signals_end_serving(server):
+            server.run(sockets=[listener])
     finally:
-        listener.close()  # uvicorn closed it when it served (closing again is nothing)
-        if not serving:  # it failed before serving: the store is let go too
-            service.close()
+        listener.close()  # uvicorn closed it once it served (closing again is nothing)
+        for path in discovery:
+            remove_discovery(path)
+        stopping.set()
+        service.close()
+        log_event(_log, "stopped", store=service.store.url)
+
+
+def _graceful_server(settings: ServerSettings, service: SessionService,
+                     stopping: threading.Event, discovery: list[Path]) -> GracefulServer:
+    """The server of ``serve``: its app, uvicorn's configuration, and what it does once it
+    listens (the discovery file, whose path goes into ``discovery``) and checks between
+    requests (a hook writer's database removed, ``--idle-exit``)."""
+    app = _Activity(create_app(service=service, settings=settings, stopping=stopping))
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        # uvicorn[standard]: httptools parses HTTP/1.1 and uvloop runs the loop when they are
+        # installed (h11 and asyncio otherwise): a cheaper request path (issue 24).
+        loop="auto",
+        http=_http_protocol(),
+        # No route speaks WebSocket: an upgrade request is answered as plain HTTP, through
+        # the same Host, Origin and token checks (the websockets package comes with
+        # uvicorn[standard], and would otherwise take such requests past the middleware).
+        ws="none",
+        access_log=False,  # RequestLogMiddleware writes one structured line per request
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        lifespan="on",
+        log_config=None,  # uvicorn's loggers keep the JSON handler configured above
+    )
+
+    def listening(host: str, port: int) -> None:
+        # Command hooks on the same database forward their events here (issue 38).
+        writer = (settings.token or "", str(settings.workspace_root)) if (
+            settings.hook_writer) else None
+        url = f"http://{_reachable(host)}:{port}"
+        written = write_discovery(service.store.url, url, token=settings.token is not None,
+                                  writer=writer)
+        if written is not None:
+            discovery.append(written)
+        log_event(_log, "listening", url=f"{url}/")
+        if not settings.hook_writer:  # the one line a person starting it looks for
+            login = " (log in with the token)" if settings.token else ""
+            print(f"sessionledger serving {url}/ — open it in a browser{login}", flush=True)
+
+    database = discovery_path(service.store.url) if settings.hook_writer else None
+
+    def should_stop() -> str | None:
+        if database is not None and not os.path.exists(database[:-len(DISCOVERY_SUFFIX)]):
+            return "database removed"
+        if settings.idle_exit_s is not None and app.idle_for() >= settings.idle_exit_s:
+            return f"no request for {settings.idle_exit_s:g} s"
+        return None
+
+    return GracefulServer(config, on_exit=stopping.set, on_listening=listening,
+                          should_stop=should_stop)
 
 
 LISTEN_BACKLOG = 2048
