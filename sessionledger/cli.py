@@ -276,9 +276,10 @@ def main(ctx: click.Context) -> None:
               help="Stop after SECONDS with no request in flight.")
 @click.option("--hook-writer", is_flag=True, default=False,
               help="Run as the command hook's writer (the hook starts it when no serve runs): "
-                   "exit at once if another one serves the database; its token and workspace "
-                   "in the discovery file; stop when the database is removed. Needs a token "
-                   "and --idle-exit.")
+                   "exit at once if another one serves the database; its token in the "
+                   "discovery file; a forwarded hook's sessions are created inside the root "
+                   "the hook names, so it serves every workspace's hooks; stop when the "
+                   "database is removed. Needs a token and --idle-exit.")
 @click.option("--log-format", type=click.Choice(["auto", "human", "json"]), default="auto",
               show_default=True,
               help="Log lines for a person or one JSON object per line; auto: human on a "

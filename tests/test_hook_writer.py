@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -221,19 +222,55 @@ def test_a_killed_writer_is_passed_by_and_replaced(project: Path, tmp_path: Path
     assert recorded_calls(project) == ["toolu_a", "toolu_b"]
 
 
-def test_hooks_of_another_workspace_record_themselves_and_start_no_second_writer(
+def sessions_created(project: Path) -> dict[str, str]:
+    """Each session's workspace, by the host's own session id."""
+    store = open_store(f"sqlite:///{db_of(project)}")
+    try:
+        return {e.data.external_session_id: e.data.workspace for e in store.read_all()
+                if e.type == "SessionCreated"}
+    finally:
+        store.close()
+
+
+def test_the_hooks_of_every_workspace_are_forwarded_to_the_one_writer(
         project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert allowed(run_hook(project, read_event(project)))
     record = started_writer(project)
-    other = tmp_path / "other"
+    other = tmp_path / "another project é"  # named in a header: percent-encoded
     other.mkdir()
     monkeypatch.setenv(WRITER_ENV, "30")
+    body = json.dumps(hook_event("PreToolUse", "other-session", other, tool_name="Read",
+                                 tool_input={"file_path": str(other / "a.py")},
+                                 tool_use_id="toolu_other")).encode()
     modules, done = modules_after(
         ["hook", "claude-code", "--db", f"sqlite:///{db_of(project)}"], tmp_path,
-        stdin=read_event(other), cwd=other)
+        stdin=body, cwd=other)
     assert allowed(done)
-    assert "eventlog" in modules  # recorded here: the writer serves another workspace
+    assert [p for p in SERVICE if p in modules] == []  # forwarded, not recorded here
     assert _writers_of(tmp_path) == [record["pid"]]
+    assert sessions_created(project) == {"writer-session": str(project),
+                                         "other-session": str(other)}
+    # a session whose cwd lies outside the hook's own root: the writer refuses it as the
+    # hook refuses it recording directly
+    third = tmp_path / "third"
+    third.mkdir()
+    outside = json.dumps(hook_event("PreToolUse", "outside-session", third, tool_name="Read",
+                                    tool_input={"file_path": str(third / "a.py")},
+                                    tool_use_id="toolu_outside")).encode()
+    forwarded = run_hook(other, outside, args=("--workspace", str(other)))
+    direct = run_hook(other, outside, args=("--workspace", str(other), "--direct"))
+    assert json.loads(forwarded.stdout) == json.loads(direct.stdout) == {}
+    assert forwarded.stderr == direct.stderr != b""
+    assert b"outside the workspace root" in forwarded.stderr
+    assert "outside-session" not in sessions_created(project)
+    # a root that is not one is refused, and nothing is recorded
+    for named in ("relative/root", "%2Fa%00b"):
+        answer = httpx.post(record["url"] + "/v1/hooks/claude-code", content=outside,
+                            headers={"Authorization": f"Bearer {record['secret']}",
+                                     "Sessionledger-Workspace": named})
+        assert answer.status_code == 200 and answer.json() == {}
+        assert "workspace root" in unquote(answer.headers["Sessionledger-Problem"])
+    assert "outside-session" not in sessions_created(project)
 
 
 @pytest.mark.parametrize("value", ["off", "0"])

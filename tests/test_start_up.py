@@ -13,6 +13,7 @@ The hook tests of tests/test_claude_code_hooks.py run over both (the ``command``
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -22,7 +23,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 import pytest
 from claude_hooks_support import REPO, hook_event, this_repo_env
@@ -344,6 +345,35 @@ def test_a_forwarded_problem_is_said_on_stderr_as_when_recorded_here(
     for done in answers:
         assert done.returncode == 0 and json.loads(done.stdout) == {}
     assert answers[0].stderr == answers[1].stderr != b""
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=40)
+       | st.binary(max_size=40).map(os.fsdecode))
+def test_the_root_a_hook_names_its_writer_is_read_back_as_it_was(path: str) -> None:
+    # the hook percent-encodes without urllib; the writer reads it with urllib
+    quoted = forward._quoted(path)
+    assert quoted == quote(os.fsencode(path), safe="/~")
+    assert quoted.isascii() and os.fsdecode(unquote_to_bytes(quoted)) == path
+
+
+def test_an_earlier_writer_of_another_workspace_is_not_forwarded_to(tmp_path: Path) -> None:
+    # a writer of an earlier version serves one workspace's hooks, and takes no root named
+    db = tmp_path / "ledger.db"
+    inside, elsewhere = tmp_path / "inside", tmp_path / "elsewhere"
+    record = {"url": "http://127.0.0.1:9", "pid": 1, "token": True, "secret": "s",
+              "root": str(inside), "writer": True}
+    Path(f"{db}{DISCOVERY_SUFFIX}").write_text(json.dumps(record))
+
+    def server(workspace: Path) -> Any:
+        options = parse_hook_args(["--db", f"sqlite:///{db}", "--workspace", str(workspace)])
+        assert options is not None
+        return forward._server(options)
+
+    assert server(elsewhere) is None
+    assert server(inside / "sub").root == str(inside / "sub")
+    Path(f"{db}{DISCOVERY_SUFFIX}").write_text(json.dumps({**record, "anyRoot": True}))
+    found = server(elsewhere)
+    assert (found.url, found.token, found.root) == (record["url"], "s", str(elsewhere))
 
 
 def test_a_token_server_is_forwarded_to_with_the_token_only(tmp_path: Path) -> None:

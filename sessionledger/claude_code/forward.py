@@ -18,9 +18,11 @@ Recording the event itself costs the hook the event catalog's import (~15 times 
 interpreter's start), on every event. So a hook that found no server also starts one in the
 background for the events that follow (:func:`start_writer`): a ``serve --hook-writer`` on a
 free loopback port with a random token, which writes the discovery file as any ``serve`` does
-(with its token and workspace, readable by this user only), serves that workspace's hooks, and
-stops after ``SESSIONLEDGER_HOOK_WRITER`` seconds without a request (600; ``off`` starts none)
-or when its database is gone. At most one runs per database (it holds ``<database>.writer.lock``),
+(with its token, readable by this user only), serves the hooks of every workspace on that
+database — each hook names its own root (:data:`.wire.WORKSPACE_HEADER`), inside which the
+writer creates its sessions as the hook would have — and stops after
+``SESSIONLEDGER_HOOK_WRITER`` seconds without a request (600; ``off`` starts none) or when its
+database is gone. At most one runs per database (it holds ``<database>.writer.lock``),
 and a hook starts one at most every :data:`WRITER_RETRY_S` seconds.
 
 This module imports only the standard library at the top: :mod:`sessionledger.launch` runs
@@ -39,6 +41,7 @@ from .wire import (
     DISCOVERY_SUFFIX,
     HOOK_PATHS,
     PROBLEM_HEADER,
+    WORKSPACE_HEADER,
     WRITER_LOCK_SUFFIX,
     WRITER_LOG_SUFFIX,
     discovery_path,
@@ -191,12 +194,14 @@ def dumps(value: Any) -> str:
 
 
 class _Server:
-    __slots__ = ("discovered", "token", "url")
+    __slots__ = ("discovered", "root", "token", "url")
 
-    def __init__(self, url: str, discovered: bool, token: str | None) -> None:
+    def __init__(self, url: str, discovered: bool, token: str | None,
+                 root: str | None = None) -> None:
         self.url = url
         self.discovered = discovered  # from the discovery file: refused means it is gone
         self.token = token
+        self.root = root  # a hook's writer: the hook's own root, named in the request
 
 
 def _server(options: HookOptions) -> _Server | None:
@@ -215,13 +220,16 @@ def _server(options: HookOptions) -> _Server | None:
         secret, root = record.get("secret"), record.get("root")
     except (OSError, ValueError, KeyError, AttributeError, TypeError):
         return None  # no server here (or a file being replaced): append directly
-    if isinstance(secret, str):  # a hook's writer: its own token, one workspace's hooks
-        if not isinstance(root, str) or not _inside(_root(options), root):
+    own = None
+    if isinstance(secret, str):  # a hook's writer: its own token, every workspace's hooks
+        own = _root(options)
+        if record.get("anyRoot") is not True and (  # an earlier version's: one workspace's
+                not isinstance(root, str) or not _inside(own, root)):
             return None
         token = secret
     if not isinstance(url, str) or (needs_token and token is None):
         return None
-    return _Server(url, True, token)
+    return _Server(url, True, token, own)
 
 
 def _root(options: HookOptions) -> str:
@@ -338,10 +346,11 @@ class _Gone(_Unreachable):
 
 
 def forward(server_url: str, body: bytes, *, timeout: float, token: str | None = None,
-            discovered: bool = False, host: str = "claude-code",
+            discovered: bool = False, host: str = "claude-code", root: str | None = None,
             ) -> tuple[dict[str, Any], str | None]:
     """POST the event to the server's hook route for ``host``; its JSON output and the
-    problem it names, if any (``_Unreachable`` when it gives no output)."""
+    problem it names, if any (``_Unreachable`` when it gives no output). ``root``: the
+    hook's own workspace root, named to a hook's writer."""
     address = _http_address(server_url)
     if address is None:
         raise _Unreachable(f"cannot forward to {server_url!r}: only http://HOST:PORT")
@@ -349,6 +358,8 @@ def forward(server_url: str, body: bytes, *, timeout: float, token: str | None =
     headers = {"Content-Type": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
+    if root is not None:
+        headers[WORKSPACE_HEADER] = _quoted(root)
     try:
         status, answer_headers, payload = _post(
             name, port, path.rstrip("/") + HOOK_PATHS[host], body, headers, timeout=timeout)
@@ -374,6 +385,15 @@ def forward(server_url: str, body: bytes, *, timeout: float, token: str | None =
     from urllib.parse import unquote
 
     return output, unquote(problem)
+
+
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
+
+
+def _quoted(path: str) -> str:
+    """``path``'s bytes percent-encoded (``urllib.parse.quote``, without its import):
+    ``os.fsdecode(unquote_to_bytes(...))`` gives it back, undecodable bytes included."""
+    return "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in os.fsencode(path))
 
 
 def _http_address(url: str) -> tuple[str, int, str] | None:
@@ -536,7 +556,8 @@ def run_command_hook(body: bytes, options: HookOptions) -> tuple[dict[str, Any],
         if server is not None:
             try:
                 return forward(server.url, body, timeout=options.timeout, token=server.token,
-                               discovered=server.discovered, host=options.host)
+                               discovered=server.discovered, host=options.host,
+                               root=server.root)
             except _Gone:
                 pass  # a stale discovery file: nothing serves this database now
             except _Unreachable as exc:

@@ -199,12 +199,16 @@ AskHere = tuple[Literal["askUserQuestion", "planApproval"], dict[str, Any]]
 class Recorder:
     """Appends Claude Code's observations to the ledger sessions they belong to."""
 
-    def __init__(self, service: SessionService, *, workspace: str | Path | None = None) -> None:
+    def __init__(self, service: SessionService, *, workspace: str | Path | None = None,
+                 root: Path | None = None) -> None:
         self._service = service
         self._ledger = service.ledger
         self._workspace = None if workspace is None else str(workspace)
         """Where imported sessions live regardless of the ``cwd`` they recorded (a transcript
         from another machine); ``None``: their ``cwd``, which must lie inside the root."""
+        self._root = root
+        """The root (resolved) new sessions lie inside when it is not the service's: the
+        command hook's own, for the hook's writer recording the hooks of any workspace."""
 
     @property
     def service(self) -> SessionService:
@@ -236,7 +240,7 @@ class Recorder:
                 session_id=session_id, workspace=workspace, parent_session_id=parent,
                 mode=MODES.get(origin.permission_mode or "") if parent is None else None,
                 client=origin.client, external_session_id=external,
-                occurred_at=origin.occurred_at,
+                occurred_at=origin.occurred_at, root=self._root,
             )
         except Conflict:  # another hook process created it first
             pass

@@ -18,6 +18,7 @@ __all__ = [
     "HOOK_PATH",
     "HOOK_PATHS",
     "PROBLEM_HEADER",
+    "WORKSPACE_HEADER",
     "discovery_path",
     "remove_discovery",
     "write_discovery",
@@ -31,6 +32,11 @@ CLI have command hooks only, which forward here."""
 PROBLEM_HEADER = "Sessionledger-Problem"
 """The response header saying why the answer is ``{}`` (percent-encoded): the forwarding
 command hook prints it on stderr, as it would have recording the event itself."""
+WORKSPACE_HEADER = "Sessionledger-Workspace"
+"""The request header in which a forwarding command hook names its own workspace root
+(percent-encoded): the hook's writer creates the hook's sessions inside that root, as the hook
+would have recording them itself, so one writer serves the hooks of every project on its
+database. Any other ``serve`` ignores it: its own root is the one it was started with."""
 DISCOVERY_SUFFIX = ".serve.json"
 WRITER_LOCK_SUFFIX = ".writer.lock"
 """Beside the database: the lock the hook's writer holds while it runs (``serve
@@ -64,8 +70,9 @@ def write_discovery(store_url: str, url: str, *, token: bool,
     """Record that this process serves ``store_url`` at ``url`` (atomically: a hook never
     reads half a file; readable by this user only); ``token``: whether requests need the bearer
     token. ``writer``: this is a hook's writer (``serve --hook-writer``), whose bearer token
-    (its own, random) and workspace root the file holds — the hooks of that workspace forward
-    to it."""
+    (its own, random) and workspace root the file holds; ``anyRoot`` says that the hooks of
+    every workspace forward to it, naming their own root in :data:`WORKSPACE_HEADER` (a hook
+    of an earlier version forwards only from inside ``root``)."""
     import json
     from pathlib import Path
 
@@ -75,7 +82,7 @@ def write_discovery(store_url: str, url: str, *, token: bool,
     path = Path(found)
     record: dict[str, object] = {"url": url, "pid": os.getpid(), "token": token}
     if writer is not None:
-        record.update(secret=writer[0], root=writer[1], writer=True)
+        record.update(secret=writer[0], root=writer[1], writer=True, anyRoot=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}")
     descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with open(descriptor, "w", encoding="utf-8") as file:

@@ -338,7 +338,7 @@ def create_app(
     for group in (
         session_routes(service), execution_routes(service), tool_routes(service),
         turn_routes(service), model_routes(service), interaction_routes(service),
-        hook_routes(service),
+        hook_routes(service, hook_writer=settings.hook_writer),
         stream_routes(service, notifier=notifier, settings=settings, stopping=stop),
     ):
         _add_routes(app, group)

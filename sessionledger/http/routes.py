@@ -32,8 +32,9 @@ import logging
 import os
 from collections.abc import Sequence
 from functools import partial
+from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import quote
+from urllib.parse import quote, unquote_to_bytes
 
 import anyio
 import anyio.to_thread
@@ -57,9 +58,9 @@ from starlette.types import Message, Receive, Scope, Send
 
 from eventlog import CATALOG, UNDECODABLE, HostKind, UserActivityAction, loads_json
 
-from ..claude_code.hooks import HOOK_PATHS, answer_hook
+from ..claude_code.hooks import HOOK_PATHS, NO_OPINION, HookAnswer, answer_hook
 from ..claude_code.recorder import Recorder
-from ..claude_code.wire import PROBLEM_HEADER
+from ..claude_code.wire import PROBLEM_HEADER, WORKSPACE_HEADER
 from ..ledger import on_loop
 from ..service.sessions import (
     AUDITS_AT_ONCE,
@@ -838,18 +839,27 @@ class _ClientFiles(StaticFiles):
 HOST_TAGS = {"claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
 
 
-def hook_routes(service: SessionService) -> APIRouter:
+def hook_routes(service: SessionService, *, hook_writer: bool = False) -> APIRouter:
     """``POST /v1/hooks/claude-code``, ``/v1/hooks/codex`` and ``/v1/hooks/gemini``: one hook
     event as the host sends it (Claude Code's ``"type": "http"`` hook; the others' command
     hooks forward here), answered 200 with the hook's output (``{}`` when it has no opinion,
-    an event it cannot read included, so a broken hook never stops the agent)."""
+    an event it cannot read included, so a broken hook never stops the agent).
+    ``hook_writer``: this is a hook's writer, which creates the sessions of a forwarding hook
+    inside the root the hook names (``WORKSPACE_HEADER``), not its own."""
     router = api_router()
     recorder = Recorder(service)
 
     def add(host: str, path: str) -> None:
         async def host_hook(request: Request) -> JSONResponse:
             body = await request.body()
-            answer = await run_in_threadpool(partial(answer_hook, host=host), recorder, body)
+            named = request.headers.get(WORKSPACE_HEADER) if hook_writer else None
+            root = None if named is None else _hook_root(named)
+            if isinstance(root, str):  # the hook named a root that cannot be one
+                answer = HookAnswer(NO_OPINION, root)
+            else:
+                answer = await run_in_threadpool(
+                    partial(answer_hook, host=host),
+                    recorder if root is None else Recorder(service, root=root), body)
             if answer.problem is None:
                 return JSONResponse(answer.output)
             _log.warning("%s hook answered {}: %s", host, answer.problem)
@@ -864,6 +874,18 @@ def hook_routes(service: SessionService) -> APIRouter:
     for host, path in HOOK_PATHS.items():
         add(host, path)
     return router
+
+
+def _hook_root(named: str) -> Path | str:
+    """The workspace root a forwarding hook names (percent-encoded, as the hook's
+    ``forward._quoted`` writes it), resolved; what is wrong with it, as text, if it is none."""
+    path = Path(os.fsdecode(unquote_to_bytes(named)))
+    if not path.is_absolute():
+        return f"the hook named a workspace root that is not absolute: {str(path)!r}"
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a loop, a NUL byte
+        return f"the hook's workspace root {str(path)!r} cannot be resolved: {exc}"
 
 
 def web_routes() -> APIRouter:

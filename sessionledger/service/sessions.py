@@ -196,6 +196,7 @@ class SessionService:
         client: str | None = None,
         external_session_id: str | None = None,
         occurred_at: str | None = None,
+        root: Path | None = None,
     ) -> dict[str, Any]:
         """Append one ``SessionCreated`` (expected version 0) and return the new document.
 
@@ -206,14 +207,16 @@ class SessionService:
         :class:`InvalidWorkspaceConfig` naming the key, and nothing is appended (EG-2).
         Another program's session (Claude Code's, CC-2) comes with its own ``session_id``
         (one it derived, so every process finds it), its ``client`` and its own id for it;
-        a second creation of that id is a :class:`Conflict`.
+        a second creation of that id is a :class:`Conflict`. ``root``: the root the workspace
+        must lie inside when it is not this service's — a command hook's own, whose events
+        the hook's writer records as the hook would have recorded them itself.
         """
         if mode is not None and mode not in MODES:
             raise InvalidInput(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if host not in HOSTS:
             raise InvalidInput(f"host must be one of {', '.join(HOSTS)}, not {host!r}")
         execution = self._initial_execution(mode, parent_session_id)
-        resolved = self._resolve_workspace(workspace)
+        resolved = self._resolve_workspace(workspace, self._root if root is None else root)
         self.tools.permissions.config(Path(resolved))  # EG-2: a broken config.toml is a 422
         event = SessionCreated(
             workspace=resolved,
@@ -246,22 +249,22 @@ class SessionService:
             return base.model_copy(update={"mode": mode})
         return base
 
-    def _resolve_workspace(self, workspace: str | None) -> str:
+    def _resolve_workspace(self, workspace: str | None, root: Path) -> str:
         if workspace is None:
-            return str(self._root)
+            return str(root)
         if not workspace.strip():
             raise InvalidInput("workspace must not be empty")
         try:
             candidate = Path(workspace)
             if not candidate.is_absolute():
-                candidate = self._root / candidate
+                candidate = root / candidate
             resolved = candidate.resolve()
         except (OSError, ValueError, RuntimeError) as exc:
             raise InvalidInput(f"workspace {workspace!r} cannot be resolved: {exc}") from exc
-        if not resolved.is_relative_to(self._root):
+        if not resolved.is_relative_to(root):
             raise WorkspaceOutsideRoot(
-                f"workspace {workspace!r} resolves outside the workspace root {str(self._root)!r}",
-                details={"workspace": workspace, "root": str(self._root)},
+                f"workspace {workspace!r} resolves outside the workspace root {str(root)!r}",
+                details={"workspace": workspace, "root": str(root)},
             )
         try:
             not_a_directory = resolved.exists() and not resolved.is_dir()
