@@ -454,6 +454,37 @@ def test_claude_codes_task_tools_are_allowed_in_every_mode(
     assert answers == dict.fromkeys(TASK_TOOLS, "allow")
 
 
+@pytest.mark.parametrize("mode", ["plan", "default"])
+def test_claude_codes_tool_search_and_agent_listing_are_read_only(
+        hooks: Hooks, project: Path, mode: str) -> None:  # CC-4
+    # Claude Code 2.1.337 defers WebFetch, NotebookEdit, … until ToolSearch loads them:
+    # refusing ToolSearch leaves the agent without those tools
+    session = new_session()
+    calls = {"ToolSearch": {"query": "select:WebFetch,NotebookEdit", "max_results": 5},
+             "ListAgents": {}, "DeferredToolPlaceholder": {},
+             "Monitor": {"description": "errors", "timeout_ms": 300000,
+                         "command": "tail -f app.log | grep --line-buffered ERROR"}}
+    answers = {tool: decision(hooks.send("http", pre_tool(
+        session, project, tool, tool_input, mode=mode, use=f"toolu_{tool}")))[0]
+        for tool, tool_input in calls.items()}
+    assert answers == dict.fromkeys(calls, "allow")
+
+
+@pytest.mark.parametrize(("tool_input", "expected"), [
+    ({"description": "d", "timeout_ms": 1000, "command": "inotifywait -m -q src"}, "ask"),
+    ({"description": "d", "timeout_ms": 1000, "command": "rm -rf ~"}, "ask"),
+    ({"description": "d", "timeout_ms": 1000, "ws": {"url": "wss://example.com/feed"}}, "ask"),
+])
+def test_claude_codes_monitor_is_a_command_as_bash_is(
+        hooks: Hooks, project: Path, tool_input: dict[str, Any], expected: str) -> None:  # CC-4
+    session = new_session()
+    built = decision(hooks.send("http", pre_tool(session, project, "Monitor", tool_input,
+                                                 use="toolu_m1")))
+    planned = decision(hooks.send("http", pre_tool(session, project, "Monitor", tool_input,
+                                                   mode="plan", use="toolu_m2")))
+    assert (built[0], planned[0]) == (expected, "deny")
+
+
 def test_plan_still_denies_claude_codes_worktree_and_workflow_tools(
         hooks: Hooks, project: Path) -> None:  # CC-4, issue 39
     session = new_session()

@@ -133,6 +133,15 @@ HOST_TOOLS: dict[str, ToolDescriptor] = {
           for name in ("CronCreate", "CronDelete", "ScheduleWakeup", "SendMessage", "Skill",
                        "ReportFindings")),
         ToolDescriptor(name="CronList", kind="host", read_only=True),
+        # Claude Code 2.1.337: ToolSearch loads the schemas of the tools it defers (WebFetch,
+        # NotebookEdit, … are called only after it); ListAgents lists whom SendMessage can
+        # reach; DeferredToolPlaceholder is never called (it keeps deferred loading on)
+        *(ToolDescriptor(name=name, kind="host", read_only=True, side_effect_scope="session")
+          for name in ("ToolSearch", "ListAgents", "DeferredToolPlaceholder")),
+        # Monitor runs its command in the background as Bash runs one (a `ws` watch has no
+        # command, which the shell classifier reads as a write)
+        ToolDescriptor(name="Monitor", kind="host", read_only=False, side_effect_scope="system",
+                       needs_approval=True, shell=True),
         # a git worktree is made or removed in the workspace; a workflow runs a script of its
         # own: neither is read-only
         *(ToolDescriptor(name=name, kind="host", read_only=False,
