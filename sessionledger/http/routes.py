@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, unquote_to_bytes
@@ -850,16 +849,17 @@ def hook_routes(service: SessionService, *, hook_writer: bool = False) -> APIRou
     recorder = Recorder(service)
 
     def add(host: str, path: str) -> None:
+        def answered(body: bytes, named: str | None) -> HookAnswer:
+            root = None if named is None else _hook_root(named)  # a path lookup: not on the loop
+            if isinstance(root, str):  # the hook named a root that cannot be one
+                return HookAnswer(NO_OPINION, root)
+            return answer_hook(recorder if root is None else Recorder(service, root=root), body,
+                               host=host)
+
         async def host_hook(request: Request) -> JSONResponse:
             body = await request.body()
             named = request.headers.get(WORKSPACE_HEADER) if hook_writer else None
-            root = None if named is None else _hook_root(named)
-            if isinstance(root, str):  # the hook named a root that cannot be one
-                answer = HookAnswer(NO_OPINION, root)
-            else:
-                answer = await run_in_threadpool(
-                    partial(answer_hook, host=host),
-                    recorder if root is None else Recorder(service, root=root), body)
+            answer = await run_in_threadpool(answered, body, named)
             if answer.problem is None:
                 return JSONResponse(answer.output)
             _log.warning("%s hook answered {}: %s", host, answer.problem)

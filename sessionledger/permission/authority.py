@@ -206,6 +206,8 @@ def primary_argument(tool: ToolDescriptor, data: Mapping[str, Any]) -> tuple[Arg
     else ``path`` (read as a path), else nothing.
     """
     if tool.shell:
+        if any(data.get(key) is not None for key in _SHELL_ACTIONS.get(tool.name, ())):
+            return "command", ""  # it does more than its command: read as no command at all
         return "command", _string(data, "command")
     if tool.name == "WebFetch":
         return "text", _string(data, "url")
@@ -214,6 +216,12 @@ def primary_argument(tool: ToolDescriptor, data: Mapping[str, Any]) -> tuple[Arg
         if value:
             return "path", value
     return "text", ""
+
+
+_SHELL_ACTIONS: dict[str, tuple[str, ...]] = {"Monitor": ("ws",)}
+"""What a shell tool does besides running its command (Claude Code's ``Monitor`` opens a
+WebSocket given in ``ws``): a call with any of these is not read by its command, and so is
+not read-only, whatever the command."""
 
 
 def _string(data: Mapping[str, Any], key: str) -> str:
