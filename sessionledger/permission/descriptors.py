@@ -138,8 +138,8 @@ HOST_TOOLS: dict[str, ToolDescriptor] = {
         # reach; DeferredToolPlaceholder is never called (it keeps deferred loading on)
         *(ToolDescriptor(name=name, kind="host", read_only=True, side_effect_scope="session")
           for name in ("ToolSearch", "ListAgents", "DeferredToolPlaceholder")),
-        # Monitor runs its command in the background as Bash runs one (a `ws` watch has no
-        # command, which the shell classifier reads as a write)
+        # Monitor runs its command in the background as Bash runs one (a call that also opens
+        # a WebSocket, `ws`, is never read-only: authority._SHELL_ACTIONS)
         ToolDescriptor(name="Monitor", kind="host", read_only=False, side_effect_scope="system",
                        needs_approval=True, shell=True),
         # a git worktree is made or removed in the workspace; a workflow runs a script of its
