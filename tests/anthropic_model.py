@@ -41,6 +41,7 @@ __all__ = ["Block", "Recorded", "ScriptedModel", "Text", "ToolUse", "next_turn"]
 DEFAULT_MODEL = "claude-sonnet-4-5"
 SIDE_TEXT = "Scripted session"
 FINAL_TEXT = "Done."
+DEFERRED_TOOLS = "The following deferred tools are now available via ToolSearch."
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +169,23 @@ class ScriptedModel:
         """The tool names of the last main-loop request."""
         main = self.main_requests()
         return [tool.get("name", "") for tool in main[-1].body.get("tools", [])] if main else []
+
+    def tools_deferred(self) -> list[str]:
+        """The tools the last main-loop request names as loadable through ``ToolSearch``
+        (Claude Code 2.1.337 defers most of its tools: their names come in a message, one a
+        line, after :data:`DEFERRED_TOOLS`); none for a version that defers nothing."""
+        main = self.main_requests()
+        found: list[str] = []
+        for message in main[-1].body.get("messages", []) if main else []:
+            content = message.get("content") if isinstance(message, dict) else None
+            blocks = [content] if isinstance(content, str) else [
+                b.get("text", "") for b in content or [] if isinstance(b, dict)]
+            for text in blocks:
+                _, marker, rest = str(text).partition(DEFERRED_TOOLS)
+                if marker:
+                    listed = rest.split("\n\n", 1)[0].splitlines()[1:]
+                    found += [name.strip() for name in listed if name.strip()]
+        return found
 
     def tool_results(self) -> dict[str, dict[str, Any]]:
         """Every ``tool_result`` block the main loop sent back, by ``tool_use_id``."""
