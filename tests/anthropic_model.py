@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 import socket
 import threading
 from collections.abc import Callable, Sequence
@@ -42,6 +43,7 @@ DEFAULT_MODEL = "claude-sonnet-4-5"
 SIDE_TEXT = "Scripted session"
 FINAL_TEXT = "Done."
 DEFERRED_TOOLS = "The following deferred tools are now available via ToolSearch."
+TOOL_NAME = re.compile(r"[A-Za-z_][\w-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,9 +184,11 @@ class ScriptedModel:
                 b.get("text", "") for b in content or [] if isinstance(b, dict)]
             for text in blocks:
                 _, marker, rest = str(text).partition(DEFERRED_TOOLS)
-                if marker:
-                    listed = rest.split("\n\n", 1)[0].splitlines()[1:]
-                    found += [name.strip() for name in listed if name.strip()]
+                if marker:  # a name a line, up to the first line that is none
+                    for line in rest.splitlines()[1:]:
+                        if not TOOL_NAME.fullmatch(line.strip()):
+                            break
+                        found.append(line.strip())
         return found
 
     def tool_results(self) -> dict[str, dict[str, Any]]:

@@ -26,6 +26,7 @@ from host_support import (
     settings_file,
     skip_or_fail,
     unavailable,
+    with_model,
 )
 from server_support import ServerProcess
 
@@ -116,7 +117,10 @@ def interactive(claude: ClaudeCode, server: ServerProcess, project: Path,
     with ScriptedModel(script) as model:
         env = host_environment(home, model.url, path=this_path(),
                                extra={"PYTHONPATH": str(ROOT), "TERM": "xterm-256color"})
-        with Terminal([str(claude.claude), *args], cwd=project, env=env) as terminal:
+        if "--permission-mode" not in args:  # Claude Code 2.1.337 starts in auto otherwise
+            args = ("--permission-mode", "default", *args)
+        with Terminal([str(claude.claude), *with_model(args)], cwd=project,
+                      env=env) as terminal:
             terminal.wait_for("for shortcuts" if "plan" not in args else "plan mode on")
             yield terminal, model
 

@@ -50,9 +50,9 @@ from node_support import (
 from sessionledger.environment import WRITER_ENV
 
 __all__ = [
-    "HOST_PROJECT", "INSTALL_DIR", "ClaudeCode", "InstallError", "Terminal", "claude_headless",
-    "documented_settings", "host_environment", "install", "interactive_home", "node_version",
-    "settings_file", "skip_or_fail", "unavailable",
+    "CLAUDE_MODEL", "HOST_PROJECT", "INSTALL_DIR", "ClaudeCode", "InstallError", "Terminal",
+    "claude_headless", "documented_settings", "host_environment", "install", "interactive_home",
+    "node_version", "settings_file", "skip_or_fail", "unavailable", "with_model",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,9 +191,22 @@ def host_environment(home: Path, base_url: str, *, path: str | None = None,
     return env
 
 
+CLAUDE_MODEL = "claude-sonnet-4-6"
+"""The model Claude Code runs with unless a test names another: Claude Code 2.1.337 offers its
+task list (TaskCreate, …) only with some models, Sonnet 4.6 among them, and not with its
+default, Opus 5.5 (``CLAUDE_CODE_ENABLE_TODO_TOOLS=1`` would turn it on there)."""
+
+
+def with_model(args: Sequence[str]) -> list[str]:
+    """``args`` with ``--model`` :data:`CLAUDE_MODEL` unless they name a model."""
+    return list(args) if "--model" in args else ["--model", CLAUDE_MODEL, *args]
+
+
 def claude_headless(host: ClaudeCode, prompt: str, *args: str) -> list[str]:
-    """``claude -p PROMPT --output-format stream-json --verbose`` and ``args``."""
-    return [str(host.claude), "-p", prompt, "--output-format", "stream-json", "--verbose", *args]
+    """``claude -p PROMPT --output-format stream-json --verbose`` and ``args``
+    (:func:`with_model`)."""
+    return [str(host.claude), "-p", prompt, "--output-format", "stream-json", "--verbose",
+            *with_model(args)]
 
 
 # -- the hooks as docs/claude-code.md gives them -------------------------------------------------

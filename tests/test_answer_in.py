@@ -190,7 +190,7 @@ def test_a_plan_given_feedback_here_then_submitted_again_and_approved_with_a_mod
     second = submitted("toolu_p2")  # the same plan again: a new call, asked anew
     answer(decision="approve", input={"mode": "edit"})
     assert second.result(timeout=30)["hookSpecificOutput"]["decision"] == {
-        "behavior": "allow", "updatedPermissions": [
+        "behavior": "allow", "updatedInput": plan, "updatedPermissions": [
             {"type": "setMode", "mode": "acceptEdits", "destination": "session"}]}
     hooks.send("http", hook_event(
         "PostToolUse", claude, project, mode="acceptEdits", tool_name="ExitPlanMode",

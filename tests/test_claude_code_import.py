@@ -307,6 +307,25 @@ def test_a_rejected_plan_and_a_plan_answered_with_feedback(
     assert of(transcript, Prompt) == [Prompt(text="plan the change", calls_before=0)]
 
 
+@pytest.mark.parametrize("frame", ["", "PreToolUse:Write hook error: ",
+                                   "PreToolUse:Write hook error: [sessionledger hook]: "])
+def test_a_call_this_ledger_refused_is_read_as_its_refusal(
+        tmp_path: Path, writer: Writer, frame: str) -> None:  # CC-9
+    # Claude Code 2.1.337 frames a hook's refusal ("PreToolUse:Write hook error: …"); the
+    # result is this ledger's reason, as the hook recorded it, so an import matches the hooks
+    reason = "sessionledger: Plan mode is active: writes are refused (mode.plan.denyWrites)"
+    writer.prompt("write it", permissionMode="plan")
+    writer.use("toolu_w", "Write", {"file_path": "/home/dev/project/a.txt", "content": "x"})
+    writer.result("toolu_w", frame + reason, response=f"Error: {frame}{reason}", error=True)
+    writer.use("toolu_o", "Write", {"file_path": "/home/dev/project/b.txt", "content": "x"})
+    other = "PreToolUse:Write hook error: another hook's reason"  # not this ledger's: as shown
+    writer.result("toolu_o", other, response=f"Error: {other}", error=True)
+    transcript = read_transcript(writer.write(tmp_path / f"{SESSION}.jsonl"))
+    refused, shown = of(transcript, ToolResult)
+    assert (refused.content, refused.error) == (reason, True)
+    assert (shown.content, shown.error) == (other, True)
+
+
 def test_a_declined_question(tmp_path: Path, writer: Writer) -> None:  # CC-9
     question = {"questions": [{"question": "Which database?", "header": "Database",
                                "options": [{"label": "SQLite", "description": "a file"},

@@ -471,7 +471,7 @@ def _answered_here(recorder: Recorder, session_id: str,
     if isinstance(observation, ToolUse):
         return HookAnswer(_question_answer(observation.input, resolution),
                           session_id=session_id)
-    return HookAnswer(_plan_answer(resolution), session_id=session_id)
+    return HookAnswer(_plan_answer(observation.input, resolution), session_id=session_id)
 
 
 def _question_answer(asked: Mapping[str, Any], resolution: Mapping[str, Any]) -> dict[str, Any]:
@@ -505,13 +505,15 @@ HOST_MODES = {"build": "default", "edit": "acceptEdits", "yolo": "bypassPermissi
 carry on in)."""
 
 
-def _plan_answer(resolution: Mapping[str, Any]) -> dict[str, Any]:
+def _plan_answer(asked: Mapping[str, Any], resolution: Mapping[str, Any]) -> dict[str, Any]:
     """PermissionRequest's answer for a plan answered here: approved (in the mode the
-    approval names, if it names one), or refused with the feedback or the rejection."""
+    approval names, if it names one), or refused with the feedback or the rejection. An
+    approval gives the call's input back as ``updatedInput``: Claude Code 2.1.337 runs an
+    allowed ExitPlanMode only with it (without, its dialog stays open and the call waits)."""
     decision = resolution.get("decision")
     decided: dict[str, Any]
     if decision == "approve":
-        decided = {"behavior": "allow"}
+        decided = {"behavior": "allow", "updatedInput": dict(asked)}
         given = resolution.get("input")
         mode = given.get("mode") if isinstance(given, Mapping) else None
         if mode in HOST_MODES:

@@ -36,6 +36,7 @@ from typing import Any
 from eventlog import format_instant, parse_instant
 
 from .observations import (
+    REFUSED_HERE,
     AssistantText,
     Compacted,
     Observation,
@@ -47,7 +48,7 @@ from .observations import (
     content_key,
     gemini_call_id,
 )
-from .recorder import REFUSED_HERE, ledger_tool
+from .recorder import ledger_tool
 from .transcripts import MalformedLine, Skipped, Transcript, TranscriptFile, json_object_line
 
 __all__ = ["BLOCKED", "read_codex_rollout", "read_gemini_chat"]

@@ -24,6 +24,7 @@ from typing import Any, TypeAlias
 __all__ = [
     "CLIENT",
     "CLIENTS",
+    "REFUSED_HERE",
     "AssistantText",
     "Compacted",
     "Noted",
@@ -40,6 +41,11 @@ __all__ = [
     "ledger_session_id",
     "observation_key",
 ]
+
+REFUSED_HERE = "sessionledger: "
+"""How the reason this ledger gives Claude Code for a refusal begins, which Claude Code shows
+the model as the call's result: a transcript's error result that begins so was refused here
+and never ran."""
 
 CLIENT = "claude-code"
 """The ``client`` of every session Claude Code's hooks or transcripts create (CC-2)."""

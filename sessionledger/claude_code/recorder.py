@@ -70,6 +70,7 @@ from ..service.sessions import RequestedMode, SessionService
 from ..tools.executor import host_interaction_id
 from ..tools.todo import MAX_TODO_CHARS, MAX_TODOS, dropped_unfinished
 from .observations import (
+    REFUSED_HERE,
     AssistantText,
     Compacted,
     Noted,
@@ -115,11 +116,6 @@ REJECTED = "The user doesn't want to proceed with this tool use"
 """How Claude Code's result of a call the user refused begins."""
 FEEDBACK = "the user said:"
 """What precedes the user's words when they refused with feedback."""
-
-REFUSED_HERE = "sessionledger: "
-"""How the reason this ledger gives Claude Code for a refusal begins, which Claude Code shows
-the model as the call's result: a transcript's error result that begins so was refused here
-and never ran."""
 
 PlanOutcome = Literal["approved", "rejected", "feedback"]
 

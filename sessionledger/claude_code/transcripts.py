@@ -50,6 +50,7 @@ from typing import Any
 from eventlog import format_instant, parse_instant
 
 from .observations import (
+    REFUSED_HERE,
     AssistantText,
     Compacted,
     Observation,
@@ -233,7 +234,8 @@ class _Reader:
             observations.append(ToolResult(
                 tool=tool, input=tool_input,
                 response=value.get("toolUseResult") if len(results) == 1 else None,
-                content=_result_text(shown), error=error, tool_use_id=use))
+                content=_unframed(_result_text(shown)) if error else _result_text(shown),
+                error=error, tool_use_id=use))
         prompt = _prompt_text("\n".join(texts), value) if texts else None
         if prompt is not None:
             observations.append(Prompt(text=prompt, calls_before=self.calls))
@@ -410,6 +412,21 @@ def _result_text(shown: Any) -> str:
         return "\n".join(b["text"] for b in shown
                          if isinstance(b, dict) and isinstance(b.get("text"), str))
     return ""
+
+
+_HOOK_ERROR = re.compile(r"PreToolUse:\S+ hook error: (?:\[[^\]\n]*\]: )?")
+"""How Claude Code 2.1.337 frames a call a PreToolUse hook refused, in the transcript and to
+the model: ``PreToolUse:Write hook error: `` (and a ``[source]: `` tag it may add), then the
+hook's reason."""
+
+
+def _unframed(text: str) -> str:
+    """An error result as the hooks record it: this ledger's refusal without the frame Claude
+    Code puts around a hook's reason (a transcript of an earlier version has none)."""
+    framed = _HOOK_ERROR.match(text)
+    if framed is not None and text.startswith(REFUSED_HERE, framed.end()):
+        return text[framed.end():]
+    return text
 
 
 def _first_line(text: str) -> str:
