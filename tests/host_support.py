@@ -197,16 +197,18 @@ task list (TaskCreate, …) only with some models, Sonnet 4.6 among them, and no
 default, Opus 5.5 (``CLAUDE_CODE_ENABLE_TODO_TOOLS=1`` would turn it on there)."""
 
 
-def with_model(args: Sequence[str]) -> list[str]:
-    """``args`` with ``--model`` :data:`CLAUDE_MODEL` unless they name a model."""
-    return list(args) if "--model" in args else ["--model", CLAUDE_MODEL, *args]
+def with_model(args: Sequence[str], model: str | None = CLAUDE_MODEL) -> list[str]:
+    """``args`` with ``--model MODEL`` unless they name a model; ``None``: Claude Code's own
+    default."""
+    return list(args) if "--model" in args or model is None else ["--model", model, *args]
 
 
-def claude_headless(host: ClaudeCode, prompt: str, *args: str) -> list[str]:
+def claude_headless(host: ClaudeCode, prompt: str, *args: str,
+                    model: str | None = CLAUDE_MODEL) -> list[str]:
     """``claude -p PROMPT --output-format stream-json --verbose`` and ``args``
     (:func:`with_model`)."""
     return [str(host.claude), "-p", prompt, "--output-format", "stream-json", "--verbose",
-            *with_model(args)]
+            *with_model(args, model)]
 
 
 # -- the hooks as docs/claude-code.md gives them -------------------------------------------------

@@ -207,6 +207,34 @@ def test_a_plan_given_feedback_here_then_submitted_again_and_approved_with_a_mod
     assert (state["mode"], state["planEnabled"]) == ("edit", False)
 
 
+def test_a_plan_edited_here_is_approved_as_edited(
+        hooks: Hooks, tmp_path: Path, pool: ThreadPoolExecutor) -> None:
+    # An answer that edits the plan ("modify") approves it: Claude Code is handed the edited
+    # plan to run, not told the plan was rejected
+    claude, project = started(hooks, tmp_path)
+    session_id = ledger_session_id(claude)
+    assert choose(hooks.http, session_id, "here").status_code == 200
+    plan = {"plan": "# Plan\n\n1. Port it\n", "planFilePath": "/home/dev/.claude/plans/p.md"}
+    edited = "# Plan\n\n1. Port it\n2. Test it\n"
+    hooks.send("http", hook_event("PreToolUse", claude, project, mode="plan",
+                                  tool_name="ExitPlanMode", tool_input=plan, tool_use_id="toolu_e"))
+    event = hook_event("PermissionRequest", claude, project, mode="plan",
+                       tool_name="ExitPlanMode", tool_input=plan)
+
+    def post() -> Any:
+        with hooks.server.client(timeout=60) as http:
+            return post_hook(http, event).output
+
+    answered = pool.submit(post)
+    pending = waiting(hooks.http, session_id)
+    responded = hooks.http.post(
+        f"/v1/sessions/{session_id}/interactions/{pending['interactionId']}/respond",
+        json={"decision": "modify", "input": {"plan": edited}})
+    assert responded.status_code == 200, responded.text
+    assert answered.result(timeout=30)["hookSpecificOutput"]["decision"] == {
+        "behavior": "allow", "updatedInput": {**plan, "plan": edited}}
+
+
 def test_a_plan_approved_here_stays_the_hosts_to_finish_when_another_process_starts(
         tmp_path: Path) -> None:
     # Claude Code runs the plan it asked about once the answer is handed back; a second process

@@ -507,15 +507,20 @@ carry on in)."""
 
 def _plan_answer(asked: Mapping[str, Any], resolution: Mapping[str, Any]) -> dict[str, Any]:
     """PermissionRequest's answer for a plan answered here: approved (in the mode the
-    approval names, if it names one), or refused with the feedback or the rejection. An
-    approval gives the call's input back as ``updatedInput``: Claude Code 2.1.337 runs an
-    allowed ExitPlanMode only with it (without, its dialog stays open and the call waits)."""
+    approval names, if it names one; ``modify``: as the person edited it), or refused with the
+    feedback or the rejection. An approval gives the call's input back as ``updatedInput``
+    (the edited plan in it): Claude Code 2.1.337 runs an allowed ExitPlanMode only with it
+    (without, its dialog stays open and the call waits)."""
     decision = resolution.get("decision")
+    given = resolution.get("input")
+    given = given if isinstance(given, Mapping) else {}
     decided: dict[str, Any]
-    if decision == "approve":
-        decided = {"behavior": "allow", "updatedInput": dict(asked)}
-        given = resolution.get("input")
-        mode = given.get("mode") if isinstance(given, Mapping) else None
+    if decision in ("approve", "modify"):
+        updated = dict(asked)
+        if decision == "modify" and isinstance(given.get("plan"), str):
+            updated["plan"] = given["plan"]  # approved as the person edited it
+        decided = {"behavior": "allow", "updatedInput": updated}
+        mode = given.get("mode")
         if mode in HOST_MODES:
             decided["updatedPermissions"] = [
                 {"type": "setMode", "mode": HOST_MODES[mode], "destination": "session"}]
