@@ -165,7 +165,7 @@ def test_the_real_claude_codes_question_and_plan_answered_on_the_page(
             state = execution_state(server, session_id)
             assert state["planEnabled"] is True  # feedback keeps Plan on
             again.get_by_role("button", name="Approve").click()
-            terminal.wait_for("User approved Claude's plan")
+            terminal.wait_for("Approved Claude's plan")
             terminal.wait_for("Done.")
         assert DIALOG_QUESTION not in question_screen, question_screen
         assert answered(model, '\\"Which parser?\\"=\\"LALR\\"') is not None
